@@ -1,0 +1,1 @@
+"""The bridge: a vault shown as a POSIX tree through FUSE."""

@@ -1,0 +1,11 @@
+"""Sub-commands of the bridge half (placeholder until the bridge lands)."""
+
+from __future__ import annotations
+
+import argparse
+
+__all__ = ["register"]
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add this half's sub-commands to the ``vaultfs`` parser."""

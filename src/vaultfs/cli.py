@@ -1,0 +1,37 @@
+"""The ``vaultfs`` command: parses the sub-command and hands over.
+
+Each half registers its own sub-commands (``register(subparsers)``), so this module
+knows their names only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from vaultfs import __version__
+from vaultfs.bridge import command as bridge_command
+from vaultfs.server import command as server_command
+
+__all__ = ["main"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="vaultfs", description="Mount a document vault as a drive, or serve a local vault."
+    )
+    parser.add_argument("--version", action="version", version=f"vaultfs {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    server_command.register(sub)
+    bridge_command.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    result: int = args.handler(args)
+    return result
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,10 @@
+"""The vault REST API client: typed, async, over httpx.
+
+Layering: client -> httpx (and vaultfs.errors, vaultfs.wire). Never imports the
+server or the bridge. Public names are re-exported here.
+"""
+
+from ._client import VaultClient
+from ._types import Budget, Credentials, DocumentPage, Download
+
+__all__ = ["Budget", "Credentials", "DocumentPage", "Download", "VaultClient"]

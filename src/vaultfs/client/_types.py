@@ -1,0 +1,56 @@
+"""Plain value types the client hands to its callers (no httpx types leak out)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+__all__ = ["Budget", "Credentials", "DocumentPage", "Download"]
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """Who logs in. ``repr`` never shows the password."""
+
+    username: str
+    password: str = field(repr=False)
+    #: optional ``vaultDNS`` sent with the login (overrides the host of the URL)
+    vault_dns: str | None = None
+
+
+@dataclass
+class Budget:
+    """What the vault says is left of the rate limits, and what this client spent."""
+
+    burst_remaining: int | None = None
+    daily_remaining: int | None = None
+    #: API calls this client made (every HTTP request, retries and logins included)
+    calls: int = 0
+    #: calls per endpoint kind, e.g. {"GET /objects/documents": 5}
+    by_endpoint: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class DocumentPage:
+    """One page of ``GET /objects/documents``: ``documents`` are the inner records."""
+
+    documents: list[dict[str, Any]]
+    size: int
+    start: int
+    limit: int
+
+
+class Download(Protocol):
+    """An open download of a file stream."""
+
+    #: exact byte length of what ``chunks`` will yield from ``offset`` on, when the
+    #: server said (Content-Length), else None
+    length: int | None
+    #: file name from Content-Disposition, when sent
+    filename: str | None
+    #: the offset the stream starts at (the requested one: the client skips bytes
+    #: itself when a server ignores Range)
+    offset: int
+
+    def chunks(self, size: int = 1 << 20) -> AsyncIterator[bytes]: ...

@@ -1,0 +1,200 @@
+"""The one error hierarchy of vaultfs, and the one errno table.
+
+Every layer raises these and nothing else crosses a layer boundary:
+
+* the server's storage raises the API error classes (``InvalidDocument``, ...) and the
+  server's error table turns them into the response envelope;
+* the client turns a ``FAILURE``/``EXCEPTION`` envelope back into the same classes
+  (``error_for_type``) and transport trouble into ``VaultUnavailable``;
+* the bridge raises the bridge-only classes below and the FUSE layer turns any of them
+  into an errno through ``errno_for`` (the only errno table).
+
+Each API error class carries the wire name of its type in ``type``.
+"""
+
+from __future__ import annotations
+
+import errno as _errno
+
+__all__ = [
+    "ApiLimitExceeded",
+    "BridgeError",
+    "InsufficientAccess",
+    "InvalidData",
+    "InvalidDocument",
+    "InvalidSessionId",
+    "LockedByOther",
+    "MalformedUrl",
+    "MethodNotSupported",
+    "NotEditable",
+    "OperationNotPermitted",
+    "ParameterRequired",
+    "ServerException",
+    "UserLockedOut",
+    "UsernameOrPasswordIncorrect",
+    "VaultError",
+    "VaultUnavailable",
+    "errno_for",
+    "error_for_type",
+]
+
+
+class VaultError(Exception):
+    """Base of every vaultfs error. ``type`` is the API error type it stands for."""
+
+    type: str = "UNEXPECTED_ERROR"
+    #: HTTP status the local vault answers with (the spec does not state codes; see
+    #: docs/server.md for the choice).
+    http_status: int = 400
+
+    def __init__(self, message: str = "", *, errors: list[dict[str, str]] | None = None):
+        super().__init__(message or self.type)
+        self.message = message or self.type
+        #: all errors of the envelope, when a response carried several
+        self.errors = errors or [{"type": self.type, "message": self.message}]
+
+
+# --- API error types (the spec's table) -------------------------------------------
+
+
+class ApiLimitExceeded(VaultError):
+    type = "API_LIMIT_EXCEEDED"
+    http_status = 429
+
+    def __init__(self, message: str = "", *, retry_after: float | None = None, **kw):
+        super().__init__(message, **kw)
+        #: seconds until the window allows calls again, when known
+        self.retry_after = retry_after
+
+
+class UsernameOrPasswordIncorrect(VaultError):
+    type = "USERNAME_OR_PASSWORD_INCORRECT"
+    http_status = 401
+
+
+class InvalidSessionId(VaultError):
+    type = "INVALID_SESSION_ID"
+    http_status = 401
+
+
+class UserLockedOut(VaultError):
+    type = "USER_LOCKED_OUT"
+    http_status = 403
+
+
+class InsufficientAccess(VaultError):
+    type = "INSUFFICIENT_ACCESS"
+    http_status = 403
+
+
+class ParameterRequired(VaultError):
+    type = "PARAMETER_REQUIRED"
+
+
+class InvalidData(VaultError):
+    type = "INVALID_DATA"
+
+
+class InvalidDocument(VaultError):
+    type = "INVALID_DOCUMENT"
+    http_status = 404
+
+
+class MalformedUrl(VaultError):
+    type = "MALFORMED_URL"
+    http_status = 404
+
+
+class MethodNotSupported(VaultError):
+    type = "METHOD_NOT_SUPPORTED"
+    http_status = 405
+
+
+class ServerException(VaultError):
+    """``EXCEPTION`` status: a system-level error on the server."""
+
+    type = "EXCEPTION"
+    http_status = 500
+
+
+class VaultUnavailable(VaultError):
+    """The vault could not be reached or answered garbage (connection, timeout, 5xx)."""
+
+    type = "VAULT_UNAVAILABLE"
+    http_status = 503
+
+
+_API_ERRORS: dict[str, type[VaultError]] = {
+    cls.type: cls
+    for cls in (
+        ApiLimitExceeded,
+        UsernameOrPasswordIncorrect,
+        InvalidSessionId,
+        UserLockedOut,
+        InsufficientAccess,
+        ParameterRequired,
+        InvalidData,
+        InvalidDocument,
+        MalformedUrl,
+        MethodNotSupported,
+        ServerException,
+    )
+}
+
+
+def error_for_type(type_: str, message: str, errors: list[dict[str, str]] | None = None) -> VaultError:
+    """Build the exception for an API error type (unknown types give a plain VaultError)."""
+    cls = _API_ERRORS.get(type_)
+    if cls is None:
+        err = VaultError(message, errors=errors)
+        err.type = type_
+        return err
+    return cls(message, errors=errors)
+
+
+# --- bridge-only errors -----------------------------------------------------------
+
+
+class BridgeError(VaultError):
+    """An error the bridge raises itself (no API call said so)."""
+
+
+class LockedByOther(BridgeError):
+    """The document is checked out by another user."""
+
+
+class NotEditable(BridgeError):
+    """The field or file cannot be changed (system-managed, read-only tree)."""
+
+
+class OperationNotPermitted(BridgeError):
+    """Refused by policy of the mount (deletion disabled, read-only mount)."""
+
+
+# --- the errno table --------------------------------------------------------------
+
+_ERRNO: list[tuple[type[VaultError], int]] = [
+    (InvalidDocument, _errno.ENOENT),
+    (MalformedUrl, _errno.ENOENT),
+    (InsufficientAccess, _errno.EACCES),
+    (UsernameOrPasswordIncorrect, _errno.EACCES),
+    (UserLockedOut, _errno.EACCES),
+    (LockedByOther, _errno.EBUSY),
+    (NotEditable, _errno.EPERM),
+    (OperationNotPermitted, _errno.EPERM),
+    (ParameterRequired, _errno.EINVAL),
+    (InvalidData, _errno.EINVAL),
+    (MethodNotSupported, _errno.EINVAL),
+    # Transport trouble, rate limits that outlasted the retries, expired sessions that
+    # could not be renewed, and server faults: the operation could not be done now.
+]
+
+
+def errno_for(exc: BaseException) -> int:
+    """The errno a filesystem call reports for ``exc`` (EIO when nothing fits better)."""
+    for cls, number in _ERRNO:
+        if isinstance(exc, cls):
+            return number
+    if isinstance(exc, OSError) and exc.errno:
+        return exc.errno
+    return _errno.EIO

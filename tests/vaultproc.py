@@ -1,0 +1,112 @@
+"""A local vault server run as a real process, for tests and benchmarks.
+
+``VaultProcess`` starts ``python -m vaultfs serve`` on 127.0.0.1 with a free port and
+its own data directory, waits (polling with a deadline) until ``GET /api/`` answers,
+and stops it by PID. It can be stopped and started again on the same port and data,
+which is how tests simulate an outage or a restart.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+__all__ = ["DEMO_PASSWORD", "VaultProcess", "free_port", "wait_until"]
+
+#: Password of the demo users in every test vault.
+DEMO_PASSWORD = "test-Passw0rd!"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def wait_until(predicate, timeout: float = 20.0, interval: float = 0.05, what: str = "condition"):
+    """Poll ``predicate`` until it returns a true value; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    last_exc: BaseException | None = None
+    while time.monotonic() < deadline:
+        try:
+            value = predicate()
+            if value:
+                return value
+        except Exception as exc:
+            last_exc = exc
+        time.sleep(interval)
+    raise TimeoutError(f"timed out after {timeout}s waiting for {what}") from last_exc
+
+
+class VaultProcess:
+    def __init__(self, data_dir: Path, *, port: int | None = None, extra_args: list[str] | None = None,
+                 env: dict[str, str] | None = None) -> None:
+        self.data_dir = data_dir
+        self.port = port or free_port()
+        self.extra_args = extra_args or []
+        self.env = env or {}
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log_path = data_dir.parent / f"{data_dir.name}-server.log"
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 30.0) -> VaultProcess:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        env = dict(os.environ, VAULTFS_DEMO_PASSWORD=DEMO_PASSWORD, **self.env)
+        log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "vaultfs", "serve", "--host", "127.0.0.1",
+                 "--port", str(self.port), "--data", str(self.data_dir), *self.extra_args],
+                stdout=log, stderr=subprocess.STDOUT, env=env,
+            )
+        finally:
+            log.close()
+        try:
+            wait_until(self._answers, timeout=timeout, what=f"vault server on {self.url}")
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _answers(self) -> bool:
+        assert self.proc is not None
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"server exited with {self.proc.returncode}; log: {self.log()}")
+        try:
+            return httpx.get(self.url + "/api/", timeout=1.0).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def log(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-4000:]
+        except OSError:
+            return ""
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        proc.send_signal(sig)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+    def __enter__(self) -> VaultProcess:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
