@@ -47,8 +47,14 @@ def wait_until(predicate, timeout: float = 20.0, interval: float = 0.05, what: s
 
 
 class VaultProcess:
-    def __init__(self, data_dir: Path, *, port: int | None = None, extra_args: list[str] | None = None,
-                 env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        port: int | None = None,
+        extra_args: list[str] | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.data_dir = data_dir
         self.port = port or free_port()
         self.extra_args = extra_args or []
@@ -66,9 +72,22 @@ class VaultProcess:
         log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "vaultfs", "serve", "--host", "127.0.0.1",
-                 "--port", str(self.port), "--data", str(self.data_dir), *self.extra_args],
-                stdout=log, stderr=subprocess.STDOUT, env=env,
+                [
+                    sys.executable,
+                    "-m",
+                    "vaultfs",
+                    "serve",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(self.port),
+                    "--data",
+                    str(self.data_dir),
+                    *self.extra_args,
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
             )
         finally:
             log.close()

@@ -142,7 +142,9 @@ _API_ERRORS: dict[str, type[VaultError]] = {
 }
 
 
-def error_for_type(type_: str, message: str, errors: list[dict[str, str]] | None = None) -> VaultError:
+def error_for_type(
+    type_: str, message: str, errors: list[dict[str, str]] | None = None
+) -> VaultError:
     """Build the exception for an API error type (unknown types give a plain VaultError)."""
     cls = _API_ERRORS.get(type_)
     if cls is None:
