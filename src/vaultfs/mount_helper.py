@@ -1,0 +1,94 @@
+"""``mount.fuse.vaultfs``: the helper mount(8) runs for ``-t fuse.vaultfs`` and fstab.
+
+mount(8) calls ``mount.fuse.vaultfs SOURCE MOUNTPOINT [-sfnv] [-o OPTIONS]``. This
+module turns that into ``vaultfs mount SOURCE MOUNTPOINT --user ... -o ...``: options
+that belong to mount(8) or systemd (``_netdev``, ``noauto``, ``x-systemd.*``, ...) are
+dropped, ``user=`` and ``password_file=`` become the mount command's own flags, and the
+rest is passed on as ``-o``. The password itself never appears on a command line.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+__all__ = ["main", "translate"]
+
+# Options mount(8), fstab or systemd consume themselves; meaningless to the daemon.
+_DROPPED = {
+    "_netdev",
+    "auto",
+    "noauto",
+    "nofail",
+    "defaults",
+    "rw",
+    "user",
+    "users",
+    "owner",
+    "group",
+    "suid",
+    "nosuid",
+    "dev",
+    "nodev",
+    "exec",
+    "noexec",
+    "atime",
+    "noatime",
+    "relatime",
+    "norelatime",
+    "strictatime",
+    "sync",
+    "async",
+    "dirsync",
+    "lazytime",
+}
+_DROPPED_PREFIXES = ("x-", "comment=", "helper=")
+
+
+def translate(argv: list[str]) -> list[str]:
+    """Map a mount(8) helper argv (without the program name) to ``vaultfs mount`` argv."""
+    positional: list[str] = []
+    options: list[str] = []
+    args = iter(argv)
+    for arg in args:
+        if arg == "-o":
+            options.extend(o for o in next(args, "").split(",") if o)
+        elif arg.startswith("-o"):
+            options.extend(o for o in arg[2:].split(",") if o)
+        elif arg in ("-t", "-N"):
+            next(args, None)  # the type (fuse.vaultfs) and a namespace: nothing to pass on
+        elif arg.startswith("-"):
+            continue  # -s (sloppy), -f (fake), -n (no mtab), -v (verbose)
+        else:
+            positional.append(arg)
+    if len(positional) != 2:
+        raise SystemExit("usage: mount.fuse.vaultfs SOURCE MOUNTPOINT [-o OPTIONS]")
+    source, mountpoint = positional
+    command = ["mount", source, mountpoint]
+    passed: list[str] = []
+    for option in options:
+        key, _, value = option.partition("=")
+        if key in ("user", "username") and value:
+            command += ["--user", value]
+        elif key == "password_file":
+            command += ["--password-file", value]
+        elif option in _DROPPED or option.startswith(_DROPPED_PREFIXES):
+            continue
+        else:
+            passed.append(option)
+    if passed:
+        command += ["-o", ",".join(passed)]
+    return command
+
+
+def main() -> int:
+    from vaultfs.cli import main as vaultfs_main
+
+    if os.environ.get("VAULTFS_HELPER_DRY_RUN"):
+        print(" ".join(["vaultfs", *translate(sys.argv[1:])]))
+        return 0
+    return vaultfs_main(translate(sys.argv[1:]))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,82 @@
+"""Named mount profiles from ``~/.config/vaultfs/config.toml``.
+
+A profile holds what ``vaultfs mount`` would otherwise take on its command line, so
+``vaultfs mount work`` is enough::
+
+    [profiles.work]
+    url = "https://vault.example.com"
+    user = "editor@example.com"
+    mountpoint = "~/vault"
+    password_file = "~/.config/vaultfs/work.password"   # optional; else keyring, env, prompt
+    options = ["allow_delete", "poll_interval=60", "cache_size=2G"]
+
+``VAULTFS_CONFIG`` names another file (the system unit uses /etc/vaultfs/config.toml).
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["Profile", "ProfileError", "config_path", "load_profile"]
+
+
+class ProfileError(ValueError):
+    """The config file or a profile in it is missing or malformed."""
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    url: str
+    user: str
+    mountpoint: Path
+    password_file: Path | None = None
+    options: list[str] = field(default_factory=list)
+
+
+def config_path() -> Path:
+    explicit = os.environ.get("VAULTFS_CONFIG")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "vaultfs" / "config.toml"
+
+
+def _path(value: object, what: str) -> Path:
+    if not isinstance(value, str) or not value:
+        raise ProfileError(f"{what} must be a non-empty string")
+    return Path(value).expanduser()
+
+
+def load_profile(name: str, path: Path | None = None) -> Profile:
+    """Read profile ``name``; raises ProfileError naming what is wrong."""
+    path = path or config_path()
+    try:
+        with path.open("rb") as f:
+            data = tomllib.load(f)
+    except FileNotFoundError:
+        raise ProfileError(f"no config file at {path} (profile {name!r} asked for)") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ProfileError(f"{path}: {exc}") from None
+    section = data.get("profiles", {}).get(name)
+    if not isinstance(section, dict):
+        raise ProfileError(f"{path} has no [profiles.{name}] section")
+    where = f"{path} [profiles.{name}]"
+    for key in ("url", "user", "mountpoint"):
+        if not isinstance(section.get(key), str) or not section[key]:
+            raise ProfileError(f"{where}: {key} is required")
+    options = section.get("options", [])
+    if not isinstance(options, list) or not all(isinstance(o, str) for o in options):
+        raise ProfileError(f"{where}: options must be a list of strings")
+    password_file = section.get("password_file")
+    return Profile(
+        name=name,
+        url=section["url"],
+        user=section["user"],
+        mountpoint=_path(section["mountpoint"], f"{where}: mountpoint"),
+        password_file=_path(password_file, f"{where}: password_file") if password_file else None,
+        options=list(options),
+    )
