@@ -1,0 +1,264 @@
+"""The content cache: immutable file contents on disk, bounded, streamed while fetched.
+
+Owns the cache directory (0700; files 0600): one file per content key (a version id
+plus checksum, a rendition, an attachment version), least-recently-used eviction under
+a byte bound, rebuilt from the files on start so it survives restarts, and the exact
+sizes learned from downloads (``sizes.json``, no secrets in it).
+
+Reads stream: the first reader of a key starts one background download into a
+``.part`` file; every reader waits only until the bytes it asks for have arrived (a
+``trio.Event`` replaced on every chunk), so the first bytes reach a reader long before
+the download completes, and several keys download in parallel. An open handle keeps
+its file descriptor, so eviction (unlink) never breaks a reader.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from pathlib import Path
+from typing import Any
+
+import cachetools
+import trio
+
+from vaultfs import errors
+from vaultfs.client import Download
+
+__all__ = ["BlobCache", "BlobHandle", "Fetch"]
+
+log = logging.getLogger(__name__)
+
+#: opens the download of a key's content from a byte offset
+Fetch = Callable[[int], AbstractAsyncContextManager[Download]]
+
+CHUNK = 1 << 20
+_SIZES_FILE = "sizes.json"
+
+
+class _Lru(cachetools.LRUCache[str, int]):
+    """File name -> size; evicting an entry deletes its file."""
+
+    def __init__(self, maxsize: int, directory: Path) -> None:
+        super().__init__(maxsize=maxsize, getsizeof=lambda size: max(size, 1))
+        self._directory = directory
+
+    def popitem(self) -> tuple[str, int]:
+        name, size = super().popitem()
+        with contextlib.suppress(FileNotFoundError):
+            (self._directory / name).unlink()
+        log.debug("cache: evicted %s (%d bytes)", name, size)
+        return name, size
+
+
+class _Download:
+    """A download in progress: how many bytes are in the ``.part`` file so far."""
+
+    def __init__(self, key: str, part: Path) -> None:
+        self.key = key
+        self.part = part
+        self.have = 0
+        #: the response has begun (its length, when sent, is remembered by then)
+        self.started = False
+        self.done = False
+        self.error: BaseException | None = None
+        self.progress = trio.Event()
+
+    def notify(self) -> None:
+        self.progress.set()
+        self.progress = trio.Event()
+
+
+class BlobHandle:
+    """An open content of one key: random reads that wait for the bytes they need."""
+
+    def __init__(self, cache: BlobCache, key: str, fd: int, download: _Download | None):
+        self._cache = cache
+        self.key = key
+        self._fd = fd
+        self._download = download
+
+    @property
+    def complete(self) -> bool:
+        return self._download is None or self._download.done
+
+    async def _wait(self, ready: Callable[[_Download], bool]) -> None:
+        dl = self._download
+        if dl is None:
+            return
+        with trio.move_on_after(self._cache.read_timeout) as scope:
+            while not ready(dl) and dl.error is None:
+                await dl.progress.wait()
+        if scope.cancelled_caught:
+            raise errors.VaultUnavailable(f"no progress downloading {self.key}")
+        if dl.error is not None and not ready(dl):
+            if isinstance(dl.error, errors.VaultError):
+                raise dl.error  # what the vault said (gone, no access, unreachable)
+            raise errors.VaultUnavailable(f"download of {self.key} failed: {dl.error}")
+
+    async def wait_started(self) -> None:
+        """Wait until the download's response began (so its length is known, if sent)."""
+        await self._wait(lambda dl: dl.started or dl.done)
+
+    async def wait_complete(self) -> None:
+        await self._wait(lambda dl: dl.done)
+
+    async def read(self, offset: int, size: int) -> bytes:
+        await self._wait(lambda dl: dl.done or dl.have >= offset + size)
+        return os.pread(self._fd, size, offset)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+class BlobCache:
+    def __init__(self, directory: Path, max_bytes: int, *, read_timeout: float = 60.0) -> None:
+        self.directory = directory
+        self.max_bytes = max_bytes
+        #: longest a read waits for the next chunk before it fails with EIO
+        self.read_timeout = read_timeout
+        self._blobs = directory / "blobs"
+        self._blobs.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.chmod(directory, 0o700)
+        os.chmod(self._blobs, 0o700)
+        self._lru = _Lru(max_bytes, self._blobs)
+        self._active: dict[str, _Download] = {}
+        self._sizes: dict[str, int] = self._load_sizes()
+        self._nursery: trio.Nursery | None = None
+        self._rebuild()
+
+    # --- state kept on disk ------------------------------------------------------
+
+    def _rebuild(self) -> None:
+        """Refill the LRU from the files left by an earlier run, oldest use first."""
+        files: list[tuple[float, str, int]] = []
+        for path in self._blobs.iterdir():
+            if path.name.endswith(".part"):
+                path.unlink(missing_ok=True)  # an interrupted download
+                continue
+            st = path.stat()
+            files.append((max(st.st_atime, st.st_mtime), path.name, st.st_size))
+        for _, name, size in sorted(files):
+            self._lru[name] = size
+
+    def _load_sizes(self) -> dict[str, int]:
+        try:
+            data = json.loads((self.directory / _SIZES_FILE).read_text())
+        except (OSError, ValueError):
+            return {}
+        return {str(k): int(v) for k, v in data.items()} if isinstance(data, dict) else {}
+
+    def _remember_size(self, key: str, size: int) -> None:
+        if self._sizes.get(key) == size:
+            return
+        self._sizes[key] = size
+        target = self.directory / _SIZES_FILE
+        tmp = target.with_suffix(".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            json.dump(self._sizes, f)
+        tmp.replace(target)
+
+    @staticmethod
+    def _name(key: str) -> str:
+        return hashlib.sha256(key.encode()).hexdigest()[:40]
+
+    # --- queries -----------------------------------------------------------------
+
+    def exact_size(self, key: str) -> int | None:
+        """The content's exact byte size, when a download has told it."""
+        size = self._sizes.get(key)
+        if size is None and self.is_cached(key):
+            with contextlib.suppress(OSError):
+                size = (self._blobs / self._name(key)).stat().st_size
+        return size
+
+    def is_cached(self, key: str) -> bool:
+        return self._name(key) in self._lru
+
+    def usage(self) -> dict[str, Any]:
+        return {
+            "bytes": int(self._lru.currsize),
+            "limit": self.max_bytes,
+            "files": len(self._lru),
+            "downloading": len(self._active),
+        }
+
+    # --- running -----------------------------------------------------------------
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Host the download tasks until cancelled (``nursery.start(cache.run)``)."""
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            task_status.started()
+            try:
+                await trio.sleep_forever()
+            finally:
+                self._nursery = None
+
+    async def cached_path(self, key: str, fetch: Fetch) -> Path:
+        """The path of ``key``'s complete content, downloading it first when needed."""
+        handle = await self.open(key, fetch)
+        try:
+            await handle.wait_complete()
+        finally:
+            handle.close()
+        return self._blobs / self._name(key)
+
+    async def open(self, key: str, fetch: Fetch) -> BlobHandle:
+        """Open ``key``'s content, starting its download when it is not cached."""
+        name = self._name(key)
+        path = self._blobs / name
+        if name in self._lru:
+            try:
+                fd = os.open(path, os.O_RDONLY)
+            except FileNotFoundError:
+                del self._lru[name]
+            else:
+                self._lru.get(name)  # marks it most recently used
+                return BlobHandle(self, key, fd, None)
+        dl = self._active.get(key)
+        if dl is None:
+            if self._nursery is None:
+                raise errors.VaultUnavailable("content cache is not running")
+            dl = _Download(key, self._blobs / (name + ".part"))
+            wfd = os.open(dl.part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            self._active[key] = dl
+            self._nursery.start_soon(self._download, dl, wfd, fetch)
+        return BlobHandle(self, key, os.open(dl.part, os.O_RDONLY), dl)
+
+    async def _download(self, dl: _Download, wfd: int, fetch: Fetch) -> None:
+        final = self._blobs / self._name(dl.key)
+        try:
+            async with fetch(0) as download:
+                if download.length is not None:
+                    self._remember_size(dl.key, download.length)
+                dl.started = True
+                dl.notify()
+                async for chunk in download.chunks(CHUNK):
+                    os.write(wfd, chunk)
+                    dl.have += len(chunk)
+                    dl.notify()
+            os.replace(dl.part, final)
+            dl.done = True
+            self._remember_size(dl.key, dl.have)
+            if dl.have > self.max_bytes:
+                final.unlink()  # bigger than the whole cache: serve the open handles only
+            else:
+                self._lru[final.name] = dl.have
+        except Exception as exc:
+            dl.error = exc
+            log.warning("download of %s failed: %s", dl.key, exc)
+        finally:
+            os.close(wfd)
+            if not dl.done:
+                dl.part.unlink(missing_ok=True)
+            self._active.pop(dl.key, None)
+            dl.notify()

@@ -1,0 +1,442 @@
+"""POSIX semantics over the vault, testable without a kernel.
+
+Owns the file-system operations as plain async methods (lookup, getattr, readdir,
+open/read/release, xattrs, statfs): inode references, open handles, attributes from
+records (exact sizes once known, stable times), and the ``.vaultfs/status`` file. It
+raises ``vaultfs.errors`` classes or ``OSError`` with an errno; turning those into
+FUSE replies is ``fuse_ops``' job. Writing is delegated to ``editing``.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import logging
+import os
+import stat
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import trio
+
+from vaultfs import errors
+from vaultfs.wire import parse_datetime
+
+from . import xattrs
+from .blobcache import BlobCache, BlobHandle
+from .content import content_of
+from .editing import EditHandle, Editing, Spool
+from .inodes import InodeTable, NodeKey
+from .tree import ROOT, Tree
+
+__all__ = ["Attr", "Core", "Opened", "Options"]
+
+log = logging.getLogger(__name__)
+
+_FILE_KINDS = {"src", "vsrc", "rend", "vrend", "att", "status"}
+#: directories the user may create entries in (once the write half allows it)
+_WRITABLE_DIRS = {"root", "type", "sub", "cls", "doc"}
+_BLOCK = 4096
+
+
+@dataclass
+class Options:
+    """What the mount tells the core about itself."""
+
+    url: str = ""
+    user: str = ""
+    read_only: bool = False
+    allow_delete: bool = False
+    attr_timeout: float = 1.0
+    #: longest an operation waits for the first index build
+    index_wait: float = 60.0
+    uid: int = field(default_factory=os.getuid)
+    gid: int = field(default_factory=os.getgid)
+
+
+@dataclass
+class Attr:
+    ino: int
+    mode: int
+    size: int
+    nlink: int
+    mtime_ns: int
+    ctime_ns: int
+    uid: int
+    gid: int
+    #: seconds the kernel may keep this (0 while the size is only an estimate)
+    timeout: float
+
+
+@dataclass
+class Opened:
+    fh: int
+    direct_io: bool = False
+    keep_cache: bool = False
+
+
+class _Handle(Protocol):
+    async def read(self, offset: int, size: int) -> bytes: ...
+    def close(self) -> None: ...
+
+
+class _Snapshot:
+    """A generated file (status): its bytes as of open()."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    async def read(self, offset: int, size: int) -> bytes:
+        return self.data[offset : offset + size]
+
+    def close(self) -> None:
+        pass
+
+
+def _ns(text: Any) -> int:
+    if not text:
+        return 0
+    try:
+        return int(parse_datetime(str(text)).timestamp() * 1_000_000_000)
+    except ValueError:
+        return 0
+
+
+class Core:
+    def __init__(
+        self,
+        tree: Tree,
+        blobs: BlobCache,
+        options: Options | None = None,
+        *,
+        spool: Spool | None = None,
+    ) -> None:
+        self.tree = tree
+        self.blobs = blobs
+        self.options = options or Options()
+        self.inodes = InodeTable(ROOT)
+        self.editing = Editing(tree, blobs, spool)
+        self._handles: dict[int, _Handle | EditHandle] = {}
+        self._dirs: dict[int, list[tuple[str, NodeKey]]] = {}
+        self._next_fh = 1
+        self._started = time.time()
+        #: extra status fields supplied by the mount (e.g. the daemon's pid)
+        self.status_extra: Callable[[], dict[str, Any]] = dict
+
+    # --- nodes -------------------------------------------------------------------
+
+    def _key(self, ino: int) -> NodeKey:
+        key = self.inodes.key(ino)
+        if key is None:
+            raise OSError(errno.ENOENT, f"inode {ino} is not known")
+        return key
+
+    async def _ready(self) -> None:
+        if self.tree.index.ready.is_set():
+            return
+        with trio.move_on_after(self.options.index_wait):
+            await self.tree.index.ready.wait()
+        if not self.tree.index.ready.is_set():
+            raise errors.VaultUnavailable("the document index could not be read yet")
+
+    async def _children(self, key: NodeKey) -> dict[str, NodeKey]:
+        await self._ready()
+        return await self.tree.children(key)
+
+    async def lookup(self, parent: int, name: str) -> Attr:
+        children = await self._children(self._key(parent))
+        child = children.get(name)
+        if child is None:
+            raise OSError(errno.ENOENT, name)
+        attr = await self._attr(child, self.inodes.inode(child))
+        self.inodes.lookup(child)
+        return attr
+
+    def forget(self, ino: int, nlookup: int) -> None:
+        self.inodes.forget(ino, nlookup)
+
+    async def getattr(self, ino: int) -> Attr:
+        key = self._key(ino)
+        if key != ROOT:
+            await self._ready()
+        return await self._attr(key, ino)
+
+    # --- attributes --------------------------------------------------------------
+
+    async def _attr(self, key: NodeKey, ino: int) -> Attr:
+        kind = key[0]
+        if kind in _FILE_KINDS:
+            return await self._file_attr(key, ino)
+        mtime = ctime = 0
+        if kind in ("root", "type", "sub", "cls"):
+            if not self.tree.folder_exists(key) and kind != "root":
+                raise OSError(errno.ENOENT, "folder no longer exists")
+            mtime = ctime = _ns(self.tree.folder_mtime(key))
+        elif kind == "ctl":
+            mtime = ctime = int(self._started * 1e9)
+        else:
+            doc_id = int(key[1])  # type: ignore[call-overload]
+            record = self.tree.record(doc_id)
+            if kind == "ver":
+                major, minor = int(key[2]), int(key[3])  # type: ignore[call-overload]
+                record = await self.tree.version_record(doc_id, major, minor)
+            mtime = _ns(record.get("version_modified_date__v"))
+            ctime = _ns(record.get("document_creation_date__v")) or mtime
+        writable = kind in _WRITABLE_DIRS and not self.options.read_only
+        return Attr(
+            ino=ino,
+            mode=stat.S_IFDIR | (0o755 if writable else 0o555),
+            size=_BLOCK,
+            nlink=2,
+            mtime_ns=mtime,
+            ctime_ns=ctime,
+            uid=self.options.uid,
+            gid=self.options.gid,
+            timeout=self.options.attr_timeout,
+        )
+
+    async def _file_attr(self, key: NodeKey, ino: int) -> Attr:
+        kind = key[0]
+        timeout = self.options.attr_timeout
+        if kind == "status":
+            size, mtime, ctime = len(self.status_bytes()), time.time_ns(), int(self._started * 1e9)
+            timeout = 0
+            mode = 0o444
+        else:
+            doc_id = int(key[1])  # type: ignore[call-overload]
+            record = self.tree.record(doc_id)
+            if kind == "vsrc":
+                major, minor = int(key[2]), int(key[3])  # type: ignore[call-overload]
+                record = await self.tree.version_record(doc_id, major, minor)
+            mtime = _ns(record.get("version_modified_date__v"))
+            ctime = _ns(record.get("version_creation_date__v")) or mtime
+            if kind == "att":
+                attachment = (await self.tree.details(doc_id)).attachments.get(
+                    int(key[2])  # type: ignore[call-overload]
+                )
+                if attachment is None:
+                    raise OSError(errno.ENOENT, "attachment no longer exists")
+                ctime = mtime = _ns(attachment.get("created_date__v")) or mtime
+            entry = self.editing.entry(doc_id) if kind == "src" else None
+            if entry is not None:
+                size, timeout = entry.size(), 0
+            else:
+                content = await content_of(self.tree, key)
+                exact = self.blobs.exact_size(content.key)
+                if exact is None:
+                    size, timeout = content.estimate, 0
+                else:
+                    size = exact
+            writable = kind == "src" and not self.options.read_only
+            mode = 0o644 if writable else 0o444
+        return Attr(
+            ino=ino,
+            mode=stat.S_IFREG | mode,
+            size=size,
+            nlink=1,
+            mtime_ns=mtime,
+            ctime_ns=ctime,
+            uid=self.options.uid,
+            gid=self.options.gid,
+            timeout=timeout,
+        )
+
+    # --- directories -------------------------------------------------------------
+
+    async def opendir(self, ino: int) -> int:
+        key = self._key(ino)
+        if key[0] in _FILE_KINDS:
+            raise OSError(errno.ENOTDIR, "not a directory")
+        listing = sorted((await self._children(key)).items())
+        fh = self._new_fh()
+        self._dirs[fh] = listing
+        return fh
+
+    async def readdir(self, fh: int, start: int) -> list[tuple[int, str, NodeKey, Attr]]:
+        """Entries from position ``start``: (next position, name, key, attributes).
+
+        The caller reports each entry it handed to the kernel with ``entry_returned``
+        (the kernel takes a reference to it, as with lookup).
+        """
+        listing = self._dirs.get(fh)
+        if listing is None:
+            raise OSError(errno.EBADF, "directory handle is not open")
+        entries = []
+        for position in range(start, len(listing)):
+            name, key = listing[position]
+            try:
+                attr = await self._attr(key, self.inodes.inode(key))
+            except (errors.InvalidDocument, FileNotFoundError):
+                continue  # left the vault since opendir
+            except OSError as exc:
+                if exc.errno == errno.ENOENT:
+                    continue
+                raise
+            entries.append((position + 1, name, key, attr))
+        return entries
+
+    def entry_returned(self, key: NodeKey) -> None:
+        self.inodes.lookup(key)
+
+    def releasedir(self, fh: int) -> None:
+        self._dirs.pop(fh, None)
+
+    # --- files -------------------------------------------------------------------
+
+    def _new_fh(self) -> int:
+        fh = self._next_fh
+        self._next_fh += 1
+        return fh
+
+    async def open(self, ino: int, flags: int) -> Opened:
+        key = self._key(ino)
+        kind = key[0]
+        if kind not in _FILE_KINDS:
+            raise OSError(errno.EISDIR, "is a directory")
+        writing = flags & os.O_ACCMODE != os.O_RDONLY or flags & os.O_TRUNC
+        if writing:
+            if self.options.read_only:
+                raise OSError(errno.EROFS, "mounted read-only")
+            if kind != "src":
+                raise OSError(errno.EACCES, "only a document's latest source file is writable")
+            doc_id = int(key[1])  # type: ignore[call-overload]
+            handle = await self.editing.open(doc_id, truncate=bool(flags & os.O_TRUNC))
+            fh = self._new_fh()
+            self._handles[fh] = handle
+            return Opened(fh, direct_io=True)
+        if kind == "status":
+            fh = self._new_fh()
+            self._handles[fh] = _Snapshot(self.status_bytes())
+            return Opened(fh, direct_io=True)
+        doc_id = int(key[1])  # type: ignore[call-overload]
+        if kind == "src" and self.editing.entry(doc_id) is not None:
+            fh = self._new_fh()
+            self._handles[fh] = self.editing.reader(doc_id)
+            return Opened(fh, direct_io=True)
+        content = await content_of(self.tree, key)
+        size_known = self.blobs.exact_size(content.key) is not None
+        blob: BlobHandle = await self.blobs.open(content.key, content.fetch)
+        if not blob.complete:
+            # Wait for the response to begin so a following fstat() sees its length.
+            try:
+                await blob.wait_started()
+            except BaseException:
+                blob.close()
+                raise
+        fh = self._new_fh()
+        self._handles[fh] = blob
+        # Version content is immutable: the kernel may keep cached pages across opens.
+        return Opened(fh, direct_io=not size_known, keep_cache=blob.complete)
+
+    def _handle(self, fh: int) -> _Handle | EditHandle:
+        handle = self._handles.get(fh)
+        if handle is None:
+            raise OSError(errno.EBADF, "file handle is not open")
+        return handle
+
+    async def read(self, fh: int, offset: int, size: int) -> bytes:
+        return await self._handle(fh).read(offset, size)
+
+    async def write(self, fh: int, offset: int, data: bytes) -> int:
+        handle = self._handle(fh)
+        if not isinstance(handle, EditHandle):
+            raise OSError(errno.EBADF, "not open for writing")
+        return handle.write(offset, data)
+
+    async def flush(self, fh: int) -> None:
+        handle = self._handle(fh)
+        if isinstance(handle, EditHandle):
+            await self.editing.flush(handle)
+
+    async def fsync(self, fh: int) -> None:
+        handle = self._handle(fh)
+        if isinstance(handle, EditHandle):
+            handle.fsync()
+
+    async def release(self, fh: int) -> None:
+        handle = self._handles.pop(fh, None)
+        if isinstance(handle, EditHandle):
+            self.editing.release(handle)
+        elif handle is not None:
+            handle.close()
+
+    async def setattr(self, ino: int, size: int | None, fh: int | None) -> Attr:
+        key = self._key(ino)
+        if size is not None:
+            if key[0] != "src" or self.options.read_only:
+                raise OSError(errno.EROFS if self.options.read_only else errno.EACCES, "read-only")
+            self.editing.truncate(int(key[1]), size)  # type: ignore[call-overload]
+        # Times and modes are the vault's: other changes are accepted and ignored.
+        return await self._attr(key, ino)
+
+    # --- extended attributes -----------------------------------------------------
+
+    async def _fields(self, key: NodeKey) -> dict[str, Any]:
+        kind = key[0]
+        if kind in ("doc", "src"):
+            return self.tree.record(int(key[1]))  # type: ignore[call-overload]
+        if kind in ("ver", "vsrc"):
+            doc_id, major, minor = (int(k) for k in key[1:4])  # type: ignore[call-overload]
+            return await self.tree.version_record(doc_id, major, minor)
+        return {}
+
+    async def listxattr(self, ino: int) -> list[str]:
+        return xattrs.names_of(await self._fields(self._key(ino)))
+
+    async def getxattr(self, ino: int, name: str) -> bytes:
+        fields = await self._fields(self._key(ino))
+        field_name = xattrs.field_of(name)
+        if field_name is None or field_name not in fields:
+            raise OSError(errno.ENODATA, name)
+        return xattrs.value_of(fields[field_name])
+
+    async def setxattr(self, ino: int, name: str, value: bytes | None) -> None:
+        """Set (or with None remove) a field: the write half's hook (EPERM until then)."""
+        raise errors.NotEditable(f"changing {name} is not supported by this mount")
+
+    # --- the file system ---------------------------------------------------------
+
+    def statfs(self) -> dict[str, int]:
+        usage = self.blobs.usage()
+        total = max(1, self.blobs.max_bytes // _BLOCK)
+        free = max(0, (self.blobs.max_bytes - usage["bytes"]) // _BLOCK)
+        return {
+            "bsize": _BLOCK,
+            "blocks": total,
+            "bfree": free,
+            "files": len(self.tree.index.documents),
+            "ffree": 0,
+            "namemax": 255,
+        }
+
+    def status(self) -> dict[str, Any]:
+        client = self.tree.client
+        index = self.tree.index
+        budget = client.budget
+        refreshed = index.last_refresh
+        status: dict[str, Any] = {
+            "vault_url": self.options.url,
+            "user": self.options.user,
+            "session_state": client.session_state,
+            "read_only": self.options.read_only,
+            "index": {
+                "documents": len(index.documents),
+                "ready": index.ready.is_set(),
+                "age_seconds": None
+                if refreshed is None
+                else round(time.monotonic() - refreshed, 3),
+            },
+            "cache": self.blobs.usage(),
+            "api_calls": budget.calls,
+            "api_calls_by_endpoint": dict(budget.by_endpoint),
+            "budget_remaining": {"burst": budget.burst_remaining, "daily": budget.daily_remaining},
+            "pending_uploads": self.editing.pending(),
+            "inodes": len(self.inodes),
+        }
+        status.update(self.status_extra())
+        return status
+
+    def status_bytes(self) -> bytes:
+        return (json.dumps(self.status(), indent=2, sort_keys=True) + "\n").encode()

@@ -1,0 +1,184 @@
+"""``vaultfs demo``: a local demo vault, mounted, until Ctrl-C.
+
+Owns the demo's choreography: start ``python -m vaultfs serve`` as a child process
+(its data under ``~/.local/share/vaultfs/demo``, port 8817 or a free one), read the
+demo admin's password (``VAULTFS_DEMO_PASSWORD`` or the server's 0600
+``demo-credentials`` file), mount in the foreground, print what to try, and on
+Ctrl-C/SIGTERM unmount and stop the server. Works without a terminal (CI).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import trio
+
+from vaultfs import errors
+
+from .mount import MountConfig, default_cache_dir, run_mount
+
+__all__ = ["DEMO_USER", "read_demo_credentials", "run_demo"]
+
+log = logging.getLogger(__name__)
+
+DEMO_USER = "admin@vaultfs.demo"
+DEFAULT_PORT = 8817
+_SERVER_START_TIMEOUT = 60.0
+
+
+def _data_dir() -> Path:
+    base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    return base / "vaultfs" / "demo"
+
+
+def _port() -> int:
+    """8817 when it is free, else any free port."""
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", DEFAULT_PORT))
+            return DEFAULT_PORT
+        except OSError:
+            pass
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def read_demo_credentials(data_dir: Path) -> tuple[str, str]:
+    """(user, password) of the demo admin: from the environment or the server's file.
+
+    The file may hold JSON ({"username", "password"}), ``key=value``/``key: value``
+    lines, or the password alone.
+    """
+    env = os.environ.get("VAULTFS_DEMO_PASSWORD")
+    if env:
+        return DEMO_USER, env
+    text = (data_dir / "demo-credentials").read_text().strip()
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    if isinstance(data, dict):
+        return str(data.get("username") or data.get("user") or DEMO_USER), str(data["password"])
+    fields: dict[str, str] = {}
+    for line in text.splitlines():
+        for sep in ("=", ":"):
+            key, found, value = line.partition(sep)
+            if found and key.strip().lower() in ("user", "username", "password"):
+                fields[key.strip().lower()] = value.strip()
+                break
+    if "password" in fields:
+        return fields.get("username") or fields.get("user") or DEMO_USER, fields["password"]
+    return DEMO_USER, text.splitlines()[0]
+
+
+def _start_server(data_dir: Path, port: int) -> subprocess.Popen[bytes]:
+    data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    log_path = data_dir.parent / "demo-server.log"
+    with open(log_path, "ab") as log_file:
+        # Its own session: Ctrl-C reaches the demo, which then stops the server in order.
+        return subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "vaultfs",
+                "serve",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--data",
+                str(data_dir),
+            ],
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+
+
+def _wait_for_server(server: subprocess.Popen[bytes], url: str, data_dir: Path) -> None:
+    deadline = time.monotonic() + _SERVER_START_TIMEOUT
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise RuntimeError(f"the demo vault exited ({server.returncode}); see its log")
+        try:
+            if httpx.get(url + "/api/", timeout=1.0).status_code == 200 and (
+                os.environ.get("VAULTFS_DEMO_PASSWORD") or (data_dir / "demo-credentials").exists()
+            ):
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError(f"the demo vault did not answer on {url} within {_SERVER_START_TIMEOUT}s")
+
+
+def _prepare_mountpoint(mountpoint: Path) -> None:
+    try:
+        mountpoint.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        # A mount left behind by a killed demo ("transport endpoint is not connected").
+        subprocess.run(["fusermount3", "-u", "-z", str(mountpoint)], check=False)
+        mountpoint.mkdir(parents=True, exist_ok=True)
+
+
+def _instructions(mountpoint: Path, url: str) -> str:
+    m = str(mountpoint)
+    return f"""
+vaultfs demo: the local vault {url} is mounted at {m}
+
+Try, in another terminal:
+  ls -l {m}                          the document types
+  ls -lR {m} | head -50              every document, version and rendition
+  grep -ril "vault" {m}              search the documents' content
+  getfattr -d {m}/*/*/               a document's fields as extended attributes
+  vim {m}/<Type>/<Document>/<file>   edit a document: saving checks in a new draft
+  cat {m}/.vaultfs/status            API calls made, cache use, pending uploads
+
+Press Ctrl-C to unmount and stop the demo vault.
+"""
+
+
+def run_demo(mountpoint: Path) -> int:
+    data_dir = _data_dir()
+    port = _port()
+    url = f"http://127.0.0.1:{port}"
+    mountpoint = mountpoint.expanduser().absolute()
+    server = _start_server(data_dir, port)
+    try:
+        _wait_for_server(server, url, data_dir)
+        user, password = read_demo_credentials(data_dir)
+        _prepare_mountpoint(mountpoint)
+        config = MountConfig(
+            url=url,
+            user=user,
+            password=password,
+            mountpoint=mountpoint,
+            cache_dir=default_cache_dir(url, user),
+        )
+
+        def ready() -> None:
+            print(_instructions(mountpoint, url), flush=True)
+
+        trio.run(run_mount, config, ready)
+        print("vaultfs demo: unmounted; stopping the demo vault", flush=True)
+        return 0
+    except (errors.VaultError, OSError, RuntimeError) as exc:
+        print(f"vaultfs demo: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()

@@ -1,0 +1,215 @@
+"""The FUSE operations: the only module that imports pyfuse3.
+
+Each operation unpacks the kernel's arguments, calls the core, and builds the reply,
+inside one error-translation context: ``vaultfs.errors`` and ``OSError`` become the
+errno of ``errors.errno_for``; anything unexpected is logged with its context and
+becomes EIO. Nothing but ``pyfuse3.FUSEError`` (and trio's cancellation) escapes.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import pyfuse3
+
+from vaultfs import errors
+
+from .core import Attr, Core
+
+__all__ = ["FuseOps", "close", "default_options", "init", "main", "terminate"]
+
+log = logging.getLogger(__name__)
+
+#: seconds between two log lines about the same unreachable-vault failure
+_REPEAT_LOG_AFTER = 60.0
+
+
+class FuseOps(pyfuse3.Operations):  # type: ignore[misc]
+    def __init__(self, core: Core) -> None:
+        super().__init__()
+        self.core = core
+        self._logged: dict[tuple[str, Any], float] = {}
+
+    # --- error translation -------------------------------------------------------
+
+    @contextmanager
+    def _errors(self, op: str, ino: int | None = None) -> Iterator[None]:
+        try:
+            yield
+        except pyfuse3.FUSEError:
+            raise
+        except (errors.VaultError, OSError) as exc:
+            number = errors.errno_for(exc)
+            if number == errno.EIO:
+                self._log_once(op, ino, exc)
+            elif isinstance(exc, errors.VaultError):
+                log.debug("%s(%s): %s -> %s", op, self._what(ino), exc, errno.errorcode[number])
+            raise pyfuse3.FUSEError(number) from None
+        except Exception:
+            log.exception("%s(%s) failed unexpectedly", op, self._what(ino))
+            raise pyfuse3.FUSEError(errno.EIO) from None
+
+    def _what(self, ino: int | None) -> Any:
+        if ino is None:
+            return ""
+        return self.core.inodes.key(ino) or ino
+
+    def _log_once(self, op: str, ino: int | None, exc: BaseException) -> None:
+        what = self._what(ino)
+        mark = (op, what)
+        now = time.monotonic()
+        if now - self._logged.get(mark, -_REPEAT_LOG_AFTER) >= _REPEAT_LOG_AFTER:
+            self._logged[mark] = now
+            log.warning("%s(%s) failed: %s", op, what, exc)
+
+    def _entry(self, attr: Attr) -> pyfuse3.EntryAttributes:
+        entry = pyfuse3.EntryAttributes()
+        entry.st_ino = attr.ino
+        entry.generation = 0
+        entry.entry_timeout = self.core.options.attr_timeout
+        entry.attr_timeout = attr.timeout
+        entry.st_mode = attr.mode
+        entry.st_nlink = attr.nlink
+        entry.st_uid = attr.uid
+        entry.st_gid = attr.gid
+        entry.st_rdev = 0
+        entry.st_size = attr.size
+        entry.st_blksize = 1 << 17
+        entry.st_blocks = (attr.size + 511) // 512
+        entry.st_atime_ns = attr.mtime_ns
+        entry.st_mtime_ns = attr.mtime_ns
+        entry.st_ctime_ns = attr.ctime_ns
+        return entry
+
+    # --- names and attributes ----------------------------------------------------
+
+    async def lookup(
+        self, parent_inode: int, name: bytes, ctx: pyfuse3.RequestContext | None = None
+    ) -> pyfuse3.EntryAttributes:
+        with self._errors("lookup", parent_inode):
+            return self._entry(await self.core.lookup(parent_inode, os.fsdecode(name)))
+
+    async def forget(self, inode_list: Sequence[tuple[int, int]]) -> None:
+        for ino, nlookup in inode_list:
+            self.core.forget(ino, nlookup)
+
+    async def getattr(
+        self, inode: int, ctx: pyfuse3.RequestContext | None = None
+    ) -> pyfuse3.EntryAttributes:
+        with self._errors("getattr", inode):
+            return self._entry(await self.core.getattr(inode))
+
+    async def setattr(
+        self,
+        inode: int,
+        attr: pyfuse3.EntryAttributes,
+        fields: pyfuse3.SetattrFields,
+        fh: int | None,
+        ctx: pyfuse3.RequestContext,
+    ) -> pyfuse3.EntryAttributes:
+        with self._errors("setattr", inode):
+            size = attr.st_size if fields.update_size else None
+            return self._entry(await self.core.setattr(inode, size, fh))
+
+    async def statfs(self, ctx: pyfuse3.RequestContext) -> pyfuse3.StatvfsData:
+        with self._errors("statfs"):
+            numbers = self.core.statfs()
+            data = pyfuse3.StatvfsData()
+            data.f_bsize = data.f_frsize = numbers["bsize"]
+            data.f_blocks = numbers["blocks"]
+            data.f_bfree = data.f_bavail = numbers["bfree"]
+            data.f_files = numbers["files"]
+            data.f_ffree = data.f_favail = numbers["ffree"]
+            data.f_namemax = numbers["namemax"]
+            return data
+
+    # --- directories -------------------------------------------------------------
+
+    async def opendir(self, inode: int, ctx: pyfuse3.RequestContext) -> int:
+        with self._errors("opendir", inode):
+            return await self.core.opendir(inode)
+
+    async def readdir(self, fh: int, start_id: int, token: pyfuse3.ReaddirToken) -> None:
+        with self._errors("readdir"):
+            for next_id, name, key, attr in await self.core.readdir(fh, start_id):
+                if not pyfuse3.readdir_reply(token, os.fsencode(name), self._entry(attr), next_id):
+                    break
+                self.core.entry_returned(key)
+
+    async def releasedir(self, fh: int) -> None:
+        self.core.releasedir(fh)
+
+    # --- files -------------------------------------------------------------------
+
+    async def open(self, inode: int, flags: int, ctx: pyfuse3.RequestContext) -> pyfuse3.FileInfo:
+        with self._errors("open", inode):
+            opened = await self.core.open(inode, flags)
+            return pyfuse3.FileInfo(
+                fh=opened.fh, direct_io=opened.direct_io, keep_cache=opened.keep_cache
+            )
+
+    async def read(self, fh: int, off: int, size: int) -> bytes:
+        with self._errors("read"):
+            return await self.core.read(fh, off, size)
+
+    async def write(self, fh: int, off: int, buf: bytes) -> int:
+        with self._errors("write"):
+            return await self.core.write(fh, off, buf)
+
+    async def flush(self, fh: int) -> None:
+        with self._errors("flush"):
+            await self.core.flush(fh)
+
+    async def fsync(self, fh: int, datasync: bool) -> None:
+        with self._errors("fsync"):
+            await self.core.fsync(fh)
+
+    async def release(self, fh: int) -> None:
+        with self._errors("release"):
+            await self.core.release(fh)
+
+    # --- extended attributes -----------------------------------------------------
+
+    async def listxattr(self, inode: int, ctx: pyfuse3.RequestContext) -> list[bytes]:
+        with self._errors("listxattr", inode):
+            return [os.fsencode(n) for n in await self.core.listxattr(inode)]
+
+    async def getxattr(self, inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> bytes:
+        with self._errors("getxattr", inode):
+            return await self.core.getxattr(inode, os.fsdecode(name))
+
+    async def setxattr(
+        self, inode: int, name: bytes, value: bytes, ctx: pyfuse3.RequestContext
+    ) -> None:
+        with self._errors("setxattr", inode):
+            await self.core.setxattr(inode, os.fsdecode(name), value)
+
+    async def removexattr(self, inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
+        with self._errors("removexattr", inode):
+            await self.core.setxattr(inode, os.fsdecode(name), None)
+
+
+def init(ops: FuseOps, mountpoint: str, options: set[str]) -> None:
+    pyfuse3.init(ops, mountpoint, options)
+
+
+async def main() -> None:
+    await pyfuse3.main()
+
+
+def terminate() -> None:
+    pyfuse3.terminate()
+
+
+def close(*, unmount: bool) -> None:
+    pyfuse3.close(unmount=unmount)
+
+
+def default_options() -> set[str]:
+    return set(pyfuse3.default_options)

@@ -1,0 +1,140 @@
+"""File names of the tree: escaping labels and disambiguating siblings.
+
+Owns the rules that turn whatever text a server sends (labels, document names, file
+names) into safe, unique POSIX file names. The rules (also in docs/bridge.md):
+
+* ``%`` followed by two hex digits is an escape; a literal ``%`` is escaped as
+  ``%25`` only where it would otherwise read as an escape, so ``50% off`` stays as is.
+* ``/`` becomes ``%2F`` and NUL becomes ``%00``; the names ``.`` and ``..`` become
+  ``%2E`` and ``%2E%2E``; the empty name becomes ``%2E%00`` (which escaping never
+  produces otherwise).
+* Names longer than 255 bytes are cut (keeping a short extension) and end with ``~``
+  and 10 hex digits of a hash of the whole escaped name, so cut names stay unique.
+* Siblings with the same escaped name: the one with the smallest tie-break key keeps
+  the plain name, every other gets `` [key]`` (before the extension for files), so
+  adding a newer duplicate never renames an existing entry.
+
+Escaping is reversible (``unescape``), and nothing produced here contains ``/`` or NUL
+or equals ``.``/``..``, so no server text can make a path leave the mount.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+__all__ = ["MAX_NAME_BYTES", "Sibling", "assign_names", "escape", "unescape"]
+
+MAX_NAME_BYTES = 255
+#: the empty label (an escape sequence that escaping a real character never produces)
+_EMPTY = "%2E%00"
+_HEX_CHARS = frozenset("0123456789abcdefABCDEF")
+_ESCAPE_SEQ = re.compile(r"%([0-9A-Fa-f]{2})")
+#: longest extension kept intact when a long name is cut
+_MAX_EXT_BYTES = 16
+
+
+def escape(label: str) -> str:
+    """The file name standing for ``label`` (not yet cut to 255 bytes)."""
+    if label == "":
+        return _EMPTY
+    if label == ".":
+        return "%2E"
+    if label == "..":
+        return "%2E%2E"
+    out: list[str] = []
+    for i, ch in enumerate(label):
+        if ch == "/":
+            out.append("%2F")
+        elif ch == "\0":
+            out.append("%00")
+        elif ch == "%" and _is_hex(label[i + 1 : i + 3]):
+            out.append("%25")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _is_hex(text: str) -> bool:
+    return len(text) == 2 and all(c in _HEX_CHARS for c in text)
+
+
+def unescape(name: str) -> str:
+    """The label an escaped (uncut) name stands for; inverse of ``escape``."""
+    if name == _EMPTY:
+        return ""
+    return _ESCAPE_SEQ.sub(lambda m: chr(int(m.group(1), 16)), name)
+
+
+def _split_ext(name: str) -> tuple[str, str]:
+    dot = name.rfind(".")
+    if dot <= 0 or len(name[dot:].encode()) > _MAX_EXT_BYTES:
+        return name, ""
+    return name[:dot], name[dot:]
+
+
+def _cut(name: str, keep_ext: bool) -> str:
+    """``name`` itself when it fits in 255 bytes, else a cut form with a hash suffix."""
+    if len(name.encode()) <= MAX_NAME_BYTES:
+        return name
+    stem, ext = _split_ext(name) if keep_ext else (name, "")
+    tag = "~" + hashlib.sha256(name.encode()).hexdigest()[:10]
+    room = MAX_NAME_BYTES - len(tag.encode()) - len(ext.encode())
+    # Cut on a character boundary so the result stays valid UTF-8.
+    cut = stem.encode()[:room].decode(errors="ignore")
+    return cut + tag + ext
+
+
+def _with_suffix(name: str, suffix: str, keep_ext: bool) -> str:
+    stem, ext = _split_ext(name) if keep_ext else (name, "")
+    return f"{stem} [{suffix}]{ext}"
+
+
+@dataclass(frozen=True)
+class Sibling:
+    """One entry of a directory before naming: its label and a stable tie-break key."""
+
+    label: str
+    #: what tells it apart (document id, API name): shown as ``[key]`` when needed
+    key: str
+    #: order among duplicates: the smallest keeps the plain name
+    rank: tuple[int, str] = (0, "")
+    #: a file: disambiguation and cutting keep the extension
+    is_file: bool = False
+
+
+def assign_names(siblings: Sequence[Sibling], reserved: Iterable[str] = ()) -> list[str]:
+    """Unique, safe file names for ``siblings`` (same order), none equal to ``reserved``.
+
+    Deterministic: the same siblings give the same names, whatever their order.
+    """
+    taken = set(reserved)
+    escaped = [escape(s.label) for s in siblings]
+    groups: dict[str, list[int]] = {}
+    for i, name in enumerate(escaped):
+        groups.setdefault(name, []).append(i)
+    names: list[str | None] = [None] * len(siblings)
+    suffixed: list[int] = []
+    # Plain names first, so a literal "X [5]" keeps its name over a suffixed duplicate.
+    for name, members in sorted(groups.items()):
+        members.sort(key=lambda i: (siblings[i].rank, siblings[i].key))
+        first, rest = members[0], members[1:]
+        if name in taken:
+            suffixed.append(first)
+        else:
+            names[first] = _cut(name, siblings[first].is_file)
+            taken.add(name)
+            taken.add(names[first])  # type: ignore[arg-type]
+        suffixed.extend(rest)
+    for i in sorted(suffixed, key=lambda i: (escaped[i], siblings[i].rank, siblings[i].key)):
+        sib = siblings[i]
+        candidate = _with_suffix(escaped[i], escape(sib.key), sib.is_file)
+        while candidate in taken:
+            candidate = _with_suffix(candidate, escape(sib.key), sib.is_file)
+        final = _cut(candidate, sib.is_file)
+        taken.add(candidate)
+        taken.add(final)
+        names[i] = final
+    return [n for n in names if n is not None]

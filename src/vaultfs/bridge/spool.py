@@ -1,0 +1,523 @@
+"""The durable write-back spool: check out, spool, check in.
+
+Owns the life of an edited document's content from the first open() for writing to
+the draft being in the vault: the lock (check-out), the local spool file the writes
+go to, the upload as a new draft and the unlock (check-in), and the background
+worker that retries failed check-ins with backoff, also after a crash of the daemon.
+Content that can never be checked in goes to ``lost+found``; nothing a user wrote is
+dropped silently. The files on disk are managed by ``spool_store``; the behaviour is
+described for users in docs/writing.md.
+
+An entry moves through these states (each one written to disk before it matters):
+
+``editing``    open for writing; the worker leaves it alone
+``pending``    closed; waiting to be uploaded (again)
+``uploading``  an upload was sent and its outcome is unknown: before sending it again
+               the vault's checksum is compared with the content's (the record's
+               ``unconfirmed`` flag keeps that fact across a reopen)
+``unlocking``  the draft is in the vault; releasing the lock is left to do
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import os
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from vaultfs.client import VaultClient
+from vaultfs.errors import (
+    ApiLimitExceeded,
+    InsufficientAccess,
+    InvalidData,
+    InvalidDocument,
+    InvalidSessionId,
+    LockedByOther,
+    MalformedUrl,
+    MethodNotSupported,
+    ParameterRequired,
+    VaultError,
+)
+
+from . import spool_store as store
+
+__all__ = ["Spool", "SpoolEntry"]
+
+log = logging.getLogger(__name__)
+
+EDITING = "editing"
+PENDING = "pending"
+UPLOADING = "uploading"
+UNLOCKING = "unlocking"
+
+#: Failures that retrying cannot cure: the content goes to lost+found.
+_PERMANENT: tuple[type[VaultError], ...] = (
+    InvalidDocument,
+    InsufficientAccess,
+    InvalidData,
+    ParameterRequired,
+    MalformedUrl,
+    MethodNotSupported,
+)
+#: Failures of which the vault says the request was not processed at all (the
+#: client re-logs in on INVALID_SESSION_ID itself; one that surfaces was refused).
+_NOT_PROCESSED: tuple[type[VaultError], ...] = (ApiLimitExceeded, InvalidSessionId)
+#: Background uploads at once (a check-in by close() does not wait for these).
+_BACKGROUND_UPLOADS = 4
+
+
+def _describe(exc: BaseException) -> str:
+    kind = exc.type if isinstance(exc, VaultError) else type(exc).__name__
+    return f"{kind}: {exc}"
+
+
+class SpoolEntry:
+    """One checked-out document: its spool file (kept open) and its record.
+
+    The I/O methods are plain blocking calls on the open fd, as fast as the page
+    cache; several FUSE handles may share one entry.
+    """
+
+    def __init__(self, directory: Path, record: store.EntryRecord, fd: int) -> None:
+        self.doc_id = record.doc_id
+        self.path = store.data_path(directory, record.doc_id)
+        self.record = record
+        self._fd = fd
+        #: held while the entry's content or state is being changed by the spool
+        self.lock = trio.Lock()
+        #: set (and replaced) whenever the state or the retry time changes
+        self.changed = trio.Event()
+        #: trio clock time before which the worker does not try again
+        self.next_attempt = 0.0
+        #: failed tries since this process started (drives the backoff)
+        self.failures = 0
+        #: a worker task is looking after this entry
+        self.retrying = False
+
+    @property
+    def state(self) -> str:
+        return self.record.state
+
+    def size(self) -> int:
+        return os.fstat(self._fd).st_size
+
+    def pread(self, offset: int, size: int) -> bytes:
+        return os.pread(self._fd, size, offset)
+
+    def pwrite(self, offset: int, data: bytes) -> int:
+        view = memoryview(data)
+        written = 0
+        while written < len(view):
+            written += os.pwrite(self._fd, view[written:], offset + written)
+        return written
+
+    def truncate(self, size: int) -> None:
+        os.ftruncate(self._fd, size)
+
+    def fsync(self) -> None:
+        # The record is made durable on every write of it, so only content remains.
+        os.fsync(self._fd)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def poke(self) -> None:
+        self.changed.set()
+        self.changed = trio.Event()
+
+
+class Spool:
+    """The spool of one mount. ``run`` must be started (``nursery.start``) for retries.
+
+    Entries found on disk are loaded at construction. An entry found ``editing`` was
+    open when the daemon died: it is treated as ``pending`` (the user's writes are
+    checked in, not thrown away), as is one found ``uploading`` after checking the
+    vault's checksum so that nothing is uploaded twice.
+    """
+
+    def __init__(
+        self,
+        directory: Path,
+        client: VaultClient,
+        *,
+        user_id: int | None = None,
+        retry_initial: float = 1.0,
+        retry_max: float = 300.0,
+        keepalive_interval: float = 240.0,
+    ) -> None:
+        self.directory = directory
+        self.client = client
+        self._user_id = user_id
+        self._retry_initial = retry_initial
+        self._retry_max = retry_max
+        self._keepalive_interval = keepalive_interval
+        self._rng = random.Random()
+        self._entries: dict[int, SpoolEntry] = {}
+        #: check-outs in progress, so that two opens of one document make one entry
+        self._checkouts: dict[int, trio.Event] = {}
+        self._changed = trio.Event()
+        self._nursery: trio.Nursery | None = None
+        self._background = trio.CapacityLimiter(_BACKGROUND_UPLOADS)
+        store.ensure_private_dir(directory)
+        for record in store.scan(directory):
+            self._load(record)
+
+    def _load(self, record: store.EntryRecord) -> None:
+        if record.state == EDITING:
+            log.warning(
+                "spool: doc %d was open when the daemon stopped; checking it in", record.doc_id
+            )
+            record.state = PENDING
+            store.write_record(self.directory, record)
+        path = store.data_path(self.directory, record.doc_id)
+        entry = SpoolEntry(self.directory, record, os.open(path, os.O_RDWR))
+        self._entries[record.doc_id] = entry
+        log.info(
+            "spool: doc %d found %s (%d tries so far)", record.doc_id, record.state, record.attempts
+        )
+
+    # --- queries -------------------------------------------------------------
+
+    def entry(self, doc_id: int) -> SpoolEntry | None:
+        return self._entries.get(doc_id)
+
+    def pending(self) -> list[dict[str, Any]]:
+        """Every entry (open ones too), oldest first, for the status files."""
+        now = time.time()
+        return [
+            {
+                "doc_id": e.doc_id,
+                "filename": e.record.filename,
+                "state": e.state,
+                "age_seconds": round(max(0.0, now - e.record.created), 3),
+                "attempts": e.record.attempts,
+                "last_error": e.record.last_error,
+            }
+            for e in sorted(self._entries.values(), key=lambda e: e.record.created)
+        ]
+
+    def lost_and_found(self) -> list[Path]:
+        return store.list_lost(self.directory)
+
+    def _busy(self) -> bool:
+        return any(e.state != EDITING for e in self._entries.values())
+
+    # --- check out -----------------------------------------------------------
+
+    async def begin(
+        self, doc_id: int, *, filename: str, base_md5: str | None, initial: Path | None
+    ) -> SpoolEntry:
+        """Check the document out and start its spool file from ``initial``.
+
+        A document that still has an entry (open, or closed and not yet checked in)
+        keeps it, back in ``editing`` so the worker leaves it alone: the lock is still
+        ours and the spool holds content newer than the vault's. Its content is not
+        touched (``initial`` is not used; for O_TRUNC the caller truncates the entry).
+        Callers therefore call ``begin`` on every open for writing, not only when
+        ``entry`` is None.
+        """
+        while True:
+            existing = self._entries.get(doc_id)
+            if existing is not None:
+                async with existing.lock:
+                    if self._entries.get(doc_id) is existing:
+                        existing.failures = 0
+                        await self._set_state(existing, EDITING)
+                        log.info("spool: doc %d reopened from the spool", doc_id)
+                        return existing
+                continue  # checked in while we waited: check out afresh
+            if doc_id in self._checkouts:
+                await self._checkouts[doc_id].wait()
+                continue
+            break
+        done = self._checkouts[doc_id] = trio.Event()
+        try:
+            return await self._check_out(doc_id, filename, base_md5, initial)
+        finally:
+            del self._checkouts[doc_id]
+            done.set()
+
+    async def _check_out(
+        self, doc_id: int, filename: str, base_md5: str | None, initial: Path | None
+    ) -> SpoolEntry:
+        took_lock = await self._lock(doc_id)
+        record = store.EntryRecord(
+            doc_id=doc_id,
+            filename=filename,
+            base_md5=base_md5,
+            state=EDITING,
+            created=time.time(),
+        )
+        try:
+            fd = await trio.to_thread.run_sync(store.create_entry, self.directory, record, initial)
+        except BaseException:
+            if took_lock:  # leave the vault as we found it
+                with trio.CancelScope(shield=True):
+                    await self._unlock_quietly(doc_id)
+            raise
+        entry = SpoolEntry(self.directory, record, fd)
+        self._entries[doc_id] = entry
+        self._notify()
+        log.info(
+            "spool: doc %d checked out (%s)", doc_id, "locked" if took_lock else "lock was ours"
+        )
+        return entry
+
+    async def _lock(self, doc_id: int) -> bool:
+        """Lock the document; False when it was already locked by us.
+
+        Any refusal is followed by asking who holds the lock: the vault refuses a
+        second lock even to its holder, and an answer lost on the way back may hide
+        a lock that was taken. When that cannot be asked either, the refusal stands.
+        """
+        try:
+            await self.client.lock(doc_id)
+            return True
+        except VaultError as refusal:
+            try:
+                lock = await self.client.get_lock(doc_id)
+            except VaultError:
+                raise refusal from None
+            if not lock:
+                raise  # nobody holds it: the refusal was about something else
+            holder = lock.get("locked_by__v")
+            me = self._user_id if self._user_id is not None else self.client.user_id
+            if me is not None and str(holder) == str(me):
+                return False
+            log.info("spool: doc %d is locked by user %s", doc_id, holder)
+            raise LockedByOther(f"document {doc_id} is locked by user {holder}") from refusal
+
+    # --- check in ------------------------------------------------------------
+
+    async def commit(self, entry: SpoolEntry) -> None:
+        """Check the content in as a new draft and release the lock.
+
+        Returns once the vault has the draft (or the content was unchanged). Raises
+        the failure otherwise: a retryable one leaves the entry pending for the
+        worker, any other has moved the content to lost+found.
+        """
+        async with entry.lock:
+            if self._entries.get(entry.doc_id) is not entry:
+                return  # already checked in
+            await trio.to_thread.run_sync(entry.fsync)
+            await self._set_state(entry, PENDING)
+            try:
+                await self._attempt_locked(entry)
+            finally:
+                if self._entries.get(entry.doc_id) is entry:
+                    self._schedule(entry)
+
+    async def _attempt(self, entry: SpoolEntry) -> None:
+        async with entry.lock:
+            await self._attempt_locked(entry)
+
+    async def _attempt_locked(self, entry: SpoolEntry) -> None:
+        """One try at checking ``entry`` in; ``entry.lock`` is held.
+
+        Raises the failure of the upload after recording it (retryable) or after
+        moving the content to lost+found (permanent). A failure to unlock after the
+        draft is in is not raised: the content is safe, the worker unlocks later.
+        """
+        if self._entries.get(entry.doc_id) is not entry or entry.state == EDITING:
+            return
+        if entry.state != UNLOCKING:
+            entry.record.attempts += 1
+            try:
+                await self._upload(entry)
+            except _PERMANENT as exc:
+                await self._to_lost_and_found(entry, exc)
+                raise
+            except (VaultError, OSError) as exc:
+                await self._failed(entry, exc)
+                raise
+        try:
+            await self.client.unlock(entry.doc_id)
+        except _PERMANENT as exc:
+            # The draft is in; a lock we cannot release (document deleted, access
+            # withdrawn) is the vault's business now.
+            log.warning(
+                "spool: doc %d unlock refused (%s); draft is in", entry.doc_id, _describe(exc)
+            )
+        except (VaultError, OSError) as exc:
+            await self._failed(entry, exc)
+            log.warning("spool: doc %d draft is in; unlock will be retried", entry.doc_id)
+            return
+        await self._remove(entry)
+        log.info("spool: doc %d checked in and unlocked", entry.doc_id)
+
+    async def _upload(self, entry: SpoolEntry) -> None:
+        """Upload the content as a draft unless the vault has it already."""
+        doc_id, record = entry.doc_id, entry.record
+        md5 = await trio.to_thread.run_sync(store.md5_of, entry.path)
+        if record.unconfirmed:
+            # An earlier upload may have reached the vault: never send it twice.
+            response = await self.client.get_document(doc_id)
+            in_vault = str(response.get("document", {}).get("md5checksum__v") or "").lower()
+            if in_vault == md5:
+                log.info("spool: doc %d earlier upload had arrived; not sent again", doc_id)
+                await self._uploaded(entry, md5)
+                return
+        elif md5 == (record.base_md5 or "").lower():
+            log.info("spool: doc %d unchanged; nothing uploaded", doc_id)
+            await self._set_state(entry, UNLOCKING)
+            return
+        record.unconfirmed = True
+        await self._set_state(entry, UPLOADING)
+        log.info("spool: doc %d uploading draft (try %d)", doc_id, record.attempts)
+        try:
+            major, minor = await self.client.create_draft(doc_id, entry.path)
+        except _NOT_PROCESSED:
+            record.unconfirmed = False
+            await self._set_state(entry, PENDING)
+            raise
+        log.info("spool: doc %d draft %d.%d created", doc_id, major, minor)
+        await self._uploaded(entry, md5)
+
+    async def _uploaded(self, entry: SpoolEntry, md5: str) -> None:
+        # The vault's latest content is now ours: a reopen that changes nothing
+        # before the unlock is done must not upload it again.
+        entry.record.base_md5 = md5
+        entry.record.unconfirmed = False
+        await self._set_state(entry, UNLOCKING)
+
+    async def _failed(self, entry: SpoolEntry, exc: BaseException) -> None:
+        entry.failures += 1
+        entry.record.last_error = _describe(exc)
+        delay = min(self._retry_max, self._retry_initial * 2 ** (entry.failures - 1))
+        delay *= self._rng.uniform(0.5, 1.0)  # jitter: clients that failed together spread out
+        if isinstance(exc, ApiLimitExceeded) and exc.retry_after:
+            delay = max(delay, exc.retry_after)
+        entry.next_attempt = trio.current_time() + delay
+        await self._save(entry)
+        log.warning(
+            "spool: doc %d %s failed (%s); retry in %.1fs",
+            entry.doc_id,
+            entry.state,
+            entry.record.last_error,
+            delay,
+        )
+
+    async def _to_lost_and_found(self, entry: SpoolEntry, exc: VaultError) -> None:
+        entry.record.last_error = _describe(exc)
+        reason = {"error_type": exc.type, "error_message": exc.message, "lost": time.time()}
+        with trio.CancelScope(shield=True):  # disk and memory must agree afterwards
+            target = await trio.to_thread.run_sync(
+                store.move_to_lost, self.directory, entry.record, reason
+            )
+        self._forget(entry)
+        log.error(
+            "spool: doc %d cannot be checked in (%s); content kept in %s",
+            entry.doc_id,
+            entry.record.last_error,
+            target,
+        )
+        if not isinstance(exc, InvalidDocument):
+            await self._unlock_quietly(entry.doc_id)
+
+    async def _unlock_quietly(self, doc_id: int) -> None:
+        try:
+            await self.client.unlock(doc_id)
+        except VaultError as exc:
+            log.warning("spool: doc %d unlock failed: %s", doc_id, _describe(exc))
+
+    # --- entry bookkeeping ---------------------------------------------------
+
+    async def _set_state(self, entry: SpoolEntry, state: str) -> None:
+        entry.record.state = state
+        await self._save(entry)
+
+    async def _save(self, entry: SpoolEntry) -> None:
+        """Make the record durable, then tell whoever waits on a change."""
+        await trio.to_thread.run_sync(store.write_record, self.directory, entry.record)
+        entry.poke()
+        self._notify()
+
+    async def _remove(self, entry: SpoolEntry) -> None:
+        self._forget(entry)
+        await trio.to_thread.run_sync(store.remove_entry, self.directory, entry.doc_id)
+
+    def _forget(self, entry: SpoolEntry) -> None:
+        entry.close()
+        if self._entries.get(entry.doc_id) is entry:
+            del self._entries[entry.doc_id]
+        entry.poke()
+        self._notify()
+
+    def _notify(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+
+    # --- the worker ----------------------------------------------------------
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Replay what was found on disk, retry failed check-ins, keep the session
+        alive during edits. Runs until cancelled."""
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            try:
+                for entry in list(self._entries.values()):
+                    self._schedule(entry)
+                nursery.start_soon(self._keep_alive)
+                task_status.started()
+                await trio.sleep_forever()
+            finally:
+                self._nursery = None
+
+    def _schedule(self, entry: SpoolEntry) -> None:
+        if self._nursery is not None and not entry.retrying and entry.state != EDITING:
+            entry.retrying = True
+            self._nursery.start_soon(self._retry_loop, entry)
+
+    async def _retry_loop(self, entry: SpoolEntry) -> None:
+        """Try ``entry`` whenever its backoff expires, until it leaves the spool or is
+        opened again (a later close() schedules it anew)."""
+        try:
+            while self._entries.get(entry.doc_id) is entry and entry.state != EDITING:
+                changed = entry.changed
+                if trio.current_time() < entry.next_attempt:
+                    # flush_now() and state changes wake us to look again
+                    with trio.move_on_at(entry.next_attempt):
+                        await changed.wait()
+                    continue
+                async with self._background:
+                    await self._attempt_quietly(entry)
+        finally:
+            entry.retrying = False
+
+    async def _attempt_quietly(self, entry: SpoolEntry) -> None:
+        with contextlib.suppress(VaultError, OSError):  # recorded and logged by _attempt
+            await self._attempt(entry)
+
+    async def _keep_alive(self) -> None:
+        while True:
+            await trio.sleep(self._keepalive_interval)
+            if any(e.state == EDITING for e in self._entries.values()):
+                try:
+                    await self.client.keep_alive()
+                except VaultError as exc:
+                    log.warning("spool: keep-alive failed: %s", _describe(exc))
+
+    async def flush_now(self) -> None:
+        """Try every entry waiting for check-in now (failures stay pending)."""
+        async with trio.open_nursery() as nursery:
+            for entry in list(self._entries.values()):
+                if entry.state != EDITING:
+                    nursery.start_soon(self._attempt_quietly, entry)
+
+    async def wait_idle(self, timeout: float | None) -> bool:  # noqa: ASYNC109 - the core's API
+        """Wait until nothing waits for check-in; False when ``timeout`` ran out first."""
+        with trio.move_on_after(math.inf if timeout is None else timeout):
+            while True:
+                changed = self._changed
+                if not self._busy():
+                    return True
+                await changed.wait()
+        return False

@@ -1,0 +1,270 @@
+"""The spool's files on disk: entry records, content files, lost+found.
+
+Owns the layout of the spool directory and every blocking file operation of the
+spool (the caller runs the slow ones in a worker thread):
+
+```
+<spool>/                      mode 0700
+  <doc_id>.data               the content being checked in (mode 0600)
+  <doc_id>.json               its record (mode 0600), replaced atomically
+  lost+found/                 mode 0700
+    <doc_id>-<filename>       content that could not be checked in
+    <doc_id>-<filename>.json  why (a LostRecord)
+```
+
+A record is the only thing that makes a content file an entry: it is written after
+the content file exists and removed before the content file is, so a crash leaves
+at worst an orphan content file, which holds nothing a user wrote (see ``scan``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import shutil
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "LOST_AND_FOUND",
+    "EntryRecord",
+    "create_entry",
+    "data_path",
+    "ensure_private_dir",
+    "list_lost",
+    "md5_of",
+    "move_to_lost",
+    "remove_entry",
+    "scan",
+    "write_record",
+]
+
+log = logging.getLogger(__name__)
+
+LOST_AND_FOUND = "lost+found"
+
+_DIR_MODE = 0o700
+_FILE_MODE = 0o600
+# Longest name of a lost+found file we make, leaving room for " (NN)" and ".json"
+# within the 255 bytes a POSIX file name may have.
+_MAX_LOST_NAME = 200
+
+
+@dataclass
+class EntryRecord:
+    """What the spool knows about one checked-out document (the ``<id>.json``)."""
+
+    doc_id: int
+    filename: str
+    #: md5 of the content the vault has as latest version, as far as we know: that
+    #: of the check-out, then that of our draft once it is in (None when unknown)
+    base_md5: str | None
+    state: str
+    #: an upload was sent and its outcome is unknown: compare checksums before
+    #: sending again (kept apart from ``state``, which a reopen resets to editing)
+    unconfirmed: bool = False
+    #: upload tries made so far (the check-in's own try included)
+    attempts: int = 0
+    #: ``TYPE: message`` of the last failed try
+    last_error: str | None = None
+    #: wall-clock times (seconds since the epoch)
+    created: float = 0.0
+    updated: float = 0.0
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> EntryRecord:
+        return cls(
+            doc_id=int(data["doc_id"]),
+            filename=str(data["filename"]),
+            base_md5=data.get("base_md5"),
+            state=str(data["state"]),
+            unconfirmed=bool(data.get("unconfirmed", False)),
+            attempts=int(data.get("attempts", 0)),
+            last_error=data.get("last_error"),
+            created=float(data.get("created", 0.0)),
+            updated=float(data.get("updated", 0.0)),
+        )
+
+
+def ensure_private_dir(path: Path) -> None:
+    """Create ``path`` (mode 0700) or tighten an existing one to 0700."""
+    path.mkdir(mode=_DIR_MODE, parents=True, exist_ok=True)
+    os.chmod(path, _DIR_MODE)
+
+
+def data_path(directory: Path, doc_id: int) -> Path:
+    return directory / f"{doc_id}.data"
+
+
+def record_path(directory: Path, doc_id: int) -> Path:
+    return directory / f"{doc_id}.json"
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_json_atomically(path: Path, data: dict[str, Any]) -> None:
+    """tmp + fsync + rename + fsync(dir): after a crash the file is old or new, whole."""
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, _FILE_MODE)
+    try:
+        os.fchmod(fd, _FILE_MODE)
+        os.write(fd, json.dumps(data, indent=1, sort_keys=True).encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+def write_record(directory: Path, record: EntryRecord) -> None:
+    record.updated = time.time()
+    _write_json_atomically(record_path(directory, record.doc_id), asdict(record))
+
+
+def create_entry(directory: Path, record: EntryRecord, initial: Path | None) -> int:
+    """Create an entry: ``<doc_id>.data`` (0600) as a durable copy of ``initial``
+    (None: empty), then its record.
+
+    Returns an fd of the content open for reading and writing. Blocking: run in a
+    worker thread. On failure nothing is left behind.
+    """
+    path = data_path(directory, record.doc_id)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, _FILE_MODE)
+    try:
+        # The mode given to open() is filtered by the umask and ignored for a file
+        # that already existed: set it explicitly before any content lands.
+        os.fchmod(fd, _FILE_MODE)
+        if initial is not None:
+            # copyfile writes into the existing 0600 file (its mode is kept) and uses
+            # the kernel's fast copy (sendfile) on Linux.
+            shutil.copyfile(initial, path)
+        # Replay after a crash uploads whatever this file holds: it must not be a
+        # partial copy, so the copy is durable before the record names it.
+        os.fsync(fd)
+        write_record(directory, record)
+    except BaseException:
+        os.close(fd)
+        remove_entry(directory, record.doc_id)
+        raise
+    return fd
+
+
+def md5_of(path: Path) -> str:
+    """Hex md5 of a file, read in chunks. Blocking: run in a worker thread."""
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "md5").hexdigest()
+
+
+def remove_entry(directory: Path, doc_id: int) -> None:
+    """Forget an entry: the record first (it is what makes the content an entry)."""
+    for path in (record_path(directory, doc_id), data_path(directory, doc_id)):
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+    _fsync_dir(directory)
+
+
+def scan(directory: Path) -> list[EntryRecord]:
+    """The entries found on disk; clears leftovers of interrupted writes.
+
+    A ``.tmp`` is a record write that never completed (the old record, if any, is
+    still there). A content file without a record is either a check-out that died
+    before its record was written (nothing written by a user yet) or a check-in that
+    died between removing the record and the content (already in the vault): both
+    are safe to delete. A record without content cannot be uploaded and is dropped.
+    """
+    records: list[EntryRecord] = []
+    for path in sorted(directory.iterdir()):
+        if path.name.endswith(".json.tmp"):
+            path.unlink()
+        elif path.suffix == ".json":
+            try:
+                record = EntryRecord.from_json(json.loads(path.read_text()))
+            except (ValueError, KeyError, TypeError) as exc:
+                log.error("spool: unreadable record %s left in place: %s", path, exc)
+                continue
+            if not data_path(directory, record.doc_id).exists():
+                log.error("spool: doc %d record without content, dropped", record.doc_id)
+                path.unlink()
+                continue
+            records.append(record)
+    known = {data_path(directory, r.doc_id) for r in records}
+    for path in directory.glob("*.data"):
+        if path not in known and not record_path(directory, _doc_id_of(path)).exists():
+            log.warning("spool: orphan content %s (no record) removed", path.name)
+            path.unlink()
+    return records
+
+
+def _doc_id_of(path: Path) -> int:
+    try:
+        return int(path.stem)
+    except ValueError:
+        return -1
+
+
+def _lost_name(doc_id: int, filename: str, n: int) -> str:
+    # The file name comes from the vault: keep it inside lost+found and within limits.
+    safe = filename.replace("/", "_").replace("\0", "_") or "content"
+    stem, dot, ext = safe.rpartition(".")
+    if not stem:  # no extension, or a name like ".bashrc"
+        stem, dot, ext = safe, "", ""
+    if n > 1:
+        stem = f"{stem} ({n})"
+    name = f"{doc_id}-{stem}{dot}{ext}"
+    raw = name.encode()
+    if len(raw) > _MAX_LOST_NAME:
+        name = raw[:_MAX_LOST_NAME].decode(errors="ignore")
+    return name
+
+
+def move_to_lost(directory: Path, record: EntryRecord, reason: dict[str, Any]) -> Path:
+    """Move an entry's content to lost+found, with a ``.json`` saying why.
+
+    Never overwrites: a taken name gets `` (2)``, `` (3)``... before its extension.
+    Returns the content's new path. Blocking: run in a worker thread.
+    """
+    lost_dir = directory / LOST_AND_FOUND
+    ensure_private_dir(lost_dir)
+    source = data_path(directory, record.doc_id)
+    n = 1
+    while True:
+        target = lost_dir / _lost_name(record.doc_id, record.filename, n)
+        why = target.with_name(target.name + ".json")
+        if not why.exists():
+            try:
+                # link() fails on an existing name where rename() would replace it
+                os.link(source, target)
+                break
+            except FileExistsError:
+                pass
+        n += 1
+    _write_json_atomically(why, {**asdict(record), **reason, "content": target.name})
+    remove_entry(directory, record.doc_id)
+    return target
+
+
+def list_lost(directory: Path) -> list[Path]:
+    """Content files in lost+found (each has a ``<name>.json`` naming it)."""
+    lost_dir = directory / LOST_AND_FOUND
+    if not lost_dir.is_dir():
+        return []
+    found = []
+    for why in lost_dir.glob("*.json"):
+        try:
+            name = json.loads(why.read_text()).get("content")
+        except (ValueError, AttributeError, OSError):
+            continue
+        if name and why.name == f"{name}.json" and (lost_dir / name).is_file():
+            found.append(lost_dir / name)
+    return sorted(found)

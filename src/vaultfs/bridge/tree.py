@@ -1,0 +1,368 @@
+"""The shape of the tree: which nodes exist, their names, and what they stand for.
+
+Owns the node keys (tuples naming a node: ``("doc", 12)``), the directory listings
+computed from the document index and the type metadata (folders rebuilt once per
+index generation), and the per-document details (versions, renditions, attachments)
+and per-version records, fetched lazily and cached until the index sees the
+document change. Names come from ``names.assign_names``; nothing here does I/O on disk.
+
+Node keys::
+
+    ("root",)  ("ctl",)  ("status",)
+    ("type", t)  ("sub", t, s)  ("cls", t, s, c)            folders
+    ("doc", id)  ("src", id)                                  a document, its latest file
+    ("vers", id)  ("ver", id, M, m)  ("vsrc", id, M, m)       versions
+    ("vrends", id, M, m)  ("vrend", id, M, m, rtype)          a version's renditions
+    ("rends", id)  ("rend", id, rtype)                        latest renditions
+    ("atts", id)  ("att", id, attachment_id)                  attachments
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import trio
+
+from vaultfs import errors
+from vaultfs.client import VaultClient
+
+from .index import DocumentIndex, Record, TypeCatalog
+from .inodes import NodeKey
+from .names import Sibling, assign_names
+
+__all__ = [
+    "CONTROL_DIR",
+    "ROOT",
+    "Details",
+    "Tree",
+    "parse_version",
+    "rendition_filename",
+]
+
+log = logging.getLogger(__name__)
+
+ROOT: NodeKey = ("root",)
+CONTROL_DIR = ".vaultfs"
+#: the fixed entries of a document directory (a source file may not take these names)
+DOC_DIRS = {"versions": "vers", "renditions": "rends", "attachments": "atts"}
+#: extension of a rendition file by rendition type (others: from a format, else pdf)
+_RENDITION_EXT = {"viewable_rendition__v": "pdf"}
+_FORMAT_EXT = {
+    "application/pdf": "pdf",
+    "image/png": "png",
+    "image/jpeg": "jpg",
+    "text/plain": "txt",
+    "application/zip": "zip",
+    "video/mp4": "mp4",
+}
+
+
+def parse_version(number: str) -> tuple[int, int] | None:
+    """``"1.2"`` -> (1, 2); None for anything else."""
+    major, _, minor = number.partition(".")
+    try:
+        return int(major), int(minor)
+    except ValueError:
+        return None
+
+
+def rendition_filename(rtype: str, fmt: str | None = None) -> str:
+    ext = _RENDITION_EXT.get(rtype) or _FORMAT_EXT.get((fmt or "").split(";")[0], "pdf")
+    return f"{rtype}.{ext}"
+
+
+@dataclass
+class Details:
+    """What ``get_document`` (plus the attachment list) tells about one document."""
+
+    #: version_modified_date__v of the record the details were fetched for
+    stamp: str | None
+    document: Record
+    versions: list[tuple[int, int]]
+    renditions: dict[str, str]
+    attachments: dict[int, Record]
+    version_renditions: dict[tuple[int, int], dict[str, str]] = field(default_factory=dict)
+
+
+@dataclass
+class _Folder:
+    """One folder of the type hierarchy: its child folders and documents."""
+
+    folders: set[NodeKey] = field(default_factory=set)
+    documents: list[int] = field(default_factory=list)
+    mtime: str = ""
+
+
+def folder_of(record: Record) -> list[NodeKey]:
+    """The folder chain (type, subtype, classification) a document sits in."""
+    type_ = str(record.get("type__v") or "")
+    subtype = str(record.get("subtype__v") or "")
+    classification = str(record.get("classification__v") or "")
+    chain: list[NodeKey] = [("type", type_)]
+    if subtype:
+        chain.append(("sub", type_, subtype))
+        if classification:
+            chain.append(("cls", type_, subtype, classification))
+    return chain
+
+
+class Tree:
+    def __init__(self, client: VaultClient, index: DocumentIndex, catalog: TypeCatalog) -> None:
+        self.client = client
+        self.index = index
+        self.catalog = catalog
+        self._details: dict[int, Details] = {}
+        self._details_locks: dict[int, trio.Lock] = {}
+        self._versions: dict[tuple[int, int, int], Record] = {}
+        self._folders: dict[NodeKey, _Folder] = {}
+        self._folders_generation = -1
+        #: directory key -> (index generation, name -> child key)
+        self._listings: dict[NodeKey, tuple[int, dict[str, NodeKey]]] = {}
+        index.on_change.append(self.invalidate)
+
+    def invalidate(self, doc_id: int) -> None:
+        """The index saw ``doc_id`` change or leave: drop what was cached about it."""
+        self._details.pop(doc_id, None)
+        for key in [k for k in self._versions if k[0] == doc_id]:
+            del self._versions[key]
+        for key in [k for k in self._listings if len(k) > 1 and k[1] == doc_id]:
+            del self._listings[key]
+
+    # --- records -----------------------------------------------------------------
+
+    def record(self, doc_id: int) -> Record:
+        record = self.index.get(doc_id)
+        if record is None:
+            raise errors.InvalidDocument(f"document {doc_id} is not in the index")
+        return record
+
+    def cached_details(self, doc_id: int) -> Details | None:
+        return self._details.get(doc_id)
+
+    async def details(self, doc_id: int) -> Details:
+        """The document's versions, renditions and attachments (1-2 calls, then cached)."""
+        record = self.record(doc_id)
+        stamp = record.get("version_modified_date__v")
+        cached = self._details.get(doc_id)
+        if cached is not None and cached.stamp == stamp:
+            return cached
+        lock = self._details_locks.setdefault(doc_id, trio.Lock())
+        async with lock:
+            cached = self._details.get(doc_id)
+            if cached is not None and cached.stamp == stamp:
+                return cached
+            try:
+                response = await self.client.get_document(doc_id)
+            except errors.InvalidDocument:
+                self.index.forget(doc_id)
+                raise
+            details = await self._parse_details(doc_id, stamp, response)
+            self._details[doc_id] = details
+            return details
+
+    async def _parse_details(self, doc_id: int, stamp: Any, response: dict[str, Any]) -> Details:
+        document = response.get("document") or self.record(doc_id)
+        versions = sorted(
+            v
+            for v in (
+                parse_version(str(e.get("number", ""))) for e in response.get("versions") or []
+            )
+            if v is not None
+        )
+        renditions = response.get("renditions") or {}
+        if not isinstance(renditions, dict):
+            renditions = {}
+        attachments: dict[int, Record] = {}
+        refs = [a for a in response.get("attachments") or [] if isinstance(a, dict)]
+        if refs and not all("filename__v" in a for a in refs):
+            # get_document names attachments by id only: one more call for their files.
+            refs = await self.client.list_attachments(doc_id)
+        for attachment in refs:
+            try:
+                attachments[int(attachment["id"])] = attachment
+            except (KeyError, TypeError, ValueError):
+                continue
+        return Details(stamp, document, versions, dict(renditions), attachments)
+
+    async def version_record(self, doc_id: int, major: int, minor: int) -> Record:
+        """One version's fields (``get_version``, cached; the latest from the index)."""
+        record = self.record(doc_id)
+        if (
+            _num(record.get("major_version_number__v")),
+            _num(record.get("minor_version_number__v")),
+        ) == (major, minor):
+            return record
+        key = (doc_id, major, minor)
+        cached = self._versions.get(key)
+        if cached is None:
+            response = await self.client.get_version(doc_id, major, minor)
+            cached = response.get("document") or {}
+            self._versions[key] = cached
+        return cached
+
+    def cached_version_record(self, doc_id: int, major: int, minor: int) -> Record | None:
+        return self._versions.get((doc_id, major, minor))
+
+    async def version_renditions(self, doc_id: int, major: int, minor: int) -> dict[str, str]:
+        details = await self.details(doc_id)
+        if (major, minor) == latest_version(self.record(doc_id)):
+            return details.renditions
+        cached = details.version_renditions.get((major, minor))
+        if cached is None:
+            cached = await self.client.list_renditions(doc_id, major, minor)
+            details.version_renditions[(major, minor)] = cached
+        return cached
+
+    # --- listings ----------------------------------------------------------------
+
+    def _ensure_folders(self) -> None:
+        if self._folders_generation == self.index.generation:
+            return
+        folders: dict[NodeKey, _Folder] = {ROOT: _Folder()}
+        for doc_id, record in self.index.documents.items():
+            mtime = str(record.get("version_modified_date__v") or "")
+            parent = ROOT
+            for key in folder_of(record):
+                folders[parent].folders.add(key)
+                folders[parent].mtime = max(folders[parent].mtime, mtime)
+                parent = key
+                folders.setdefault(key, _Folder())
+            folders[parent].documents.append(doc_id)
+            folders[parent].mtime = max(folders[parent].mtime, mtime)
+        self._folders = folders
+        self._folders_generation = self.index.generation
+
+    def folder_mtime(self, key: NodeKey) -> str:
+        self._ensure_folders()
+        folder = self._folders.get(key)
+        return folder.mtime if folder else ""
+
+    def folder_exists(self, key: NodeKey) -> bool:
+        self._ensure_folders()
+        return key in self._folders
+
+    async def children(self, key: NodeKey) -> dict[str, NodeKey]:
+        """Name -> child key of directory ``key`` (cached per index generation)."""
+        cached = self._listings.get(key)
+        if cached is not None and cached[0] == self.index.generation:
+            return cached[1]
+        listing = await self._list(key)
+        self._listings[key] = (self.index.generation, listing)
+        return listing
+
+    async def _list(self, key: NodeKey) -> dict[str, NodeKey]:
+        kind = key[0]
+        if kind in ("root", "type", "sub", "cls"):
+            return await self._list_folder(key)
+        if kind == "ctl":
+            return {"status": ("status",)}
+        doc_id = int(key[1])  # type: ignore[call-overload]
+        if kind == "doc":
+            return self._list_document(doc_id)
+        details = await self.details(doc_id)
+        if kind == "vers":
+            return {f"{M}.{m}": ("ver", doc_id, M, m) for M, m in details.versions}
+        if kind == "ver":
+            major, minor = int(key[2]), int(key[3])  # type: ignore[call-overload]
+            record = await self.version_record(doc_id, major, minor)
+            listing: dict[str, NodeKey] = {"renditions": ("vrends", doc_id, major, minor)}
+            filename = record.get("filename__v")
+            if filename:
+                (name,) = assign_names(
+                    [Sibling(str(filename), str(doc_id), is_file=True)], reserved={"renditions"}
+                )
+                listing[name] = ("vsrc", doc_id, major, minor)
+            return listing
+        if kind == "rends":
+            return self._list_renditions(details.renditions, ("rend", doc_id))
+        if kind == "vrends":
+            major, minor = int(key[2]), int(key[3])  # type: ignore[call-overload]
+            renditions = await self.version_renditions(doc_id, major, minor)
+            return self._list_renditions(renditions, ("vrend", doc_id, major, minor))
+        if kind == "atts":
+            ids = sorted(details.attachments)
+            names = assign_names(
+                [
+                    Sibling(
+                        str(details.attachments[i].get("filename__v") or i),
+                        str(i),
+                        (i, ""),
+                        is_file=True,
+                    )
+                    for i in ids
+                ]
+            )
+            return {n: ("att", doc_id, i) for n, i in zip(names, ids, strict=True)}
+        raise errors.NotEditable(f"{key!r} is not a directory")
+
+    @staticmethod
+    def _list_renditions(renditions: dict[str, str], prefix: NodeKey) -> dict[str, NodeKey]:
+        rtypes = sorted(renditions)
+        names = assign_names([Sibling(rendition_filename(r), r, is_file=True) for r in rtypes])
+        return {n: (*prefix, r) for n, r in zip(names, rtypes, strict=True)}
+
+    def _list_document(self, doc_id: int) -> dict[str, NodeKey]:
+        record = self.record(doc_id)
+        listing: dict[str, NodeKey] = {name: (kind, doc_id) for name, kind in DOC_DIRS.items()}
+        filename = record.get("filename__v")
+        if filename:
+            (name,) = assign_names(
+                [Sibling(str(filename), str(doc_id), is_file=True)], reserved=set(DOC_DIRS)
+            )
+            listing[name] = ("src", doc_id)
+        return listing
+
+    async def _list_folder(self, key: NodeKey) -> dict[str, NodeKey]:
+        self._ensure_folders()
+        folder = self._folders.get(key)
+        if folder is None:
+            raise errors.InvalidDocument(f"folder {key!r} no longer exists")
+        labels = await self._folder_labels(key)
+        siblings: list[Sibling] = []
+        keys: list[NodeKey] = []
+        for child in sorted(folder.folders, key=repr):
+            api_name = str(child[-1])
+            siblings.append(Sibling(labels.get(api_name, api_name), api_name, (0, api_name)))
+            keys.append(child)
+        for doc_id in folder.documents:
+            record = self.index.documents[doc_id]
+            siblings.append(
+                Sibling(str(record.get("name__v") or doc_id), str(doc_id), (1, f"{doc_id:020d}"))
+            )
+            keys.append(("doc", doc_id))
+        reserved = {CONTROL_DIR} if key == ROOT else set()
+        names = assign_names(siblings, reserved=reserved)
+        listing = dict(zip(names, keys, strict=True))
+        if key == ROOT:
+            listing[CONTROL_DIR] = ("ctl",)
+        return listing
+
+    async def _folder_labels(self, key: NodeKey) -> dict[str, str]:
+        """API name -> label of the child folders of ``key`` (API names when unknown)."""
+        try:
+            if key == ROOT:
+                return await self.catalog.type_labels()
+            if key[0] == "type":
+                return await self.catalog.subtype_labels(str(key[1]))
+            if key[0] == "sub":
+                return await self.catalog.classification_labels(str(key[1]), str(key[2]))
+        except (errors.InvalidData, errors.MalformedUrl, errors.InvalidDocument) as exc:
+            log.info("no labels for %r: %s", key, exc)
+        return {}
+
+
+def _num(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def latest_version(record: Record) -> tuple[int, int] | None:
+    major = _num(record.get("major_version_number__v"))
+    minor = _num(record.get("minor_version_number__v"))
+    if major is None or minor is None:
+        return None
+    return major, minor

@@ -1,0 +1,221 @@
+"""The request pipeline every API call goes through.
+
+``Http.call`` (JSON answers) and ``Http.open_stream`` (downloads) run, in this order:
+retries (``_retry``) -> session (lazy login, one re-login and replay on
+``INVALID_SESSION_ID``) -> pacing and counting (``_budget``) -> one httpx request ->
+translation of the answer (``_errors``). Owns the httpx.AsyncClient.
+"""
+
+from __future__ import annotations
+
+import mimetypes
+import random
+from collections.abc import Awaitable, Callable, Mapping
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import quote
+
+import httpx
+
+from vaultfs.errors import InvalidSessionId, VaultError
+
+from ._budget import BudgetMeter
+from ._errors import error_from_response, parse_json, transport_error
+from ._retry import Attempt, RetryPolicy, retrying
+from ._session import Session
+from ._types import Credentials
+
+__all__ = ["Call", "Http"]
+
+#: Form values; None and "" parameters are left out of query strings.
+Params = Mapping[str, str | int | None]
+
+T = TypeVar("T")
+#: Turns an answer into the call's result (or raises what the answer says).
+Receive = Callable[[httpx.Response, "Call"], Awaitable[T]]
+
+
+@dataclass(frozen=True)
+class Call:
+    """One API request, described before it is sent (and re-sent)."""
+
+    method: str
+    #: path template below ``/api/<version>``, e.g. ``/objects/documents/{id}``; it names
+    #: the endpoint in ``Budget.by_endpoint``
+    template: str
+    path_args: Mapping[str, str | int] = field(default_factory=dict)
+    params: Params = field(default_factory=dict)
+    #: form fields: sent form-urlencoded, or multipart when ``file`` is set
+    form: Mapping[str, str] | None = None
+    #: a file to upload as the multipart part ``file`` (streamed from disk)
+    file: Path | None = None
+    #: safe to send again after an ambiguous failure (the request may have arrived)
+    idempotent: bool = True
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def path(self) -> str:
+        return self.template.format(
+            **{k: quote(str(v), safe="") for k, v in self.path_args.items()}
+        )
+
+    @property
+    def endpoint(self) -> str:
+        return f"{self.method} {self.template}"
+
+    @property
+    def what(self) -> str:
+        """For messages: method and path (the path holds no secret)."""
+        return f"{self.method} {self.path}"
+
+
+class Http:
+    """The HTTP side of one VaultClient."""
+
+    def __init__(
+        self,
+        api_url: str,
+        credentials: Credentials,
+        *,
+        timeout: httpx.Timeout,
+        limits: httpx.Limits,
+        policy: RetryPolicy,
+        burst_window: float,
+        transport: httpx.AsyncBaseTransport | None,
+        verify: bool | str,
+        user_agent: str,
+    ) -> None:
+        self._client = httpx.AsyncClient(
+            base_url=api_url,
+            timeout=timeout,
+            limits=limits,
+            transport=transport,
+            verify=verify,
+            headers={"Accept": "application/json", "User-Agent": user_agent},
+            follow_redirects=False,
+            # Proxies and credentials come from the caller, never from the environment
+            # (a netrc entry would otherwise add an Authorization header of its own).
+            trust_env=False,
+        )
+        self.meter = BudgetMeter(burst_window)
+        self.session = Session(credentials, self._login_call)
+        self.policy = policy
+        self._rng = random.Random()
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    # --- the two entry points -----------------------------------------------------
+
+    async def call(self, call: Call) -> dict[str, Any]:
+        """Send ``call`` (with retries and the session) and return the success body."""
+        return await self._retrying(call, self._read_body)
+
+    async def open_stream(self, call: Call) -> httpx.Response | None:
+        """Send a download ``call``: the open 2xx response (the caller closes it), or
+        None when the server said the range starts past the end (416)."""
+        return await self._retrying(call, self._stream_or_raise)
+
+    # --- the layers ---------------------------------------------------------------
+
+    async def _retrying(self, call: Call, receive: Receive[T]) -> T:
+        async def attempt(attempt: Attempt) -> T:
+            return await self._authorized(call, attempt, receive)
+
+        return await retrying(
+            attempt, policy=self.policy, rng=self._rng, idempotent=call.idempotent, what=call.what
+        )
+
+    async def _authorized(self, call: Call, attempt: Attempt, receive: Receive[T]) -> T:
+        """Send with the session; after INVALID_SESSION_ID log in again once and replay
+        (the vault refused the request before doing anything, so even a create may)."""
+        session_id = await self.session.current()
+        try:
+            return await receive(await self._send(call, attempt, session_id), call)
+        except InvalidSessionId:
+            session_id = await self.session.renew(session_id)
+        return await receive(await self._send(call, attempt, session_id), call)
+
+    async def _send(self, call: Call, attempt: Attempt, session_id: str | None) -> httpx.Response:
+        """One request on the wire: paced, counted, its budget headers recorded. The
+        answer comes back unread (streaming); transport errors become VaultUnavailable."""
+        headers = dict(call.headers)
+        if session_id is not None:
+            headers["Authorization"] = session_id
+        params = {k: str(v) for k, v in call.params.items() if v is not None and v != ""}
+        with ExitStack() as opened:
+            files = None
+            if call.file is not None:
+                # An open file object makes httpx stream the part from disk in small
+                # chunks, with a Content-Length computed from the file's size.
+                handle = opened.enter_context(call.file.open("rb"))
+                content_type = mimetypes.guess_type(call.file.name)[0] or "application/octet-stream"
+                files = {"file": (call.file.name, handle, content_type)}
+            request = self._client.build_request(
+                call.method, call.path, params=params, data=call.form, files=files, headers=headers
+            )
+            await self.meter.pace()
+            self.meter.count(call.endpoint)
+            attempt.sent = True
+            try:
+                response = await self._client.send(request, stream=True)
+            except httpx.RequestError as exc:
+                raise transport_error(exc, call.what) from exc
+        self.meter.observe(response.headers)
+        return response
+
+    async def _stream_or_raise(self, response: httpx.Response, call: Call) -> httpx.Response | None:
+        """A download's answer: 2xx is the stream, 416 an empty one, anything else an
+        envelope to raise."""
+        if response.is_success:
+            return response
+        if response.status_code == 416:
+            await response.aclose()
+            return None
+        await self._read_body(response, call)
+        raise AssertionError(f"{call.what}: HTTP {response.status_code} read as a success")
+
+    async def _read_body(self, response: httpx.Response, call: Call) -> dict[str, Any]:
+        """Read and close ``response``; the success body, or raise what it says."""
+        try:
+            await response.aread()
+        except httpx.RequestError as exc:
+            raise transport_error(exc, call.what) from exc
+        finally:
+            await response.aclose()
+        body = parse_json(response)
+        error = error_from_response(response, body, call.what)
+        if error is not None:
+            raise error
+        return body  # a success envelope is a JSON object
+
+    async def _login_call(self, form: dict[str, str]) -> dict[str, Any]:
+        """POST /auth once, for the session (whose callers retry)."""
+        call = Call("POST", "/auth", form=form)
+        response = await self._send(call, Attempt(), None)
+        return await self._read_body(response, call)
+
+    async def login(self) -> dict[str, Any]:
+        """Log in now, with retries."""
+
+        async def attempt(attempt: Attempt) -> dict[str, Any]:
+            return await self.session.login()
+
+        return await retrying(
+            attempt, policy=self.policy, rng=self._rng, idempotent=True, what="POST /auth"
+        )
+
+    async def logout(self) -> None:
+        """DELETE /session once, best effort; the session is forgotten either way."""
+        session_id = self.session.id
+        if session_id is None:
+            return
+        self.session.forget()
+        call = Call("DELETE", "/session")
+        try:
+            response = await self._send(call, Attempt(), session_id)
+            await self._read_body(response, call)
+        except VaultError:
+            pass

@@ -1,0 +1,77 @@
+"""``create_app(config)``: the Starlette application of the local vault.
+
+Nothing is created at import time. The application's lifespan opens the database
+and the blob directory, creates the demo vault in an empty data directory, sweeps
+orphaned blobs (left by a crash or by deletions), and closes everything on exit.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import trio
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import Response
+
+from vaultfs.errors import MalformedUrl, MethodNotSupported
+
+from . import demo
+from .config import ServerConfig
+from .envelope import error_response
+from .limits import RateLimiter
+from .middleware import ApiMiddleware
+from .routes import api_routes
+from .state import VaultState
+from .storage.blobs import BlobStore
+from .storage.db import Database
+
+__all__ = ["create_app", "open_state"]
+
+log = logging.getLogger("vaultfs.server")
+
+
+def open_state(config: ServerConfig) -> VaultState:
+    """Open (and on first start, fill) the data directory (blocking)."""
+    config.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    db = Database(config.data_dir / "vault.sqlite3")
+    db.open()
+    blobs = BlobStore(config.data_dir / "blobs")
+    blobs.open()
+    demo.ensure_demo_vault(db, blobs, config)
+    removed = blobs.sweep(db.read_sync(demo.referenced_blobs))
+    if removed:
+        log.info("removed %d unreferenced files from the blob directory", removed)
+    limiter = RateLimiter(config.burst_limit, config.daily_limit, config.burst_window_seconds)
+    return VaultState(config=config, db=db, blobs=blobs, limiter=limiter)
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 405:
+        return error_response(
+            MethodNotSupported(f"Method {request.method} is not supported on {request.url.path}")
+        )
+    return error_response(MalformedUrl(f"No such resource: {request.url.path}"))
+
+
+def create_app(config: ServerConfig) -> Starlette:
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        vault = await trio.to_thread.run_sync(open_state, config)
+        app.state.vault = vault
+        try:
+            yield
+        finally:
+            vault.db.close()
+
+    return Starlette(
+        routes=api_routes(),
+        middleware=[Middleware(ApiMiddleware)],
+        exception_handlers={HTTPException: _http_error},
+        lifespan=lifespan,
+    )

@@ -1,0 +1,38 @@
+"""Configuration of one local vault server process (``ServerConfig``)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["ServerConfig", "default_data_dir"]
+
+
+def default_data_dir() -> Path:
+    """``$XDG_DATA_HOME/vaultfs/server``, or ``~/.local/share/vaultfs/server``."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "vaultfs" / "server"
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """Everything ``create_app`` needs; built by ``vaultfs serve`` or by tests."""
+
+    data_dir: Path
+    host: str = "127.0.0.1"
+    port: int = 8817
+    #: inactivity timeout of a session, in minutes (fractions allowed, for tests)
+    session_timeout_minutes: float = 20.0
+    #: API calls allowed per vault in each burst window
+    burst_limit: int = 2000
+    burst_window_seconds: int = 300
+    #: API calls allowed per vault in each day
+    daily_limit: int = 100_000
+    #: password of the demo users; None = generate one on first start
+    demo_password: str | None = None
+    log_level: str = "info"
+
+    @property
+    def session_timeout_seconds(self) -> float:
+        return self.session_timeout_minutes * 60.0

@@ -1,0 +1,221 @@
+"""Document routes: list, read, versions, create, update, new drafts, delete, deletions."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+
+from vaultfs.errors import InvalidData
+from vaultfs.wire import PAGE_LIMIT, parse_datetime
+
+from ..envelope import success
+from ..permissions import Permission
+from ..storage import changes, documents
+from ..storage.db import now_ms
+from .common import api_url, caller, form, path_int, query, state, version_path
+
+__all__ = ["routes"]
+
+_DOCS = "/objects/documents"
+#: How far back deleted documents can be listed.
+_DELETIONS_WINDOW = timedelta(days=30)
+
+
+def _int_param(request: Request, name: str, default: int, minimum: int) -> int:
+    text = query(request, name)
+    if text is None:
+        return default
+    if not text.strip().isdigit() or int(text) < minimum:
+        raise InvalidData(f"Invalid value for [{name}]: '{text}' (an integer >= {minimum})")
+    return int(text)
+
+
+async def list_documents(request: Request) -> Response:
+    who = caller(request)
+    # "limit can only lower it": larger values are ignored, not refused.
+    limit = min(_int_param(request, "limit", PAGE_LIMIT, 1), PAGE_LIMIT)
+    start = _int_param(request, "start", 0, 0)
+    scope = query(request, "versionscope") or "latest"
+    if scope not in ("latest", "all"):
+        raise InvalidData(f"Invalid value for [versionscope]: '{scope}' (latest or all)")
+    spec = documents.ListQuery(
+        start=start,
+        limit=limit,
+        sort=query(request, "sort"),
+        search=query(request, "search"),
+        all_versions=scope == "all",
+        named_filter=query(request, "named_filter"),
+        user_id=who.user.id,
+    )
+    records, total = await state(request).db.read(documents.list_documents, who.vault_id, spec)
+    return success(
+        size=len(records),
+        start=start,
+        limit=limit,
+        responseDetails={"total": total, "size": len(records), "start": start, "limit": limit},
+        documents=[{"document": record} for record in records],
+    )
+
+
+def _version_url(request: Request, doc_id: int, major: int, minor: int) -> str:
+    return api_url(request, f"{_DOCS}/{doc_id}/versions/{major}/{minor}")
+
+
+def _shape(request: Request, doc_id: int, read: dict[str, Any], latest: bool) -> dict[str, Any]:
+    record = read["document"]
+    major, minor = record["major_version_number__v"], record["minor_version_number__v"]
+    base = f"{_DOCS}/{doc_id}" if latest else f"{_DOCS}/{doc_id}/versions/{major}/{minor}"
+    body: dict[str, Any] = {
+        "document": record,
+        "renditions": {t: api_url(request, f"{base}/renditions/{t}") for t in read["renditions"]},
+        "versions": [
+            {"number": f"{a}.{b}", "value": _version_url(request, doc_id, a, b)}
+            for a, b in read["versions"]
+        ],
+    }
+    if read["attachments"] is not None:
+        body["attachments"] = [
+            {"id": att, "url": api_url(request, f"{_DOCS}/{doc_id}/attachments/{att}")}
+            for att in read["attachments"]
+        ]
+    return body
+
+
+async def get_document(request: Request) -> Response:
+    who = caller(request)
+    doc_id = path_int(request, "doc_id", "document id")
+    read = await state(request).db.read(documents.read_document, who.vault_id, doc_id, None)
+    return success(**_shape(request, doc_id, read, latest=True))
+
+
+async def get_version(request: Request) -> Response:
+    who = caller(request)
+    doc_id = path_int(request, "doc_id", "document id")
+    version = version_path(request)
+    read = await state(request).db.read(documents.read_document, who.vault_id, doc_id, version)
+    return success(**_shape(request, doc_id, read, latest=False))
+
+
+async def list_versions(request: Request) -> Response:
+    who = caller(request)
+    doc_id = path_int(request, "doc_id", "document id")
+    read = await state(request).db.read(documents.read_document, who.vault_id, doc_id, None)
+    shaped = _shape(request, doc_id, read, latest=True)
+    return success(versions=shaped["versions"], renditions=shaped["renditions"])
+
+
+async def create_document(request: Request) -> Response:
+    who = caller(request, Permission.CREATE)
+    vault = state(request)
+    body = await form(request, files=frozenset({"file"}))
+    # An unexpected error here becomes a FAILURE in the middleware (POST), never a 5xx.
+    doc_id = await vault.db.write(
+        changes.create_document, who, body.fields, body.files.get("file"), vault.db.tick()
+    )
+    return success(responseMessage="successfully created document", id=doc_id)
+
+
+async def update_document(request: Request) -> Response:
+    who = caller(request, Permission.EDIT)
+    vault = state(request)
+    doc_id = path_int(request, "doc_id", "document id")
+    version = version_path(request) if "major" in request.path_params else None
+    if query(request, "reclassify") is not None:
+        raise InvalidData("Reclassify is not supported by this vault yet")
+    body = await form(request)
+    await vault.db.write(changes.update_fields, who, doc_id, version, body.fields, vault.db.tick())
+    return success(id=doc_id)
+
+
+async def create_version(request: Request) -> Response:
+    who = caller(request, Permission.EDIT)
+    vault = state(request)
+    doc_id = path_int(request, "doc_id", "document id")
+    body = await form(request, files=frozenset({"file"}))
+    mode = body.fields.get("createDraft") or query(request, "createDraft")
+    description = body.fields.get("description__v")
+    major, minor = await vault.db.write(
+        changes.create_version,
+        who,
+        doc_id,
+        mode,
+        body.files.get("file"),
+        description,
+        vault.db.tick(),
+    )
+    return success(
+        responseMessage="New draft successfully created",
+        major_version_number__v=major,
+        minor_version_number__v=minor,
+    )
+
+
+async def delete_document(request: Request) -> Response:
+    who = caller(request, Permission.DELETE)
+    vault = state(request)
+    doc_id = path_int(request, "doc_id", "document id")
+    await vault.db.write(changes.delete_document, who, doc_id, vault.db.tick())
+    return success(id=doc_id)
+
+
+async def delete_version(request: Request) -> Response:
+    who = caller(request, Permission.DELETE)
+    vault = state(request)
+    doc_id = path_int(request, "doc_id", "document id")
+    await vault.db.write(
+        changes.delete_version, who, doc_id, *version_path(request), vault.db.tick()
+    )
+    return success(id=doc_id)
+
+
+def _date_param(request: Request, name: str) -> int | None:
+    text = query(request, name)
+    if text is None:
+        return None
+    try:
+        return int(parse_datetime(text).timestamp() * 1000)
+    except ValueError:
+        raise InvalidData(
+            f"Invalid value for [{name}]: '{text}' (YYYY-MM-DDTHH:MM:SSZ or YYYY-MM-DD)"
+        ) from None
+
+
+async def deleted_documents(request: Request) -> Response:
+    who = caller(request)
+    now = now_ms()
+    oldest = now - int(_DELETIONS_WINDOW.total_seconds() * 1000)
+    # Older start dates are moved to the edge of the window instead of refused.
+    start = max(_date_param(request, "start_date") or oldest, oldest)
+    end = _date_param(request, "end_date") or now
+    offset = _int_param(request, "offset", 0, 0)
+    limit = min(_int_param(request, "limit", 1000, 1), 1000)
+    data, total = await state(request).db.read(
+        documents.deleted_documents, who.vault_id, start, end, offset, limit
+    )
+    return success(
+        responseMessage="Success",
+        responseDetails={"limit": limit, "size": len(data), "offset": offset, "total": total},
+        data=data,
+    )
+
+
+def routes() -> list[BaseRoute]:
+    doc = _DOCS + "/{doc_id}"
+    version = doc + "/versions/{major}/{minor}"
+    return [
+        Route(_DOCS, list_documents, methods=["GET"]),
+        Route(_DOCS, create_document, methods=["POST"]),
+        Route("/objects/deletions/documents", deleted_documents, methods=["GET"]),
+        Route(doc, get_document, methods=["GET"]),
+        Route(doc, update_document, methods=["PUT"]),
+        Route(doc, create_version, methods=["POST"]),
+        Route(doc, delete_document, methods=["DELETE"]),
+        Route(doc + "/versions", list_versions, methods=["GET"]),
+        Route(version, get_version, methods=["GET"]),
+        Route(version, update_document, methods=["PUT"]),
+        Route(version, delete_version, methods=["DELETE"]),
+    ]

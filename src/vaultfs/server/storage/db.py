@@ -1,0 +1,320 @@
+"""The SQLite database of the local vault: schema, connections, transactions.
+
+One file (``vault.sqlite3``) in WAL mode. Blocking sqlite3 calls run in worker threads
+(``trio.to_thread``); reads use a small pool of connections and run in parallel,
+writes run one at a time under a ``trio.Lock``, each in one ``BEGIN IMMEDIATE``
+transaction, so a request either changes everything it meant to or nothing.
+
+Storage modules are plain functions ``fn(conn, ...)``; routes run them through
+``Database.read`` / ``Database.write``. The schema is versioned with ``PRAGMA
+user_version``: later areas append a migration to ``MIGRATIONS``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import trio
+
+__all__ = ["MIGRATIONS", "Database", "now_ms"]
+
+T = TypeVar("T")
+
+_SCHEMA_V1 = """
+CREATE TABLE vaults (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    dns TEXT NOT NULL
+);
+CREATE TABLE users (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    username TEXT NOT NULL UNIQUE,
+    display_name TEXT NOT NULL,
+    -- scrypt hash and its salt (hex)
+    password_hash TEXT NOT NULL,
+    password_salt TEXT NOT NULL,
+    -- admin | editor | viewer (see server/permissions.py)
+    role TEXT NOT NULL,
+    last_vault_id INTEGER
+);
+CREATE TABLE vault_members (
+    vault_id INTEGER NOT NULL REFERENCES vaults(id),
+    user_id INTEGER NOT NULL REFERENCES users(id),
+    PRIMARY KEY (vault_id, user_id)
+);
+CREATE TABLE sessions (
+    -- sha256 of the session id: the id itself is never stored
+    token_hash TEXT PRIMARY KEY,
+    user_id INTEGER NOT NULL REFERENCES users(id),
+    vault_id INTEGER NOT NULL REFERENCES vaults(id),
+    created_ms INTEGER NOT NULL,
+    last_used_ms INTEGER NOT NULL
+);
+
+-- document types, subtypes and classifications in one tree
+CREATE TABLE doc_types (
+    name TEXT PRIMARY KEY,
+    label TEXT NOT NULL,
+    level TEXT NOT NULL CHECK (level IN ('type', 'subtype', 'classification')),
+    parent TEXT REFERENCES doc_types(name),
+    position INTEGER NOT NULL,
+    -- name defaulting rule such as '{filename}', NULL when name__v is required
+    name_default TEXT,
+    attachments_enabled INTEGER NOT NULL DEFAULT 1,
+    lifecycles TEXT NOT NULL DEFAULT '[]'
+);
+-- field metadata: spec is the JSON of the field metadata record minus the
+-- computed parts (shared, usedIn, definedIn)
+CREATE TABLE doc_fields (
+    name TEXT PRIMARY KEY,
+    position INTEGER NOT NULL,
+    defined_in TEXT REFERENCES doc_types(name),
+    spec TEXT NOT NULL
+);
+CREATE TABLE lifecycles (
+    name TEXT PRIMARY KEY,
+    label TEXT NOT NULL
+);
+CREATE TABLE lifecycle_states (
+    lifecycle TEXT NOT NULL REFERENCES lifecycles(name),
+    name TEXT NOT NULL,
+    label TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    PRIMARY KEY (lifecycle, name)
+);
+CREATE TABLE lifecycle_actions (
+    lifecycle TEXT NOT NULL REFERENCES lifecycles(name),
+    state TEXT NOT NULL,
+    name TEXT NOT NULL,
+    label TEXT NOT NULL,
+    action_type TEXT NOT NULL CHECK (action_type IN ('workflow', 'stateChange')),
+    target_state TEXT,
+    PRIMARY KEY (lifecycle, state, name)
+);
+CREATE TABLE entry_requirements (
+    lifecycle TEXT NOT NULL,
+    action TEXT NOT NULL,
+    name TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    spec TEXT NOT NULL,
+    PRIMARY KEY (lifecycle, action, name)
+);
+CREATE TABLE rendition_types (
+    name TEXT PRIMARY KEY,
+    label TEXT NOT NULL,
+    position INTEGER NOT NULL
+);
+CREATE TABLE relationship_types (
+    name TEXT PRIMARY KEY,
+    position INTEGER NOT NULL,
+    spec TEXT NOT NULL
+);
+CREATE TABLE event_types (
+    name TEXT PRIMARY KEY,
+    position INTEGER NOT NULL,
+    spec TEXT NOT NULL
+);
+
+CREATE TABLE documents (
+    -- AUTOINCREMENT: ids of deleted documents are never handed out again
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    vault_id INTEGER NOT NULL REFERENCES vaults(id),
+    document_number TEXT NOT NULL,
+    type TEXT NOT NULL REFERENCES doc_types(name),
+    subtype TEXT REFERENCES doc_types(name),
+    classification TEXT REFERENCES doc_types(name),
+    lifecycle TEXT NOT NULL REFERENCES lifecycles(name),
+    created_by INTEGER NOT NULL,
+    created_ms INTEGER NOT NULL,
+    latest_major INTEGER NOT NULL,
+    latest_minor INTEGER NOT NULL,
+    locked_by INTEGER,
+    locked_ms INTEGER
+);
+CREATE TABLE versions (
+    doc_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    major INTEGER NOT NULL,
+    minor INTEGER NOT NULL,
+    -- editable field values of this version (JSON object)
+    fields TEXT NOT NULL,
+    name TEXT NOT NULL,
+    status TEXT NOT NULL,
+    blob TEXT,
+    md5 TEXT,
+    size INTEGER,
+    filename TEXT,
+    format TEXT,
+    created_by INTEGER NOT NULL,
+    created_ms INTEGER NOT NULL,
+    modified_by INTEGER NOT NULL,
+    modified_ms INTEGER NOT NULL,
+    PRIMARY KEY (doc_id, major, minor)
+);
+CREATE INDEX versions_modified ON versions (modified_ms);
+CREATE TABLE renditions (
+    doc_id INTEGER NOT NULL,
+    major INTEGER NOT NULL,
+    minor INTEGER NOT NULL,
+    rendition_type TEXT NOT NULL,
+    blob TEXT NOT NULL,
+    md5 TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    filename TEXT NOT NULL,
+    format TEXT NOT NULL,
+    created_ms INTEGER NOT NULL,
+    PRIMARY KEY (doc_id, major, minor, rendition_type),
+    FOREIGN KEY (doc_id, major, minor) REFERENCES versions(doc_id, major, minor)
+        ON DELETE CASCADE
+);
+CREATE TABLE attachments (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    doc_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    created_by INTEGER NOT NULL,
+    created_ms INTEGER NOT NULL
+);
+CREATE TABLE attachment_versions (
+    attachment_id INTEGER NOT NULL REFERENCES attachments(id) ON DELETE CASCADE,
+    version INTEGER NOT NULL,
+    blob TEXT NOT NULL,
+    md5 TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    filename TEXT NOT NULL,
+    format TEXT NOT NULL,
+    description TEXT,
+    created_by INTEGER NOT NULL,
+    created_ms INTEGER NOT NULL,
+    PRIMARY KEY (attachment_id, version)
+);
+CREATE TABLE deletions (
+    doc_id INTEGER NOT NULL,
+    vault_id INTEGER NOT NULL,
+    major INTEGER NOT NULL,
+    minor INTEGER NOT NULL,
+    deleted_ms INTEGER NOT NULL
+);
+CREATE INDEX deletions_when ON deletions (deleted_ms);
+"""
+
+#: Schema migrations in order; entry i brings user_version from i to i + 1.
+MIGRATIONS: list[str] = [_SCHEMA_V1]
+
+_READ_POOL = 4
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    # check_same_thread=False: a connection is used by one worker thread at a time,
+    # but not always the same thread (trio's thread cache).
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
+    conn.row_factory = sqlite3.Row
+    conn.execute("PRAGMA foreign_keys = ON")
+    conn.execute("PRAGMA busy_timeout = 30000")
+    return conn
+
+
+class Database:
+    """Connections to one SQLite file and the one-writer-at-a-time rule."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._writer: sqlite3.Connection | None = None
+        self._readers: list[sqlite3.Connection] = []
+        self._pool_guard = threading.Lock()
+        self._write_lock = trio.Lock()
+        self._read_slots = trio.Semaphore(_READ_POOL)
+        self._last_ms = 0
+        self._clock_guard = threading.Lock()
+
+    # --- lifecycle --------------------------------------------------------------
+
+    def open(self) -> None:
+        """Open the file, switch to WAL and bring the schema up to date (blocking)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        writer = _connect(self.path)
+        writer.execute("PRAGMA journal_mode = WAL")
+        writer.execute("PRAGMA synchronous = FULL")
+        version = writer.execute("PRAGMA user_version").fetchone()[0]
+        for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
+            writer.execute("BEGIN IMMEDIATE")
+            try:
+                for statement in _statements(script):
+                    writer.execute(statement)
+                writer.execute(f"PRAGMA user_version = {number}")
+                writer.execute("COMMIT")
+            except BaseException:
+                writer.execute("ROLLBACK")
+                raise
+        self.path.chmod(0o600)
+        self._writer = writer
+
+    def close(self) -> None:
+        with self._pool_guard:
+            for conn in self._readers:
+                conn.close()
+            self._readers.clear()
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
+    # --- running storage functions ------------------------------------------------
+
+    def tick(self) -> int:
+        """A strictly increasing millisecond timestamp for changes.
+
+        Two changes never share a modification time, so a client that lists by
+        ``version_modified_date__v desc`` down to what it knows misses nothing.
+        """
+        with self._clock_guard:
+            self._last_ms = max(now_ms(), self._last_ms + 1)
+            return self._last_ms
+
+    def read_sync(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(conn, *args)`` on a reader connection (blocking)."""
+        with self._pool_guard:
+            conn = self._readers.pop() if self._readers else _connect(self.path)
+        try:
+            conn.execute("BEGIN")
+            try:
+                return fn(conn, *args)
+            finally:
+                conn.execute("COMMIT")
+        finally:
+            with self._pool_guard:
+                self._readers.append(conn)
+
+    def write_sync(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(conn, *args)`` in one write transaction (blocking; caller serialises)."""
+        conn = self._writer
+        if conn is None:
+            raise RuntimeError("database is not open")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            result = fn(conn, *args)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+        return result
+
+    async def read(self, fn: Callable[..., T], *args: Any) -> T:
+        async with self._read_slots:
+            return await trio.to_thread.run_sync(self.read_sync, fn, *args)
+
+    async def write(self, fn: Callable[..., T], *args: Any) -> T:
+        async with self._write_lock:
+            # Not cancellable: once the transaction started it runs to its end, so a
+            # client that goes away cannot leave the writer connection mid-transaction.
+            return await trio.to_thread.run_sync(self.write_sync, fn, *args)
+
+
+def _statements(script: str) -> list[str]:
+    """Split a schema script into statements (the schema has no ';' inside strings)."""
+    return [s.strip() for s in script.split(";") if s.strip()]

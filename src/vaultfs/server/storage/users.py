@@ -1,0 +1,171 @@
+"""Users, vault membership, password checks and sessions.
+
+Passwords are stored as salted scrypt hashes. Session ids are long random tokens;
+only their sha256 is stored, so a copy of the database does not hand out sessions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+import sqlite3
+from dataclasses import dataclass
+
+from vaultfs.errors import InvalidSessionId, UsernameOrPasswordIncorrect
+
+__all__ = [
+    "SessionUser",
+    "User",
+    "add_user",
+    "check_password",
+    "end_session",
+    "get_user",
+    "hash_password",
+    "login",
+    "resolve_session",
+    "touch_session",
+    "user_vaults",
+]
+
+# scrypt cost: about 50 ms per check on a small machine.
+_SCRYPT_N = 2**14
+_SCRYPT_R = 8
+_SCRYPT_P = 1
+
+
+@dataclass(frozen=True)
+class User:
+    id: int
+    username: str
+    display_name: str
+    role: str
+
+
+@dataclass(frozen=True)
+class SessionUser:
+    """The caller of a request: the user and the vault of their session."""
+
+    user: User
+    vault_id: int
+    token_hash: str
+    last_used_ms: int
+
+
+def hash_password(password: str, salt: bytes) -> str:
+    digest = hashlib.scrypt(
+        password.encode(), salt=salt, n=_SCRYPT_N, r=_SCRYPT_R, p=_SCRYPT_P, dklen=32
+    )
+    return digest.hex()
+
+
+def _token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def _user(row: sqlite3.Row) -> User:
+    return User(
+        id=row["id"], username=row["username"], display_name=row["display_name"], role=row["role"]
+    )
+
+
+def add_user(
+    conn: sqlite3.Connection,
+    username: str,
+    display_name: str,
+    password: str,
+    role: str,
+    vault_ids: list[int],
+) -> int:
+    salt = secrets.token_bytes(16)
+    cur = conn.execute(
+        "INSERT INTO users (username, display_name, password_hash, password_salt, role)"
+        " VALUES (?, ?, ?, ?, ?)",
+        (username.lower(), display_name, hash_password(password, salt), salt.hex(), role),
+    )
+    user_id = int(cur.lastrowid or 0)
+    conn.executemany(
+        "INSERT INTO vault_members (vault_id, user_id) VALUES (?, ?)",
+        [(vault_id, user_id) for vault_id in vault_ids],
+    )
+    return user_id
+
+
+def get_user(conn: sqlite3.Connection, user_id: int) -> User | None:
+    row = conn.execute("SELECT * FROM users WHERE id = ?", (user_id,)).fetchone()
+    return _user(row) if row else None
+
+
+def check_password(conn: sqlite3.Connection, username: str, password: str) -> User:
+    """The user with these credentials (blocking: runs scrypt)."""
+    row = conn.execute("SELECT * FROM users WHERE username = ?", (username.lower(),)).fetchone()
+    # Hash even for unknown users so timing does not tell which user names exist.
+    salt = bytes.fromhex(row["password_salt"]) if row else b"\0" * 16
+    computed = hash_password(password, salt)
+    if row is None or not hmac.compare_digest(computed, row["password_hash"]):
+        raise UsernameOrPasswordIncorrect("Authentication failed for user: " + username)
+    return _user(row)
+
+
+def user_vaults(conn: sqlite3.Connection, user_id: int) -> list[sqlite3.Row]:
+    return conn.execute(
+        "SELECT v.* FROM vaults v JOIN vault_members m ON m.vault_id = v.id"
+        " WHERE m.user_id = ? ORDER BY v.id",
+        (user_id,),
+    ).fetchall()
+
+
+def login(
+    conn: sqlite3.Connection, user: User, wanted_dns: str | None, now: int
+) -> tuple[str, int, list[sqlite3.Row]]:
+    """Issue a session; returns (session id, vault id, the user's vaults).
+
+    Vault choice follows the spec: the vault at ``wanted_dns`` when the user is a
+    member, else the vault of the last login, else the oldest membership.
+    """
+    vaults = user_vaults(conn, user.id)
+    if not vaults:
+        raise UsernameOrPasswordIncorrect("The user is not a member of any active vault")
+    by_dns = {row["dns"].lower(): row["id"] for row in vaults}
+    last = conn.execute("SELECT last_vault_id FROM users WHERE id = ?", (user.id,)).fetchone()[0]
+    ids = {row["id"] for row in vaults}
+    if wanted_dns and wanted_dns.lower() in by_dns:
+        vault_id = by_dns[wanted_dns.lower()]
+    elif last in ids:
+        vault_id = last
+    else:
+        vault_id = vaults[0]["id"]
+    token = secrets.token_urlsafe(32)
+    conn.execute(
+        "INSERT INTO sessions (token_hash, user_id, vault_id, created_ms, last_used_ms)"
+        " VALUES (?, ?, ?, ?, ?)",
+        (_token_hash(token), user.id, vault_id, now, now),
+    )
+    conn.execute("UPDATE users SET last_vault_id = ? WHERE id = ?", (vault_id, user.id))
+    return token, vault_id, vaults
+
+
+def resolve_session(conn: sqlite3.Connection, token: str, now: int, timeout_ms: int) -> SessionUser:
+    row = conn.execute(
+        "SELECT s.token_hash, s.vault_id, s.last_used_ms, u.*"
+        " FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.token_hash = ?",
+        (_token_hash(token),),
+    ).fetchone()
+    if row is None or now - row["last_used_ms"] > timeout_ms:
+        raise InvalidSessionId("Invalid or expired session ID.")
+    return SessionUser(
+        user=_user(row),
+        vault_id=row["vault_id"],
+        token_hash=row["token_hash"],
+        last_used_ms=row["last_used_ms"],
+    )
+
+
+def touch_session(conn: sqlite3.Connection, token_hash: str, now: int, timeout_ms: int) -> None:
+    """Record activity; also forgets sessions that have timed out."""
+    conn.execute("UPDATE sessions SET last_used_ms = ? WHERE token_hash = ?", (now, token_hash))
+    conn.execute("DELETE FROM sessions WHERE last_used_ms < ?", (now - timeout_ms,))
+
+
+def end_session(conn: sqlite3.Connection, token_hash: str) -> None:
+    conn.execute("DELETE FROM sessions WHERE token_hash = ?", (token_hash,))

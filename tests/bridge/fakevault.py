@@ -1,0 +1,281 @@
+"""An in-memory stand-in for ``VaultClient``, for unit tests of the bridge layers.
+
+It keeps documents with versions, renditions and attachments, answers the client
+methods the read half uses with the shapes of the REST API, counts calls per method,
+and can hold downloads at a gate so tests see reads racing a download.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import trio
+
+from vaultfs import errors
+from vaultfs.client import Budget, DocumentPage
+from vaultfs.wire import format_datetime
+
+__all__ = ["FakeDownload", "FakeVault"]
+
+EPOCH = datetime(2024, 1, 1, tzinfo=UTC)
+
+
+@dataclass
+class FakeDownload:
+    data: bytes
+    offset: int = 0
+    filename: str | None = None
+    #: when set, chunks after the first wait for it
+    gate: trio.Event | None = None
+
+    @property
+    def length(self) -> int:
+        return len(self.data) - self.offset
+
+    async def chunks(self, size: int = 1 << 20) -> AsyncIterator[bytes]:
+        for start in range(self.offset, len(self.data), size):
+            if start > self.offset and self.gate is not None:
+                await self.gate.wait()
+            yield self.data[start : start + size]
+
+
+@dataclass
+class _Version:
+    record: dict[str, Any]
+    content: bytes
+    renditions: dict[str, bytes] = field(default_factory=dict)
+
+
+class FakeVault:
+    """Duck-types ``VaultClient`` for the bridge."""
+
+    def __init__(self) -> None:
+        self.docs: dict[int, list[_Version]] = {}
+        self.attachments: dict[int, list[dict[str, Any]]] = {}
+        self.attachment_content: dict[tuple[int, int], bytes] = {}
+        self.deleted: list[dict[str, Any]] = []
+        self.calls: Counter[str] = Counter()
+        self.budget = Budget()
+        self.session_state = "active"
+        self.user_id = 1
+        self.gate: trio.Event | None = None
+        self.unreachable = False
+        self.forbidden: set[int] = set()
+        self._clock = EPOCH
+        self._next_id = 1
+        self.types = {
+            "promotional_piece__c": ("Promotional Piece", {"brochure__c": "Brochure"}),
+            "reference__c": ("Reference", {}),
+        }
+
+    # --- test helpers ------------------------------------------------------------
+
+    def tick(self) -> str:
+        self._clock += timedelta(seconds=1)
+        return format_datetime(self._clock)
+
+    def add(
+        self,
+        name: str,
+        content: bytes = b"hello\n",
+        *,
+        type_: str = "reference__c",
+        subtype: str = "",
+        classification: str = "",
+        filename: str = "file.txt",
+        renditions: dict[str, bytes] | None = None,
+    ) -> int:
+        doc_id = self._next_id
+        self._next_id += 1
+        now = self.tick()
+        record = {
+            "id": doc_id,
+            "name__v": name,
+            "type__v": type_,
+            "subtype__v": subtype,
+            "classification__v": classification,
+            "filename__v": filename,
+            "major_version_number__v": 0,
+            "minor_version_number__v": 1,
+            "document_creation_date__v": now,
+            "version_creation_date__v": now,
+            "version_modified_date__v": now,
+            "md5checksum__v": hashlib.md5(content).hexdigest(),
+            "size__v": (len(content) + 1023) // 1024,
+            "language__v": ["English"],
+            "locked__v": False,
+        }
+        self.docs[doc_id] = [_Version(record, content, dict(renditions or {}))]
+        return doc_id
+
+    def new_version(self, doc_id: int, content: bytes) -> None:
+        old = self.docs[doc_id][-1].record
+        now = self.tick()
+        record = dict(
+            old,
+            minor_version_number__v=old["minor_version_number__v"] + 1,
+            version_creation_date__v=now,
+            version_modified_date__v=now,
+            md5checksum__v=hashlib.md5(content).hexdigest(),
+            size__v=(len(content) + 1023) // 1024,
+        )
+        self.docs[doc_id].append(_Version(record, content))
+
+    def rename(self, doc_id: int, name: str) -> None:
+        version = self.docs[doc_id][-1]
+        version.record = dict(version.record, name__v=name, version_modified_date__v=self.tick())
+
+    def delete(self, doc_id: int) -> None:
+        latest = self.docs.pop(doc_id)[-1].record
+        self.deleted.append(
+            {
+                "id": doc_id,
+                "major_version_number__v": latest["major_version_number__v"],
+                "minor_version_number__v": latest["minor_version_number__v"],
+                "date_deleted": self.tick(),
+            }
+        )
+
+    def attach(self, doc_id: int, filename: str, content: bytes) -> int:
+        attachment_id = 100 + sum(len(a) for a in self.attachments.values())
+        self.attachments.setdefault(doc_id, []).append(
+            {
+                "id": attachment_id,
+                "filename__v": filename,
+                "version__v": 1,
+                "size__v": len(content),
+                "md5checksum__v": hashlib.md5(content).hexdigest(),
+                "created_date__v": self.tick(),
+            }
+        )
+        self.attachment_content[(doc_id, attachment_id)] = content
+        return attachment_id
+
+    def _call(self, name: str) -> None:
+        if self.unreachable:
+            raise errors.VaultUnavailable("connection refused")
+        self.calls[name] += 1
+        self.budget.calls += 1
+
+    def _doc(self, doc_id: int) -> list[_Version]:
+        if doc_id in self.forbidden:
+            raise errors.InsufficientAccess(f"no access to {doc_id}")
+        versions = self.docs.get(doc_id)
+        if versions is None:
+            raise errors.InvalidDocument(f"document {doc_id} not found")
+        return versions
+
+    def _version(self, doc_id: int, major: int | None, minor: int | None) -> _Version:
+        versions = self._doc(doc_id)
+        if major is None:
+            return versions[-1]
+        for v in versions:
+            r = v.record
+            if (r["major_version_number__v"], r["minor_version_number__v"]) == (major, minor):
+                return v
+        raise errors.InvalidDocument(f"version {major}.{minor} of {doc_id} not found")
+
+    # --- the client surface ------------------------------------------------------
+
+    async def document_types(self) -> list[dict[str, Any]]:
+        self._call("document_types")
+        return [
+            {"label": label, "value": f"http://x/metadata/objects/documents/types/{name}"}
+            for name, (label, _) in self.types.items()
+        ]
+
+    async def document_type(self, type_name: str) -> dict[str, Any]:
+        self._call("document_type")
+        label, subtypes = self.types[type_name]
+        return {
+            "name": type_name,
+            "label": label,
+            "subtypes": [{"label": lb, "value": f"http://x/subtypes/{n}"} for n, lb in subtypes.items()],
+        }
+
+    async def document_subtype(self, type_name: str, subtype: str) -> dict[str, Any]:
+        self._call("document_subtype")
+        return {"name": subtype, "classifications": []}
+
+    async def list_documents(
+        self, *, start: int = 0, limit: int = 200, sort: str | None = None, **_: Any
+    ) -> DocumentPage:
+        self._call("list_documents")
+        records = [v[-1].record for v in self.docs.values()]
+        assert sort == "version_modified_date__v desc"
+        records.sort(key=lambda r: r["version_modified_date__v"], reverse=True)
+        page = [dict(r) for r in records[start : start + limit]]
+        return DocumentPage(documents=page, size=len(records), start=start, limit=limit)
+
+    async def get_document(self, doc_id: int) -> dict[str, Any]:
+        self._call("get_document")
+        versions = self._doc(doc_id)
+        latest = versions[-1]
+        response: dict[str, Any] = {
+            "document": dict(latest.record),
+            "versions": [
+                {
+                    "number": f"{v.record['major_version_number__v']}.{v.record['minor_version_number__v']}",
+                    "value": "http://x",
+                }
+                for v in versions
+            ],
+            "renditions": {t: "http://x" for t in latest.renditions},
+        }
+        if doc_id in self.attachments:
+            response["attachments"] = [{"id": a["id"], "url": "http://x"} for a in self.attachments[doc_id]]
+        return response
+
+    async def get_version(self, doc_id: int, major: int, minor: int) -> dict[str, Any]:
+        self._call("get_version")
+        return {"document": dict(self._version(doc_id, major, minor).record)}
+
+    async def list_renditions(
+        self, doc_id: int, major: int | None = None, minor: int | None = None
+    ) -> dict[str, str]:
+        self._call("list_renditions")
+        return {t: "http://x" for t in self._version(doc_id, major, minor).renditions}
+
+    async def list_attachments(self, doc_id: int) -> list[dict[str, Any]]:
+        self._call("list_attachments")
+        self._doc(doc_id)
+        return [dict(a) for a in self.attachments.get(doc_id, [])]
+
+    async def deleted_documents(self, since: datetime | None = None) -> list[dict[str, Any]]:
+        self._call("deleted_documents")
+        return [dict(d) for d in self.deleted]
+
+    @asynccontextmanager
+    async def download_file(
+        self, doc_id: int, major: int | None = None, minor: int | None = None, *, offset: int = 0
+    ) -> AsyncIterator[FakeDownload]:
+        self._call("download_file")
+        yield FakeDownload(self._version(doc_id, major, minor).content, offset, gate=self.gate)
+
+    @asynccontextmanager
+    async def download_rendition(
+        self,
+        doc_id: int,
+        rendition_type: str,
+        major: int | None = None,
+        minor: int | None = None,
+        *,
+        offset: int = 0,
+    ) -> AsyncIterator[FakeDownload]:
+        self._call("download_rendition")
+        data = self._version(doc_id, major, minor).renditions[rendition_type]
+        yield FakeDownload(data, offset, gate=self.gate)
+
+    @asynccontextmanager
+    async def download_attachment(
+        self, doc_id: int, attachment_id: int, version: int | None = None, *, offset: int = 0
+    ) -> AsyncIterator[FakeDownload]:
+        self._call("download_attachment")
+        self._doc(doc_id)
+        yield FakeDownload(self.attachment_content[(doc_id, attachment_id)], offset)

@@ -1,0 +1,104 @@
+"""The content cache: streaming reads during a download, LRU bound, restart."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+import trio
+
+from vaultfs import errors
+from vaultfs.bridge.blobcache import BlobCache
+
+from .fakevault import FakeDownload
+
+
+def _fetch(data: bytes, gate: trio.Event | None = None, counter: list[int] | None = None):
+    @asynccontextmanager
+    async def fetch(offset: int) -> AsyncIterator[FakeDownload]:
+        if counter is not None:
+            counter.append(offset)
+        yield FakeDownload(data, offset, gate=gate)
+
+    return fetch
+
+
+@asynccontextmanager
+async def running(cache: BlobCache) -> AsyncIterator[BlobCache]:
+    async with trio.open_nursery() as nursery:
+        await nursery.start(cache.run)
+        yield cache
+        nursery.cancel_scope.cancel()
+
+
+async def test_first_bytes_arrive_before_the_download_completes(tmp_path: Path) -> None:
+    data = os.urandom(3 * (1 << 20) + 17)
+    gate = trio.Event()
+    async with running(BlobCache(tmp_path, 1 << 30)) as cache:
+        first = await cache.open("k", _fetch(data, gate))
+        second = await cache.open("k", _fetch(data, gate))
+        # The first chunk is readable while the rest is held at the gate.
+        assert await first.read(0, 100) == data[:100]
+        assert not first.complete
+
+        async def read_tail(results: list[bytes]) -> None:
+            results.append(await second.read(len(data) - 10, 10))
+
+        results: list[bytes] = []
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(read_tail, results)
+            await trio.testing.wait_all_tasks_blocked()
+            assert results == []  # waiting for bytes that have not arrived
+            gate.set()
+        assert results == [data[-10:]]
+        assert await first.read(len(data), 10) == b""
+        assert cache.exact_size("k") == len(data)
+        assert cache.is_cached("k")
+        first.close()
+        second.close()
+
+
+async def test_lru_keeps_the_cache_under_its_bound(tmp_path: Path) -> None:
+    async with running(BlobCache(tmp_path, 250)) as cache:
+        for key in "abc":
+            handle = await cache.open(key, _fetch(key.encode() * 100))
+            await handle.wait_complete()
+            handle.close()
+        assert not cache.is_cached("a") and cache.is_cached("b") and cache.is_cached("c")
+        assert cache.usage()["bytes"] <= 250
+        assert len(list((tmp_path / "blobs").iterdir())) == 2
+
+
+async def test_the_cache_survives_a_restart_without_downloading(tmp_path: Path) -> None:
+    data = b"x" * 5000
+    async with running(BlobCache(tmp_path, 1 << 20)) as cache:
+        await cache.cached_path("k", _fetch(data))
+    assert oct(tmp_path.stat().st_mode & 0o777) == "0o700"
+    counter: list[int] = []
+    async with running(BlobCache(tmp_path, 1 << 20)) as cache:
+        assert cache.is_cached("k") and cache.exact_size("k") == 5000
+        handle = await cache.open("k", _fetch(data, counter=counter))
+        assert handle.complete and await handle.read(0, 10000) == data
+        handle.close()
+    assert counter == []
+    blob = next((tmp_path / "blobs").iterdir())
+    assert blob.stat().st_mode & 0o777 == 0o600
+
+
+async def test_a_failed_download_fails_the_read_and_is_retried(tmp_path: Path) -> None:
+    @asynccontextmanager
+    async def broken(offset: int) -> AsyncIterator[FakeDownload]:
+        raise errors.VaultUnavailable("down")
+        yield  # pragma: no cover
+
+    async with running(BlobCache(tmp_path, 1 << 20)) as cache:
+        handle = await cache.open("k", broken)
+        with pytest.raises(errors.VaultUnavailable):
+            await handle.read(0, 10)
+        handle.close()
+        handle = await cache.open("k", _fetch(b"fine"))
+        assert await handle.read(0, 10) == b"fine"
+        handle.close()

@@ -1,0 +1,626 @@
+"""Unit tests of the write-back spool against an in-memory fake vault client.
+
+The fake keeps documents, locks and drafts in memory and fails on demand; backoff
+runs on trio's virtual clock (``autojump_clock``), so no test waits for real.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import stat
+from collections import defaultdict
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+import trio
+from trio.testing import MockClock
+
+from vaultfs.bridge.spool import Spool, SpoolEntry
+from vaultfs.client import VaultClient
+from vaultfs.errors import (
+    ApiLimitExceeded,
+    InsufficientAccess,
+    InvalidData,
+    InvalidDocument,
+    LockedByOther,
+    ServerException,
+    VaultError,
+    VaultUnavailable,
+)
+
+ME = 1
+OTHER = 2
+DOC = 101
+ORIGINAL = b"original content\n"
+DAY = 86400.0
+
+
+def md5(data: bytes) -> str:
+    return hashlib.md5(data).hexdigest()
+
+
+class FakeVault:
+    """The client methods the spool uses, over documents held in memory.
+
+    ``fail(op, exc)`` makes the next call of ``op`` raise ``exc``; with
+    ``delivered=True`` a ``create_draft`` or ``lock`` does its work first (the reply
+    was lost).
+    ``down`` makes every call raise VaultUnavailable.
+    """
+
+    def __init__(self) -> None:
+        self.user_id: int | None = ME
+        self.content: dict[int, bytes] = {DOC: ORIGINAL, DOC + 1: ORIGINAL}
+        self.locks: dict[int, int] = {}
+        self.drafts: list[tuple[int, bytes]] = []
+        self.calls: defaultdict[str, int] = defaultdict(int)
+        self.draft_times: list[float] = []
+        self.down = False
+        self._faults: defaultdict[str, list[tuple[VaultError, bool]]] = defaultdict(list)
+
+    def fail(self, op: str, exc: VaultError, *, delivered: bool = False) -> None:
+        self._faults[op].append((exc, delivered))
+
+    async def _call(self, op: str) -> VaultError | None:
+        """Count the call; raise an undelivered fault, return a delivered one."""
+        self.calls[op] += 1
+        await trio.lowlevel.checkpoint()
+        if self.down:
+            raise VaultUnavailable("connection refused")
+        if self._faults[op]:
+            exc, delivered = self._faults[op].pop(0)
+            if not delivered:
+                raise exc
+            return exc
+        return None
+
+    def _exists(self, doc_id: int) -> None:
+        if doc_id not in self.content:
+            raise InvalidDocument(f"no document {doc_id}")
+
+    async def lock(self, doc_id: int) -> None:
+        late_fault = await self._call("lock")
+        self._exists(doc_id)
+        if doc_id in self.locks:
+            raise InvalidData("document is already locked")
+        self.locks[doc_id] = ME
+        if late_fault is not None:
+            raise late_fault
+
+    async def get_lock(self, doc_id: int) -> dict[str, Any] | None:
+        await self._call("get_lock")
+        holder = self.locks.get(doc_id)
+        if holder is None:
+            return None
+        return {"locked_by__v": holder, "locked_date__v": "2025-01-01T00:00:00.000Z"}
+
+    async def unlock(self, doc_id: int) -> None:
+        await self._call("unlock")
+        self._exists(doc_id)
+        self.locks.pop(doc_id, None)
+
+    async def create_draft(self, doc_id: int, file: Path | None) -> tuple[int, int]:
+        self.draft_times.append(trio.current_time())
+        late_fault = await self._call("create_draft")
+        self._exists(doc_id)
+        assert file is not None
+        data = await trio.Path(file).read_bytes()
+        self.drafts.append((doc_id, data))
+        self.content[doc_id] = data
+        if late_fault is not None:
+            raise late_fault
+        return 0, len(self.drafts) + 1
+
+    async def get_document(self, doc_id: int) -> dict[str, Any]:
+        await self._call("get_document")
+        self._exists(doc_id)
+        return {"document": {"id": doc_id, "md5checksum__v": md5(self.content[doc_id])}}
+
+    async def keep_alive(self) -> None:
+        await self._call("keep_alive")
+
+
+@pytest.fixture
+def clock(autojump_clock: MockClock) -> MockClock:
+    """Virtual time that jumps only once the loop has been idle for a moment of real
+    time: the spool hashes and fsyncs in worker threads, and a task waiting for a
+    thread looks idle to trio, so an immediate jump would skip ahead mid-operation."""
+    autojump_clock.autojump_threshold = 0.02
+    return autojump_clock
+
+
+@pytest.fixture
+def vault() -> FakeVault:
+    return FakeVault()
+
+
+@pytest.fixture
+def spool_dir(tmp_path: Path) -> Path:
+    return tmp_path / "spool"
+
+
+@pytest.fixture
+def original(tmp_path: Path) -> Path:
+    path = tmp_path / "original.txt"
+    path.write_bytes(ORIGINAL)
+    return path
+
+
+def make_spool(directory: Path, vault: FakeVault, **kw: Any) -> Spool:
+    return Spool(directory, cast(VaultClient, vault), retry_initial=1.0, retry_max=60.0, **kw)
+
+
+async def check_out(spool: Spool, original: Path, doc_id: int = DOC) -> SpoolEntry:
+    return await spool.begin(
+        doc_id, filename="report.txt", base_md5=md5(ORIGINAL), initial=original
+    )
+
+
+@asynccontextmanager
+async def running(spool: Spool) -> AsyncIterator[Spool]:
+    """The spool with its worker started, as the mount runs it."""
+    async with trio.open_nursery() as nursery:
+        await nursery.start(spool.run)
+        yield spool
+        nursery.cancel_scope.cancel()
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def spool_files(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir() if p.name != "lost+found")
+
+
+# --- check out ---------------------------------------------------------------
+
+
+async def test_begin_locks_and_copies_initial_privately(
+    vault: FakeVault, spool_dir: Path, original: Path
+) -> None:
+    spool = make_spool(spool_dir, vault)
+    entry = await check_out(spool, original)
+    assert vault.locks == {DOC: ME}
+    assert spool.entry(DOC) is entry
+    assert entry.size() == len(ORIGINAL)
+    assert entry.pread(0, 100) == ORIGINAL
+    assert mode(spool_dir) == 0o700
+    assert mode(entry.path) == 0o600
+    record = spool_dir / f"{DOC}.json"
+    assert mode(record) == 0o600
+    saved = json.loads(record.read_text())
+    assert saved["state"] == "editing"
+    assert saved["base_md5"] == md5(ORIGINAL)
+    assert saved["filename"] == "report.txt"
+
+
+async def test_begin_without_initial_starts_empty(vault: FakeVault, spool_dir: Path) -> None:
+    spool = make_spool(spool_dir, vault)
+    entry = await spool.begin(DOC, filename="a.txt", base_md5=md5(ORIGINAL), initial=None)
+    assert entry.size() == 0
+
+
+async def test_begin_refused_when_another_user_holds_the_lock(
+    vault: FakeVault, spool_dir: Path, original: Path
+) -> None:
+    vault.locks[DOC] = OTHER
+    spool = make_spool(spool_dir, vault)
+    with pytest.raises(LockedByOther):
+        await check_out(spool, original)
+    assert vault.locks == {DOC: OTHER}
+    assert spool.entry(DOC) is None
+    assert spool_files(spool_dir) == []
+    assert vault.calls["unlock"] == 0
+
+
+async def test_begin_allowed_when_the_lock_is_already_ours(
+    vault: FakeVault, spool_dir: Path, original: Path
+) -> None:
+    vault.locks[DOC] = ME
+    spool = make_spool(spool_dir, vault)
+    entry = await check_out(spool, original)
+    assert entry.pread(0, 100) == ORIGINAL
+    assert vault.locks == {DOC: ME}
+
+
+async def test_begin_reraises_a_refusal_when_nobody_holds_the_lock(
+    vault: FakeVault, spool_dir: Path, original: Path
+) -> None:
+    vault.fail("lock", InsufficientAccess("may not edit"))
+    spool = make_spool(spool_dir, vault)
+    with pytest.raises(InsufficientAccess):
+        await check_out(spool, original)
+    assert spool_files(spool_dir) == []
+
+
+async def test_begin_survives_a_lost_answer_to_a_lock_that_was_taken(
+    vault: FakeVault, spool_dir: Path, original: Path
+) -> None:
+    vault.fail("lock", VaultUnavailable("read timeout"), delivered=True)
+    spool = make_spool(spool_dir, vault)
+    entry = await check_out(spool, original)
+    assert vault.locks == {DOC: ME}
+    assert spool.entry(DOC) is entry
+
+
+async def test_begin_fails_when_the_vault_is_down(
+    vault: FakeVault, spool_dir: Path, original: Path
+) -> None:
+    vault.down = True
+    spool = make_spool(spool_dir, vault)
+    with pytest.raises(VaultUnavailable):
+        await check_out(spool, original)
+    assert spool_files(spool_dir) == []
+
+
+async def test_begin_unlocks_again_when_the_spool_file_cannot_be_made(
+    vault: FakeVault, spool_dir: Path, tmp_path: Path
+) -> None:
+    spool = make_spool(spool_dir, vault)
+    with pytest.raises(FileNotFoundError):
+        await spool.begin(DOC, filename="a", base_md5=None, initial=tmp_path / "missing")
+    assert vault.locks == {}
+    assert spool_files(spool_dir) == []
+
+
+async def test_two_opens_at_once_make_one_entry(
+    vault: FakeVault, spool_dir: Path, original: Path
+) -> None:
+    spool = make_spool(spool_dir, vault)
+    entries: list[SpoolEntry] = []
+
+    async def open_one() -> None:
+        entries.append(await check_out(spool, original))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(open_one)
+        nursery.start_soon(open_one)
+    assert entries[0] is entries[1]
+    assert vault.calls["lock"] == 1
+
+
+# --- check in ----------------------------------------------------------------
+
+
+async def test_commit_uploads_changed_content_and_unlocks(
+    vault: FakeVault, spool_dir: Path, original: Path
+) -> None:
+    spool = make_spool(spool_dir, vault)
+    entry = await check_out(spool, original)
+    entry.truncate(0)
+    assert entry.pwrite(0, b"new content") == len(b"new content")
+    entry.pwrite(4, b"CONTENT")
+    entry.fsync()
+    await spool.commit(entry)
+    assert vault.drafts == [(DOC, b"new CONTENT")]
+    assert vault.locks == {}
+    assert spool.entry(DOC) is None
+    assert spool_files(spool_dir) == []
+    assert spool.pending() == []
+    assert vault.calls["get_document"] == 0  # nothing ambiguous: no extra call
+
+
+async def test_commit_of_unchanged_content_uploads_nothing(
+    vault: FakeVault, spool_dir: Path, original: Path
+) -> None:
+    spool = make_spool(spool_dir, vault)
+    entry = await check_out(spool, original)
+    entry.pwrite(0, ORIGINAL[:4])  # rewrites the same bytes
+    await spool.commit(entry)
+    assert vault.drafts == []
+    assert vault.calls["create_draft"] == 0
+    assert vault.locks == {}
+    assert spool_files(spool_dir) == []
+
+
+@pytest.mark.parametrize("error", [VaultUnavailable("down"), ServerException("boom")])
+async def test_failed_commit_stays_pending_and_the_worker_retries(
+    vault: FakeVault, spool_dir: Path, original: Path, clock: MockClock, error: VaultError
+) -> None:
+    spool = make_spool(spool_dir, vault)
+    async with running(spool):
+        entry = await check_out(spool, original)
+        entry.pwrite(0, b"CHANGED")
+        vault.fail("create_draft", error)
+        vault.fail("create_draft", error)
+        with pytest.raises(type(error)):
+            await spool.commit(entry)
+        [status] = spool.pending()
+        assert status["doc_id"] == DOC
+        assert status["state"] != "editing"
+        assert status["attempts"] == 1
+        assert error.type in status["last_error"]
+        assert json.loads((spool_dir / f"{DOC}.json").read_text())["state"] == status["state"]
+        assert vault.locks == {DOC: ME}  # still checked out while pending
+
+        assert await spool.wait_idle(timeout=DAY)
+    expected = b"CHANGED" + ORIGINAL[len(b"CHANGED") :]
+    assert vault.drafts == [(DOC, expected)]
+    assert vault.calls["create_draft"] == 3
+    # backoff grows: the second retry waited longer than the first
+    first, second, third = vault.draft_times
+    assert third - second > second - first > 0
+    assert vault.locks == {}
+    assert spool_files(spool_dir) == []
+
+
+async def test_rate_limit_is_retried_after_the_window(
+    vault: FakeVault, spool_dir: Path, original: Path, clock: MockClock
+) -> None:
+    spool = make_spool(spool_dir, vault)
+    async with running(spool):
+        entry = await check_out(spool, original)
+        entry.pwrite(0, b"X")
+        vault.fail("create_draft", ApiLimitExceeded("slow down", retry_after=120.0))
+        with pytest.raises(ApiLimitExceeded):
+            await spool.commit(entry)
+        # the vault said the call was not processed: no checksum check needed
+        assert spool.pending()[0]["state"] == "pending"
+        assert await spool.wait_idle(timeout=DAY)
+    assert len(vault.drafts) == 1
+    assert vault.draft_times[1] - vault.draft_times[0] >= 120.0
+    assert vault.calls["get_document"] == 0
+
+
+@pytest.mark.parametrize("arrived", [True, False])
+async def test_ambiguous_failure_never_uploads_twice(
+    vault: FakeVault, spool_dir: Path, original: Path, clock: MockClock, arrived: bool
+) -> None:
+    spool = make_spool(spool_dir, vault)
+    async with running(spool):
+        entry = await check_out(spool, original)
+        entry.truncate(0)
+        entry.pwrite(0, b"v2")
+        vault.fail("create_draft", VaultUnavailable("read timeout"), delivered=arrived)
+        with pytest.raises(VaultUnavailable):
+            await spool.commit(entry)
+        assert await spool.wait_idle(timeout=DAY)
+    assert vault.drafts == [(DOC, b"v2")]
+    assert vault.calls["create_draft"] == (1 if arrived else 2)
+    assert vault.calls["get_document"] == 1
+    assert vault.locks == {}
+
+
+@pytest.mark.parametrize("fault", ["reply lost", "unlock failed"])
+async def test_reopen_after_an_upload_that_arrived_does_not_upload_again(
+    vault: FakeVault, spool_dir: Path, original: Path, fault: str
+) -> None:
+    spool = make_spool(spool_dir, vault)  # run() not started: the state stays as left
+    entry = await check_out(spool, original)
+    entry.pwrite(0, b"X")
+    if fault == "reply lost":
+        vault.fail("create_draft", VaultUnavailable("read timeout"), delivered=True)
+        with pytest.raises(VaultUnavailable):
+            await spool.commit(entry)
+    else:
+        vault.fail("unlock", VaultUnavailable("down"))
+        await spool.commit(entry)
+    again = await spool.begin(DOC, filename="report.txt", base_md5=None, initial=None)
+    assert again is entry
+    await spool.commit(again)  # closed without a change
+    assert len(vault.drafts) == 1
+    assert vault.locks == {}
+    assert spool.pending() == []
+
+
+async def test_unlock_failure_after_the_draft_is_in_is_retried_quietly(
+    vault: FakeVault, spool_dir: Path, original: Path, clock: MockClock
+) -> None:
+    spool = make_spool(spool_dir, vault)
+    async with running(spool):
+        entry = await check_out(spool, original)
+        entry.pwrite(0, b"X")
+        vault.fail("unlock", VaultUnavailable("down"))
+        await spool.commit(entry)  # the draft is in: close() succeeds
+        assert spool.pending()[0]["state"] == "unlocking"
+        assert await spool.wait_idle(timeout=DAY)
+    assert len(vault.drafts) == 1
+    assert vault.calls["unlock"] == 2
+    assert vault.locks == {}
+
+
+@pytest.mark.parametrize(
+    ("error", "unlocks"),
+    [(InvalidDocument("deleted"), 0), (InsufficientAccess("withdrawn"), 1)],
+)
+async def test_permanent_failure_keeps_the_content_in_lost_and_found(
+    vault: FakeVault, spool_dir: Path, original: Path, error: VaultError, unlocks: int
+) -> None:
+    spool = make_spool(spool_dir, vault)
+    entry = await check_out(spool, original)
+    entry.truncate(0)
+    entry.pwrite(0, b"precious words")
+    vault.fail("create_draft", error)
+    with pytest.raises(type(error)):
+        await spool.commit(entry)
+    assert spool.entry(DOC) is None
+    assert spool.pending() == []
+    assert spool_files(spool_dir) == []
+    [lost] = spool.lost_and_found()
+    assert lost == spool_dir / "lost+found" / f"{DOC}-report.txt"
+    assert lost.read_bytes() == b"precious words"
+    assert mode(lost) == 0o600
+    assert mode(lost.parent) == 0o700
+    why = json.loads(lost.with_name(lost.name + ".json").read_text())
+    assert why["doc_id"] == DOC
+    assert why["error_type"] == error.type
+    assert vault.calls["unlock"] == unlocks
+
+
+async def test_lost_and_found_never_overwrites(
+    vault: FakeVault, spool_dir: Path, original: Path
+) -> None:
+    spool = make_spool(spool_dir, vault)
+    for text in (b"first", b"second"):
+        entry = await check_out(spool, original)
+        entry.truncate(0)
+        entry.pwrite(0, text)
+        vault.fail("create_draft", InvalidData("rejected"))
+        with pytest.raises(InvalidData):
+            await spool.commit(entry)
+    lost = spool.lost_and_found()
+    assert [p.name for p in lost] == [f"{DOC}-report (2).txt", f"{DOC}-report.txt"]
+    assert sorted(p.read_bytes() for p in lost) == [b"first", b"second"]
+
+
+# --- crash and replay ----------------------------------------------------------
+
+
+def crash(spool: Spool) -> None:
+    """What a SIGKILL leaves: the files on disk; only the fds are closed here."""
+    for doc in spool.pending():
+        entry = spool.entry(doc["doc_id"])
+        assert entry is not None
+        entry.close()
+
+
+async def test_replay_after_a_crash_checks_in_open_and_pending_entries(
+    vault: FakeVault, spool_dir: Path, original: Path, clock: MockClock
+) -> None:
+    before = make_spool(spool_dir, vault)
+    open_entry = await check_out(before, original, DOC)
+    open_entry.truncate(0)
+    open_entry.pwrite(0, b"written, never closed")
+    failed = await check_out(before, original, DOC + 1)
+    failed.truncate(0)
+    failed.pwrite(0, b"closed while the vault was down")
+    vault.down = True
+    with pytest.raises(VaultUnavailable):
+        await before.commit(failed)
+    crash(before)
+    vault.down = False
+
+    after = make_spool(spool_dir, vault)
+    states = {p["doc_id"]: p["state"] for p in after.pending()}
+    assert states[DOC] == "pending"  # was editing: its writes are checked in
+    assert states[DOC + 1] != "editing"
+    async with running(after):
+        assert await after.wait_idle(timeout=DAY)
+    assert sorted(vault.drafts) == [
+        (DOC, b"written, never closed"),
+        (DOC + 1, b"closed while the vault was down"),
+    ]
+    assert vault.locks == {}
+    assert spool_files(spool_dir) == []
+
+
+async def test_replay_does_not_upload_again_what_arrived_before_the_crash(
+    vault: FakeVault, spool_dir: Path, original: Path
+) -> None:
+    before = make_spool(spool_dir, vault)
+    entry = await check_out(before, original)
+    entry.pwrite(0, b"X")
+    vault.fail("create_draft", VaultUnavailable("reply lost"), delivered=True)
+    with pytest.raises(VaultUnavailable):
+        await before.commit(entry)
+    crash(before)
+
+    after = make_spool(spool_dir, vault)
+    async with running(after):
+        assert await after.wait_idle(timeout=60)
+    assert len(vault.drafts) == 1
+    assert vault.calls["create_draft"] == 1
+    assert vault.locks == {}
+
+
+async def test_replay_clears_leftovers_of_interrupted_writes(
+    vault: FakeVault, spool_dir: Path
+) -> None:
+    await trio.Path(spool_dir).mkdir(mode=0o755)
+    # a check-out that died before its record, and a record write that never finished
+    await trio.Path(spool_dir / "7.data").write_bytes(b"copy of the vault's content")
+    await trio.Path(spool_dir / "8.json.tmp").write_text("{")
+    spool = make_spool(spool_dir, vault)
+    assert spool.pending() == []
+    assert spool_files(spool_dir) == []
+    assert mode(spool_dir) == 0o700
+
+
+# --- reopen, status, flush, keep-alive -----------------------------------------------
+
+
+async def test_reopening_a_pending_entry_continues_from_the_spool(
+    vault: FakeVault, spool_dir: Path, original: Path, clock: MockClock
+) -> None:
+    spool = make_spool(spool_dir, vault)
+    async with running(spool):
+        entry = await check_out(spool, original)
+        entry.truncate(0)
+        entry.pwrite(0, b"draft one")
+        vault.fail("create_draft", ApiLimitExceeded("limit", retry_after=30.0))
+        with pytest.raises(ApiLimitExceeded):
+            await spool.commit(entry)
+        again = await spool.begin(DOC, filename="report.txt", base_md5=None, initial=None)
+        assert again is entry
+        assert again.pread(0, 100) == b"draft one"  # not the vault's older content
+        assert spool.pending()[0]["state"] == "editing"
+        await trio.sleep(600)  # well past the backoff: an open entry is not uploaded
+        assert vault.calls["create_draft"] == 1
+        again.pwrite(0, b"DRAFT")
+        await spool.commit(again)
+    assert vault.drafts == [(DOC, b"DRAFT one")]
+    assert vault.calls["lock"] == 1
+
+
+async def test_pending_lists_entries_oldest_first(
+    vault: FakeVault, spool_dir: Path, original: Path
+) -> None:
+    spool = make_spool(spool_dir, vault)
+    await check_out(spool, original, DOC)
+    second = await check_out(spool, original, DOC + 1)
+    second.pwrite(0, b"X")
+    vault.down = True
+    with pytest.raises(VaultUnavailable):
+        await spool.commit(second)
+    first, other = spool.pending()
+    assert first["doc_id"] == DOC
+    assert first["state"] == "editing"
+    assert first["attempts"] == 0
+    assert first["last_error"] is None
+    assert other["doc_id"] == DOC + 1
+    assert other["filename"] == "report.txt"
+    assert other["state"] in ("pending", "uploading")
+    assert other["attempts"] == 1
+    assert other["last_error"].startswith("VAULT_UNAVAILABLE")
+    assert other["age_seconds"] >= 0
+    assert set(other) == {"doc_id", "filename", "state", "age_seconds", "attempts", "last_error"}
+
+
+async def test_flush_now_and_wait_idle(
+    vault: FakeVault, spool_dir: Path, original: Path, clock: MockClock
+) -> None:
+    spool = make_spool(spool_dir, vault)  # run() is not started: only flush_now uploads
+    entry = await check_out(spool, original)
+    entry.pwrite(0, b"X")
+    vault.down = True
+    with pytest.raises(VaultUnavailable):
+        await spool.commit(entry)
+    assert not await spool.wait_idle(timeout=10)
+    await spool.flush_now()  # still down: stays pending
+    assert spool.pending()[0]["attempts"] == 2
+    vault.down = False
+    await spool.flush_now()
+    assert spool.pending() == []
+    assert await spool.wait_idle(timeout=0)
+    assert len(vault.drafts) == 1
+
+
+async def test_keep_alive_only_while_an_edit_is_open(
+    vault: FakeVault, spool_dir: Path, original: Path, clock: MockClock
+) -> None:
+    spool = make_spool(spool_dir, vault, keepalive_interval=100.0)
+    async with running(spool):
+        await trio.sleep(350)
+        assert vault.calls["keep_alive"] == 0
+        entry = await check_out(spool, original)
+        await trio.sleep(350)
+        assert vault.calls["keep_alive"] >= 3
+        await spool.commit(entry)
+        calls = vault.calls["keep_alive"]
+        await trio.sleep(350)
+        assert vault.calls["keep_alive"] == calls
