@@ -196,7 +196,9 @@ class FakeVault:
         return {
             "name": type_name,
             "label": label,
-            "subtypes": [{"label": lb, "value": f"http://x/subtypes/{n}"} for n, lb in subtypes.items()],
+            "subtypes": [
+                {"label": lb, "value": f"http://x/subtypes/{n}"} for n, lb in subtypes.items()
+            ],
         }
 
     async def document_subtype(self, type_name: str, subtype: str) -> dict[str, Any]:
@@ -229,7 +231,9 @@ class FakeVault:
             "renditions": {t: "http://x" for t in latest.renditions},
         }
         if doc_id in self.attachments:
-            response["attachments"] = [{"id": a["id"], "url": "http://x"} for a in self.attachments[doc_id]]
+            response["attachments"] = [
+                {"id": a["id"], "url": "http://x"} for a in self.attachments[doc_id]
+            ]
         return response
 
     async def get_version(self, doc_id: int, major: int, minor: int) -> dict[str, Any]:

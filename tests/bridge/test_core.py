@@ -78,7 +78,7 @@ async def read_all(core: Core, ino: int) -> bytes:
 
 async def test_the_tree_follows_types_subtypes_and_disambiguates(core: Core) -> None:
     root = await listdir(core, ROOT_INODE)
-    assert set(root) == {"Promotional Piece", "Reference", ".vaultfs"}
+    assert set(root) == {"Promotional Piece", "Reference"}  # .vaultfs: by name only
     assert all(stat.S_ISDIR(mode) for mode in root.values())
     assert set(await listdir(core, await walk(core, "Promotional Piece"))) == {"Brochure"}
     assert set(await listdir(core, await walk(core, "Promotional Piece", "Brochure"))) == {
@@ -124,14 +124,21 @@ async def test_versions_and_renditions(core: Core, vault: FakeVault) -> None:
     # The index has not seen the new version yet: the latest file is still 0.1.
     assert await read_all(core, await walk(core, "Reference", "Guide", "guide.txt")) == b"guide\n"
     await core.tree.index.refresh()
-    assert await read_all(core, await walk(core, "Reference", "Guide", "guide.txt")) == b"guide v2\n"
+    assert (
+        await read_all(core, await walk(core, "Reference", "Guide", "guide.txt")) == b"guide v2\n"
+    )
     versions = await listdir(core, (await core.lookup(doc, "versions")).ino)
     assert set(versions) == {"0.1", "0.2"}
     old = await walk(core, "Reference", "Guide", "versions", "0.1", "guide.txt")
     assert await read_all(core, old) == b"guide\n"
     assert stat.S_IMODE((await core.getattr(old)).mode) == 0o444
     pdf = await walk(
-        core, "Promotional Piece", "Brochure", "Brochure A", "renditions", "viewable_rendition__v.pdf"
+        core,
+        "Promotional Piece",
+        "Brochure",
+        "Brochure A",
+        "renditions",
+        "viewable_rendition__v.pdf",
     )
     assert await read_all(core, pdf) == b"%PDF-a"
 

@@ -63,7 +63,10 @@ def test_duplicates_get_the_id_and_the_oldest_keeps_the_plain_name() -> None:
 
 
 def test_file_duplicates_keep_the_extension_and_reserved_names_are_avoided() -> None:
-    files = [Sibling("a.pdf", "1", (1, ""), is_file=True), Sibling("a.pdf", "2", (2, ""), is_file=True)]
+    files = [
+        Sibling("a.pdf", "1", (1, ""), is_file=True),
+        Sibling("a.pdf", "2", (2, ""), is_file=True),
+    ]
     assert assign_names(files) == ["a.pdf", "a [2].pdf"]
     assert assign_names([Sibling("versions", "5", is_file=True)], reserved={"versions"}) == [
         "versions [5]"

@@ -146,8 +146,8 @@ class Core:
         return await self.tree.children(key)
 
     async def lookup(self, parent: int, name: str) -> Attr:
-        children = await self._children(self._key(parent))
-        child = children.get(name)
+        await self._ready()
+        child = await self.tree.lookup(self._key(parent), name)
         if child is None:
             raise OSError(errno.ENOENT, name)
         attr = await self._attr(child, self.inodes.inode(child))

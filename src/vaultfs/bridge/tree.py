@@ -20,6 +20,7 @@ Node keys::
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,6 +49,8 @@ CONTROL_DIR = ".vaultfs"
 #: the fixed entries of a document directory (a source file may not take these names)
 DOC_DIRS = {"versions": "vers", "renditions": "rends", "attachments": "atts"}
 #: extension of a rendition file by rendition type (others: from a format, else pdf)
+#: how API names end (``promotional_piece__c``); labels do not
+_API_NAME = re.compile(r"__(v|c|vs|sys)$")
 _RENDITION_EXT = {"viewable_rendition__v": "pdf"}
 _FORMAT_EXT = {
     "application/pdf": "pdf",
@@ -243,6 +246,14 @@ class Tree:
         self._ensure_folders()
         return key in self._folders
 
+    async def lookup(self, key: NodeKey, name: str) -> NodeKey | None:
+        """The child ``name`` of directory ``key``. The root also has ``.vaultfs``, which
+        listings leave out so that ``tar``, ``rsync`` and ``grep -r`` of the mount never
+        meet its ever-changing status file."""
+        if key == ROOT and name == CONTROL_DIR:
+            return ("ctl",)
+        return (await self.children(key)).get(name)
+
     async def children(self, key: NodeKey) -> dict[str, NodeKey]:
         """Name -> child key of directory ``key`` (cached per index generation)."""
         cached = self._listings.get(key)
@@ -319,7 +330,7 @@ class Tree:
         folder = self._folders.get(key)
         if folder is None:
             raise errors.InvalidDocument(f"folder {key!r} no longer exists")
-        labels = await self._folder_labels(key)
+        labels = await self._folder_labels(key, [str(c[-1]) for c in folder.folders])
         siblings: list[Sibling] = []
         keys: list[NodeKey] = []
         for child in sorted(folder.folders, key=repr):
@@ -334,24 +345,33 @@ class Tree:
             keys.append(("doc", doc_id))
         reserved = {CONTROL_DIR} if key == ROOT else set()
         names = assign_names(siblings, reserved=reserved)
-        listing = dict(zip(names, keys, strict=True))
-        if key == ROOT:
-            listing[CONTROL_DIR] = ("ctl",)
-        return listing
+        return dict(zip(names, keys, strict=True))
 
-    async def _folder_labels(self, key: NodeKey) -> dict[str, str]:
-        """API name -> label of the child folders of ``key`` (API names when unknown)."""
+    async def _folder_labels(self, key: NodeKey, children: list[str]) -> dict[str, str]:
+        """API name -> label for the child folders of ``key`` that are named by API name.
+
+        Records usually carry labels already (``type__v: "Clinical"``): then no metadata
+        call is made. A failing metadata call leaves the API names as they are.
+        """
+        if not any(_API_NAME.search(name) for name in children):
+            return {}
         try:
             if key == ROOT:
                 return await self.catalog.type_labels()
+            type_name = await self._type_api_name(str(key[1]))
             if key[0] == "type":
-                return await self.catalog.subtype_labels(str(key[1]))
+                return await self.catalog.subtype_labels(type_name)
             if key[0] == "sub":
-                return await self.catalog.classification_labels(str(key[1]), str(key[2]))
+                return await self.catalog.classification_labels(type_name, str(key[2]))
         except (errors.InvalidData, errors.MalformedUrl, errors.InvalidDocument) as exc:
             log.info("no labels for %r: %s", key, exc)
         return {}
 
+    async def _type_api_name(self, value: str) -> str:
+        if _API_NAME.search(value):
+            return value
+        labels = await self.catalog.type_labels()
+        return next((name for name, label in labels.items() if label == value), value)
 
 def _num(value: Any) -> int | None:
     try:

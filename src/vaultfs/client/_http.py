@@ -25,11 +25,12 @@ from ._budget import BudgetMeter
 from ._errors import error_from_response, parse_json, transport_error
 from ._retry import Attempt, RetryPolicy, retrying
 from ._session import Session
+from ._transport import wide_read_transport
 from ._types import Credentials
 
 __all__ = ["Call", "Http"]
 
-#: Form values; None and "" parameters are left out of query strings.
+#: Query parameters; None and "" values are left out.
 Params = Mapping[str, str | int | None]
 
 T = TypeVar("T")
@@ -90,9 +91,7 @@ class Http:
         self._client = httpx.AsyncClient(
             base_url=api_url,
             timeout=timeout,
-            limits=limits,
-            transport=transport,
-            verify=verify,
+            transport=transport or wide_read_transport(verify=verify, limits=limits),
             headers={"Accept": "application/json", "User-Agent": user_agent},
             follow_redirects=False,
             # Proxies and credentials come from the caller, never from the environment

@@ -84,7 +84,9 @@ def run(args: argparse.Namespace) -> int:
     hypercorn.accesslog = None
     # Large uploads and downloads take long; the defaults would cut them off.
     hypercorn.keep_alive_timeout = 75
-    hypercorn.graceful_timeout = 5
+    # On SIGTERM, requests in flight get this long to finish; idle keep-alive
+    # connections hold the shutdown up to it as well, so keep it short.
+    hypercorn.graceful_timeout = 2
     trio.run(_serve, config, hypercorn)
     return 0
 

@@ -57,7 +57,7 @@ async def list_versions(request: Request) -> Response:
 async def version_metadata(request: Request) -> Response:
     who = caller(request)
     doc_id, attachment_id = _ids(request)
-    number = path_int(request, "version", "attachment version")
+    number = path_int(request, "attachment_version", "attachment version")
     row = await state(request).db.read(
         attachments.attachment_version, who.vault_id, doc_id, attachment_id, number
     )
@@ -78,8 +78,8 @@ async def download(request: Request) -> Response:
     vault = state(request)
     doc_id, attachment_id = _ids(request)
     number = (
-        path_int(request, "version", "attachment version")
-        if ("version" in request.path_params)
+        path_int(request, "attachment_version", "attachment version")
+        if ("attachment_version" in request.path_params)
         else None
     )
     row = await vault.db.read(
@@ -125,6 +125,6 @@ def routes() -> list[BaseRoute]:
         Route(one, delete, methods=["DELETE"]),
         Route(one + "/file", download, methods=["GET"]),
         Route(one + "/versions", list_versions, methods=["GET"]),
-        Route(one + "/versions/{version}", version_metadata, methods=["GET"]),
-        Route(one + "/versions/{version}/file", download, methods=["GET"]),
+        Route(one + "/versions/{attachment_version}", version_metadata, methods=["GET"]),
+        Route(one + "/versions/{attachment_version}/file", download, methods=["GET"]),
     ]

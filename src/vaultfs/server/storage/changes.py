@@ -20,7 +20,7 @@ from . import metadata
 from .blobs import StoredFile
 from .documents import get_document, get_version, latest_version
 from .errors import operation_not_allowed
-from .fields import FieldSpec, parse_value
+from .fields import FieldSpec, is_list, parse_value
 from .users import SessionUser
 
 __all__ = [
@@ -109,7 +109,7 @@ def create_document(
     for name, spec in specs.items():
         if name not in values and spec.get("defaultValue") is not None:
             default = spec["defaultValue"]
-            values[name] = default if spec.get("repeating") else default[0]
+            values[name] = default if is_list(spec) else default[0]
     if not values.get("name__v"):
         rule = _name_default(conn, where)
         if rule is not None:

@@ -16,7 +16,9 @@ OPERATION_NOT_ALLOWED = "OPERATION_NOT_ALLOWED"
 
 
 def operation_not_allowed(message: str) -> VaultError:
-    err = error_for_type(OPERATION_NOT_ALLOWED, message)
+    err = error_for_type(
+        OPERATION_NOT_ALLOWED, message, [{"type": OPERATION_NOT_ALLOWED, "message": message}]
+    )
     # 409 Conflict: the request is valid but the record's state forbids it now.
     err.http_status = 409
     return err

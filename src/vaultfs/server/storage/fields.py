@@ -14,7 +14,7 @@ from typing import Any
 
 from vaultfs.errors import InvalidData
 
-__all__ = ["STANDARD_FIELDS", "FieldSpec", "field", "parse_value"]
+__all__ = ["STANDARD_FIELDS", "FieldSpec", "field", "is_list", "parse_value"]
 
 FieldSpec = dict[str, Any]
 
@@ -143,11 +143,18 @@ STANDARD_FIELDS: list[FieldSpec] = [
 ]
 
 
+def is_list(spec: FieldSpec) -> bool:
+    """Values of repeating fields and of picklists are arrays in records."""
+    return bool(spec.get("repeating")) or spec["type"] == "Picklist"
+
+
 def parse_value(spec: FieldSpec, text: str) -> Any:
     """The stored value of ``text`` for the field, or InvalidData naming the field."""
     name, type_ = spec["name"], spec["type"]
-    if spec.get("repeating"):
+    if is_list(spec):
         items = [item.strip() for item in text.split(",") if item.strip()]
+        if len(items) > 1 and not spec.get("repeating"):
+            raise InvalidData(f"Invalid value for [{name}]: the field takes one value")
         return [_parse_one(spec, item) for item in items]
     value = _parse_one(spec, text)
     max_length = spec.get("maxLength")
