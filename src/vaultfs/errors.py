@@ -27,6 +27,7 @@ __all__ = [
     "MalformedUrl",
     "MethodNotSupported",
     "NotEditable",
+    "OperationNotAllowed",
     "OperationNotPermitted",
     "ParameterRequired",
     "ServerException",
@@ -110,6 +111,13 @@ class MethodNotSupported(VaultError):
     http_status = 405
 
 
+class OperationNotAllowed(VaultError):
+    """The record's state forbids the request now (e.g. checked out by another user)."""
+
+    type = "OPERATION_NOT_ALLOWED"
+    http_status = 409
+
+
 class ServerException(VaultError):
     """``EXCEPTION`` status: a system-level error on the server."""
 
@@ -137,6 +145,7 @@ _API_ERRORS: dict[str, type[VaultError]] = {
         InvalidDocument,
         MalformedUrl,
         MethodNotSupported,
+        OperationNotAllowed,
         ServerException,
     )
 }
@@ -150,6 +159,8 @@ def error_for_type(
     if cls is None:
         err = VaultError(message, errors=errors)
         err.type = type_
+        if errors is None:
+            err.errors = [{"type": type_, "message": err.message}]
         return err
     return cls(message, errors=errors)
 
@@ -182,6 +193,7 @@ _ERRNO: list[tuple[type[VaultError], int]] = [
     (UsernameOrPasswordIncorrect, _errno.EACCES),
     (UserLockedOut, _errno.EACCES),
     (LockedByOther, _errno.EBUSY),
+    (OperationNotAllowed, _errno.EBUSY),
     (NotEditable, _errno.EPERM),
     (OperationNotPermitted, _errno.EPERM),
     (ParameterRequired, _errno.EINVAL),

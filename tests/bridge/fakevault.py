@@ -222,10 +222,7 @@ class FakeVault:
         response: dict[str, Any] = {
             "document": dict(latest.record),
             "versions": [
-                {
-                    "number": f"{v.record['major_version_number__v']}.{v.record['minor_version_number__v']}",
-                    "value": "http://x",
-                }
+                {"number": "{major_version_number__v}.{minor_version_number__v}".format(**v.record)}
                 for v in versions
             ],
             "renditions": {t: "http://x" for t in latest.renditions},
@@ -238,7 +235,11 @@ class FakeVault:
 
     async def get_version(self, doc_id: int, major: int, minor: int) -> dict[str, Any]:
         self._call("get_version")
-        return {"document": dict(self._version(doc_id, major, minor).record)}
+        version = self._version(doc_id, major, minor)
+        return {
+            "document": dict(version.record),
+            "renditions": {t: "http://x" for t in version.renditions},
+        }
 
     async def list_renditions(
         self, doc_id: int, major: int | None = None, minor: int | None = None

@@ -195,3 +195,19 @@ def test_daemon_mount_and_umount(fresh_vault: VaultProcess, tmp_path: Path) -> N
     finally:
         if os.path.ismount(mountpoint):
             subprocess.run(["fusermount3", "-u", "-z", str(mountpoint)], check=False)
+
+
+def test_appending_checks_in_a_new_draft(
+    own_mount: MountProcess, fresh_vault: VaultProcess
+) -> None:
+    doc = next(d for d in documents(fresh_vault.url) if d.get("filename__v"))
+    files = latest_files(own_mount)
+    path = files[doc["md5checksum__v"]]
+    original = path.read_bytes()
+    subprocess.run(f"echo 'one more line' >> '{path}'", shell=True, check=True)
+    expected = original + b"one more line\n"
+    after = next(d for d in documents(fresh_vault.url) if d["id"] == doc["id"])
+    assert after["md5checksum__v"] == hashlib.md5(expected).hexdigest()
+    assert path.read_bytes() == expected
+    old = f"{doc['major_version_number__v']}.{doc['minor_version_number__v']}"
+    assert (path.parent / "versions" / old / path.name).read_bytes() == original

@@ -26,8 +26,12 @@ def assert_ok(response: httpx.Response) -> dict[str, Any]:
     return body
 
 
-def assert_error(response: httpx.Response, error_type: str, status: int | None = None,
-                 mentions: str | None = None) -> dict[str, Any]:
+def assert_error(
+    response: httpx.Response,
+    error_type: str,
+    status: int | None = None,
+    mentions: str | None = None,
+) -> dict[str, Any]:
     body: dict[str, Any] = response.json()
     assert body["responseStatus"] in ("FAILURE", "EXCEPTION"), body
     assert body["errors"][0]["type"] == error_type, body
@@ -38,6 +42,7 @@ def assert_error(response: httpx.Response, error_type: str, status: int | None =
     return body
 
 
-def upload(client: httpx.Client, path: str, fields: dict[str, str], name: str,
-           content: bytes) -> httpx.Response:
+def upload(
+    client: httpx.Client, path: str, fields: dict[str, str], name: str, content: bytes
+) -> httpx.Response:
     return client.post(path, data=fields, files={"file": (name, content)})

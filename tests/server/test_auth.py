@@ -18,8 +18,9 @@ def test_api_versions_lists_absolute_urls(vault_server: VaultProcess) -> None:
 
 
 def test_login_with_form(vault_server: VaultProcess) -> None:
-    r = httpx.post(vault_server.url + API + "/auth",
-                   data={"username": ADMIN, "password": DEMO_PASSWORD})
+    r = httpx.post(
+        vault_server.url + API + "/auth", data={"username": ADMIN, "password": DEMO_PASSWORD}
+    )
     body = assert_ok(r)
     assert len(body["sessionId"]) >= 32
     assert body["vaultId"] == body["vaultIds"][0]["id"]
@@ -28,8 +29,10 @@ def test_login_with_form(vault_server: VaultProcess) -> None:
 
 
 def test_login_with_multipart_and_old_version(vault_server: VaultProcess) -> None:
-    r = httpx.post(vault_server.url + "/api/v14.0/auth",
-                   files={"username": (None, ADMIN), "password": (None, DEMO_PASSWORD)})
+    r = httpx.post(
+        vault_server.url + "/api/v14.0/auth",
+        files={"username": (None, ADMIN), "password": (None, DEMO_PASSWORD)},
+    )
     session = assert_ok(r)["sessionId"]
     # The version of later calls need not match the one used to log in.
     me = httpx.get(vault_server.url + API + "/metadata/objects", headers={"Authorization": session})
@@ -50,13 +53,24 @@ def test_session_carriers(vault_server: VaultProcess) -> None:
     assert_ok(httpx.get(url, headers={"Authorization": f"Bearer {session}"}))
     # The auth query parameter wins over a bad header.
     assert_ok(httpx.get(url, params={"auth": session}, headers={"Authorization": "bogus"}))
-    assert_error(httpx.get(url, params={"auth": "bogus"}, headers={"Authorization": session}),
-                 "INVALID_SESSION_ID", 401)
+    assert_error(
+        httpx.get(url, params={"auth": "bogus"}, headers={"Authorization": session}),
+        "INVALID_SESSION_ID",
+        401,
+    )
     assert_error(httpx.get(url), "INVALID_SESSION_ID", 401)
     # Unknown headers, a stray Content-Type and empty query values change nothing.
-    assert_ok(httpx.get(url, params={"limit": ""},
-                        headers={"Authorization": session, "X-Whatever": "1",
-                                 "Content-Type": "application/json"}))
+    assert_ok(
+        httpx.get(
+            url,
+            params={"limit": ""},
+            headers={
+                "Authorization": session,
+                "X-Whatever": "1",
+                "Content-Type": "application/json",
+            },
+        )
+    )
 
 
 def test_keep_alive_and_end_session(vault_server: VaultProcess) -> None:
@@ -64,8 +78,9 @@ def test_keep_alive_and_end_session(vault_server: VaultProcess) -> None:
     headers = {"Authorization": session}
     assert_ok(httpx.post(vault_server.url + API + "/keep-alive", headers=headers))
     assert_ok(httpx.delete(vault_server.url + API + "/session", headers=headers))
-    assert_error(httpx.post(vault_server.url + API + "/keep-alive", headers=headers),
-                 "INVALID_SESSION_ID")
+    assert_error(
+        httpx.post(vault_server.url + API + "/keep-alive", headers=headers), "INVALID_SESSION_ID"
+    )
 
 
 def test_discovery(vault_server: VaultProcess) -> None:

@@ -11,13 +11,36 @@ from tests.server.helpers import api_client, assert_error, assert_ok
 from tests.vaultproc import VaultProcess
 
 RECORD_FIELDS = {
-    "id", "version_id", "name__v", "title__v", "description__v", "type__v", "subtype__v",
-    "classification__v", "lifecycle__v", "status__v", "major_version_number__v",
-    "minor_version_number__v", "filename__v", "format__v", "size__v", "md5checksum__v",
-    "locked__v", "document_number__v", "created_by__v", "version_created_by__v",
-    "last_modified_by__v", "document_creation_date__v", "version_creation_date__v",
-    "version_modified_date__v", "owner__v", "viewer__v", "editor__v", "language__v",
-    "binder__v", "crosslink__v",
+    "id",
+    "version_id",
+    "name__v",
+    "title__v",
+    "description__v",
+    "type__v",
+    "subtype__v",
+    "classification__v",
+    "lifecycle__v",
+    "status__v",
+    "major_version_number__v",
+    "minor_version_number__v",
+    "filename__v",
+    "format__v",
+    "size__v",
+    "md5checksum__v",
+    "locked__v",
+    "document_number__v",
+    "created_by__v",
+    "version_created_by__v",
+    "last_modified_by__v",
+    "document_creation_date__v",
+    "version_creation_date__v",
+    "version_modified_date__v",
+    "owner__v",
+    "viewer__v",
+    "editor__v",
+    "language__v",
+    "binder__v",
+    "crosslink__v",
 }
 
 
@@ -51,8 +74,9 @@ def test_list_pages_and_totals(client: httpx.Client) -> None:
     assert beyond["documents"] == [] and beyond["size"] == 0
     # Larger limits are ignored (200 at most), not refused.
     assert assert_ok(client.get("/objects/documents", params={"limit": 5000}))["limit"] == 200
-    assert_error(client.get("/objects/documents", params={"limit": "x"}), "INVALID_DATA",
-                 mentions="limit")
+    assert_error(
+        client.get("/objects/documents", params={"limit": "x"}), "INVALID_DATA", mentions="limit"
+    )
 
 
 def test_every_record_has_the_standard_fields(client: httpx.Client) -> None:
@@ -72,8 +96,11 @@ def test_sort_by_modification_date(client: httpx.Client) -> None:
     assert dates == sorted(dates, reverse=True)
     names = [r["name__v"].lower() for r in _all(client, sort="name__v asc")]
     assert names == sorted(names)
-    assert_error(client.get("/objects/documents", params={"sort": "nope__v desc"}),
-                 "INVALID_DATA", mentions="nope__v")
+    assert_error(
+        client.get("/objects/documents", params={"sort": "nope__v desc"}),
+        "INVALID_DATA",
+        mentions="nope__v",
+    )
 
 
 def test_search_and_awkward_names(client: httpx.Client) -> None:
@@ -111,10 +138,12 @@ def test_read_document_version_and_versions(client: httpx.Client) -> None:
 
 
 def test_unknown_and_malformed_ids(client: httpx.Client) -> None:
-    assert_error(client.get("/objects/documents/999999"), "INVALID_DOCUMENT", 404,
-                 mentions="999999")
-    assert_error(client.get("/objects/documents/1/versions/9/9"), "INVALID_DOCUMENT",
-                 mentions="9.9")
+    assert_error(
+        client.get("/objects/documents/999999"), "INVALID_DOCUMENT", 404, mentions="999999"
+    )
+    assert_error(
+        client.get("/objects/documents/1/versions/9/9"), "INVALID_DOCUMENT", mentions="9.9"
+    )
     assert_error(client.get("/objects/documents/abc"), "MALFORMED_URL", mentions="abc")
     assert_error(client.get("/objects/nothing/here"), "MALFORMED_URL", 404)
     assert_error(client.patch("/objects/documents/1"), "METHOD_NOT_SUPPORTED", 405)
@@ -122,8 +151,7 @@ def test_unknown_and_malformed_ids(client: httpx.Client) -> None:
 
 def test_metadata(client: httpx.Client) -> None:
     index = assert_ok(client.get("/metadata/objects"))
-    assert set(index["values"]) == {"documents", "users", "groups", "securitypolicies",
-                                    "vobjects"}
+    assert set(index["values"]) == {"documents", "users", "groups", "securitypolicies", "vobjects"}
     types = assert_ok(client.get("/metadata/objects/documents/types"))
     labels = {t["label"]: t["value"] for t in types["types"]}
     assert {"General", "Promotional Piece", "Clinical"} <= labels.keys()
@@ -134,13 +162,15 @@ def test_metadata(client: httpx.Client) -> None:
     assert any(p["name"] == "name__v" for p in general["properties"])
     clinical = assert_ok(httpx.get(labels["Clinical"], headers=client.headers))
     protocol = assert_ok(httpx.get(clinical["subtypes"][0]["value"], headers=client.headers))
-    amendment_url = next(c["value"] for c in protocol["classifications"]
-                         if c["label"] == "Amendment")
+    amendment_url = next(
+        c["value"] for c in protocol["classifications"] if c["label"] == "Amendment"
+    )
     amendment = assert_ok(httpx.get(amendment_url, headers=client.headers))
     names = {p["name"] for p in amendment["properties"]}
     assert {"study_number__c", "amendment_number__c", "name__v"} <= names
-    own = assert_ok(httpx.get(amendment_url, params={"includeInheritedFields": "false"},
-                              headers=client.headers))
+    own = assert_ok(
+        httpx.get(amendment_url, params={"includeInheritedFields": "false"}, headers=client.headers)
+    )
     assert {p["name"] for p in own["properties"]} == {"amendment_number__c"}
     fields = assert_ok(client.get("/metadata/objects/documents/properties"))["properties"]
     study = next(f for f in fields if f["name"] == "study_number__c")

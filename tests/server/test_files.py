@@ -36,8 +36,9 @@ def test_download_exact_bytes_headers_and_ranges(client: httpx.Client) -> None:
     tail = client.get(f"/objects/documents/{doc_id}/file", headers={"Range": "bytes=3000000-"})
     assert tail.status_code == 206 and tail.content == content[3_000_000:]
     assert tail.headers["content-range"] == f"bytes 3000000-{len(content) - 1}/{len(content)}"
-    middle = client.get(f"/objects/documents/{doc_id}/versions/0/1/file",
-                        headers={"Range": "bytes=10-19"})
+    middle = client.get(
+        f"/objects/documents/{doc_id}/versions/0/1/file", headers={"Range": "bytes=10-19"}
+    )
     assert middle.status_code == 206 and middle.content == content[10:20]
 
 
@@ -47,8 +48,10 @@ def test_unicode_file_name_and_lock_on_download(client: httpx.Client) -> None:
     assert r.content == b"x"
     assert "filename*=UTF-8''%C3%9Cberblick%20%E2%9C%93.txt" in r.headers["content-disposition"]
     lock = assert_ok(client.get(f"/objects/documents/{doc_id}/lock"))["lock"]
-    assert lock["locked_by__v"] == assert_ok(client.get(f"/objects/documents/{doc_id}"))[
-        "document"]["created_by__v"]
+    assert (
+        lock["locked_by__v"]
+        == assert_ok(client.get(f"/objects/documents/{doc_id}"))["document"]["created_by__v"]
+    )
     assert_ok(client.delete(f"/objects/documents/{doc_id}/lock"))
 
 
@@ -67,18 +70,26 @@ def test_renditions_lifecycle(client: httpx.Client) -> None:
     assert_ok(r)
     r = client.post(base + "/renditions/viewable_rendition__v", files={"file": ("v.pdf", b"v2")})
     assert_error(r, "INVALID_DATA", mentions="already exists")
-    assert_ok(client.put(base + "/renditions/viewable_rendition__v",
-                         files={"file": ("v.pdf", b"v2")}))
+    assert_ok(
+        client.put(base + "/renditions/viewable_rendition__v", files={"file": ("v.pdf", b"v2")})
+    )
     listing = assert_ok(client.get(base + "/versions/0/1/renditions"))
     assert listing["renditionTypes"] == ["viewable_rendition__v"]
-    assert httpx.get(listing["renditions"]["viewable_rendition__v"],
-                     headers=client.headers).content == b"v2"
+    assert (
+        httpx.get(listing["renditions"]["viewable_rendition__v"], headers=client.headers).content
+        == b"v2"
+    )
     assert client.get(base + "/renditions/viewable_rendition__v").content == b"v2"
     # steadyState: only a M.0 version counts, and this document has none yet.
-    assert_error(client.get(base + "/renditions/viewable_rendition__v",
-                            params={"steadyState": "true"}), "MALFORMED_URL")
-    assert_error(client.post(base + "/renditions/nope__c", files={"file": ("v", b"v")}),
-                 "MALFORMED_URL", mentions="nope__c")
+    assert_error(
+        client.get(base + "/renditions/viewable_rendition__v", params={"steadyState": "true"}),
+        "MALFORMED_URL",
+    )
+    assert_error(
+        client.post(base + "/renditions/nope__c", files={"file": ("v", b"v")}),
+        "MALFORMED_URL",
+        mentions="nope__c",
+    )
     assert_ok(client.delete(base + "/versions/0/1/renditions/viewable_rendition__v"))
     assert_error(client.get(base + "/renditions/viewable_rendition__v"), "MALFORMED_URL")
 
@@ -86,8 +97,11 @@ def test_renditions_lifecycle(client: httpx.Client) -> None:
 def test_attachments(client: httpx.Client) -> None:
     doc_id = _new_doc(client, b"source")
     base = f"/objects/documents/{doc_id}/attachments"
-    first = assert_ok(client.post(base, files={"file": ("notes.txt", b"one")},
-                                  data={"description__v": "first notes"}))["data"]
+    first = assert_ok(
+        client.post(
+            base, files={"file": ("notes.txt", b"one")}, data={"description__v": "first notes"}
+        )
+    )["data"]
     same = assert_ok(client.post(base, files={"file": ("notes.txt", b"one")}))["data"]
     assert same == first  # same checksum and name: ignored, not versioned
     second = assert_ok(client.post(base, files={"file": ("notes.txt", b"two")}))["data"]

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 
-from tests.conftest import ADMIN, EDITOR
-from tests.server.helpers import api_client, assert_error, assert_ok, upload
+from tests.conftest import ADMIN, DEMO_PASSWORD, EDITOR
+from tests.server.helpers import API, api_client, assert_error, assert_ok, upload
 from tests.vaultproc import VaultProcess
 
 
@@ -17,27 +18,32 @@ def _new_doc(client: httpx.Client) -> int:
 
 
 def test_two_clients_racing_for_a_lock_one_wins(vault_server: VaultProcess) -> None:
-    clients = [api_client(vault_server.url, EDITOR), api_client(vault_server.url, ADMIN)]
+    users = [EDITOR, ADMIN]
+    clients = [api_client(vault_server.url, user) for user in users]
+    ids = [user_id(vault_server.url, user) for user in users]
     for _ in range(5):
         doc_id = _new_doc(clients[0])
+        gate = threading.Barrier(2)
+
+        def take(
+            client: httpx.Client, doc_id: int = doc_id, gate: threading.Barrier = gate
+        ) -> dict:
+            gate.wait()  # both requests leave at the same moment
+            return dict(client.post(f"/objects/documents/{doc_id}/lock").json())
+
         with ThreadPoolExecutor(2) as pool:
-            results = list(pool.map(lambda c: c.post(f"/objects/documents/{doc_id}/lock"),
-                                    clients))
-        bodies = [r.json() for r in results]
-        winners = [b for b in bodies if b["responseStatus"] == "SUCCESS"]
-        losers = [b for b in bodies if b["responseStatus"] == "FAILURE"]
-        assert len(winners) == 1 and len(losers) == 1, bodies
-        assert losers[0]["errors"][0]["type"] == "OPERATION_NOT_ALLOWED"
+            bodies = list(pool.map(take, clients))
+        statuses = [b["responseStatus"] for b in bodies]
+        assert sorted(statuses) == ["FAILURE", "SUCCESS"], bodies
+        loser = bodies[statuses.index("FAILURE")]
+        assert loser["errors"][0]["type"] == "OPERATION_NOT_ALLOWED"
         holder = assert_ok(clients[0].get(f"/objects/documents/{doc_id}/lock"))["lock"]
-        winner_index = bodies.index(winners[0])
-        me = [login_user(clients[0]), login_user(clients[1])][winner_index]
-        assert holder["locked_by__v"] == me
+        assert holder["locked_by__v"] == ids[statuses.index("SUCCESS")]
 
 
-def login_user(client: httpx.Client) -> int:
-    # The creator of a fresh document is the caller.
-    doc_id = _new_doc(client)
-    return int(assert_ok(client.get(f"/objects/documents/{doc_id}"))["document"]["created_by__v"])
+def user_id(url: str, username: str) -> int:
+    r = httpx.post(url + API + "/auth", data={"username": username, "password": DEMO_PASSWORD})
+    return int(assert_ok(r)["userId"])
 
 
 def test_lock_blocks_others_and_only_holder_or_admin_undoes(vault_server: VaultProcess) -> None:
@@ -50,8 +56,11 @@ def test_lock_blocks_others_and_only_holder_or_admin_undoes(vault_server: VaultP
     assert record["locked__v"] is True
     assert_error(editor.post(base + "/lock"), "OPERATION_NOT_ALLOWED", 409)
     assert_error(editor.put(base, data={"title__v": "x"}), "OPERATION_NOT_ALLOWED")
-    assert_error(editor.post(base, data={"createDraft": "latestContent"}),
-                 "OPERATION_NOT_ALLOWED", mentions="checked out")
+    assert_error(
+        editor.post(base, data={"createDraft": "latestContent"}),
+        "OPERATION_NOT_ALLOWED",
+        mentions="checked out",
+    )
     assert_error(editor.delete(base + "/lock"), "INSUFFICIENT_ACCESS", 403)
     # The holder may still change the document (check out, edit, check in).
     assert_ok(admin.post(base, data={"createDraft": "latestContent"}))

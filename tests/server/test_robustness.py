@@ -39,11 +39,11 @@ def test_aborted_upload_leaves_nothing(fresh_vault: VaultProcess) -> None:
     blobs_before = _blob_files(fresh_vault)
     boundary = "vaultfsboundary"
     head = (
-        f"--{boundary}\r\nContent-Disposition: form-data; name=\"type__v\"\r\n\r\nGeneral\r\n"
-        f"--{boundary}\r\nContent-Disposition: form-data; name=\"lifecycle__v\"\r\n\r\n"
+        f'--{boundary}\r\nContent-Disposition: form-data; name="type__v"\r\n\r\nGeneral\r\n'
+        f'--{boundary}\r\nContent-Disposition: form-data; name="lifecycle__v"\r\n\r\n'
         f"General Lifecycle\r\n"
-        f"--{boundary}\r\nContent-Disposition: form-data; name=\"name__v\"\r\n\r\nAborted\r\n"
-        f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"big.bin\""
+        f'--{boundary}\r\nContent-Disposition: form-data; name="name__v"\r\n\r\nAborted\r\n'
+        f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.bin"'
         f"\r\nContent-Type: application/octet-stream\r\n\r\n"
     ).encode()
     declared = len(head) + 10_000_000
@@ -56,18 +56,25 @@ def test_aborted_upload_leaves_nothing(fresh_vault: VaultProcess) -> None:
     with socket.create_connection(("127.0.0.1", fresh_vault.port)) as sock:
         sock.sendall(request + head + b"x" * 3_000_000)
         # The server has started receiving the file into a temp file ...
-        wait_until(lambda: any((fresh_vault.data_dir / "blobs" / "tmp").iterdir()),
-                   what="the upload to reach a temp file")
+        wait_until(
+            lambda: any((fresh_vault.data_dir / "blobs" / "tmp").iterdir()),
+            what="the upload to reach a temp file",
+        )
     # ... and the client went away half-way through the body.
-    wait_until(lambda: not any((fresh_vault.data_dir / "blobs" / "tmp").iterdir()),
-               what="the temp file to be removed")
+    wait_until(
+        lambda: not any((fresh_vault.data_dir / "blobs" / "tmp").iterdir()),
+        what="the temp file to be removed",
+    )
     assert _blob_files(fresh_vault) == blobs_before
     assert assert_ok(client.get("/objects/documents"))["responseDetails"]["total"] == total
 
     # A complete HTTP body whose multipart is cut short is refused the same way.
     short = head + b"abc"  # no closing boundary
-    r = client.post("/objects/documents", content=short,
-                    headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
+    r = client.post(
+        "/objects/documents",
+        content=short,
+        headers={"Content-Type": f"multipart/form-data; boundary={boundary}"},
+    )
     assert_error(r, "INVALID_DATA", mentions="closing boundary")
     assert _blob_files(fresh_vault) == blobs_before
     assert assert_ok(client.get("/objects/documents"))["responseDetails"]["total"] == total
@@ -83,14 +90,19 @@ def test_remaining_call_headers_on_every_response(vault_server: VaultProcess) ->
         client.get("/objects/documents", params={"limit": 1}),
     ]
     for r in responses:
-        for header in ("X-ServiceAPI-BurstLimitRemaining", "X-ServiceAPI-DailyLimitRemaining",
-                       "X-ServiceAPI-ExecutionId"):
+        for header in (
+            "X-ServiceAPI-BurstLimitRemaining",
+            "X-ServiceAPI-DailyLimitRemaining",
+            "X-ServiceAPI-ExecutionId",
+        ):
             assert header in r.headers, (r.request.url, header)
     first = int(responses[1].headers["X-ServiceAPI-BurstLimitRemaining"])
     last = int(responses[-1].headers["X-ServiceAPI-BurstLimitRemaining"])
     assert last < first
-    assert responses[1].headers["X-ServiceAPI-ExecutionId"] != responses[2].headers[
-        "X-ServiceAPI-ExecutionId"]
+    assert (
+        responses[1].headers["X-ServiceAPI-ExecutionId"]
+        != responses[2].headers["X-ServiceAPI-ExecutionId"]
+    )
 
 
 def test_burst_limit_exceeded(tmp_path) -> None:

@@ -12,12 +12,15 @@ from __future__ import annotations
 import argparse
 import contextlib
 import getpass
+import json
 import logging
 import os
+import select
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import BinaryIO
 
 import trio
 
@@ -77,7 +80,7 @@ def _positive_float(name: str, text: str) -> float:
     return value
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add this half's sub-commands to the ``vaultfs`` parser."""
     mount = sub.add_parser("mount", help="mount a vault as a directory tree")
     mount.add_argument("url", nargs="?", default=DEFAULT_URL, help=f"default {DEFAULT_URL}")
@@ -267,9 +270,7 @@ def _daemonise(args: argparse.Namespace, config: MountConfig) -> int:
     return 1
 
 
-def _read_with_timeout(pipe, timeout: float) -> str:  # type: ignore[no-untyped-def]
-    import select
-
+def _read_with_timeout(pipe: BinaryIO, timeout: float) -> str:
     deadline = time.monotonic() + timeout
     data = b""
     while b"\n" not in data:
@@ -287,8 +288,6 @@ def _read_with_timeout(pipe, timeout: float) -> str:  # type: ignore[no-untyped-
 
 
 def _daemon_pid(mountpoint: Path) -> int | None:
-    import json
-
     try:
         status = json.loads((mountpoint / ".vaultfs" / "status").read_text())
         return int(status["pid"])

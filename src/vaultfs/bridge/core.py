@@ -17,7 +17,7 @@ import stat
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 
@@ -27,9 +27,12 @@ from vaultfs.wire import parse_datetime
 from . import xattrs
 from .blobcache import BlobCache, BlobHandle
 from .content import content_of
-from .editing import EditHandle, Editing, Spool
+from .editing import EditHandle, Editing
 from .inodes import InodeTable, NodeKey
 from .tree import ROOT, Tree
+
+if TYPE_CHECKING:
+    from .spool import Spool
 
 __all__ = ["Attr", "Core", "Opened", "Options"]
 
@@ -341,9 +344,9 @@ class Core:
 
     async def write(self, fh: int, offset: int, data: bytes) -> int:
         handle = self._handle(fh)
-        if not isinstance(handle, EditHandle):
+        if not isinstance(handle, EditHandle) or not handle.writer:
             raise OSError(errno.EBADF, "not open for writing")
-        return handle.write(offset, data)
+        return await self.editing.write(handle, offset, data)
 
     async def flush(self, fh: int) -> None:
         handle = self._handle(fh)
@@ -358,7 +361,7 @@ class Core:
     async def release(self, fh: int) -> None:
         handle = self._handles.pop(fh, None)
         if isinstance(handle, EditHandle):
-            self.editing.release(handle)
+            await self.editing.release(handle)
         elif handle is not None:
             handle.close()
 

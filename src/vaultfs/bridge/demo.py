@@ -9,7 +9,6 @@ Ctrl-C/SIGTERM unmount and stop the server. Works without a terminal (CI).
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import socket
@@ -54,31 +53,21 @@ def _port() -> int:
 
 
 def read_demo_credentials(data_dir: Path) -> tuple[str, str]:
-    """(user, password) of the demo admin: from the environment or the server's file.
-
-    The file may hold JSON ({"username", "password"}), ``key=value``/``key: value``
-    lines, or the password alone.
-    """
+    """(user, password) of the demo admin: ``VAULTFS_DEMO_PASSWORD``, else the server's
+    ``demo-credentials`` file (one ``user<TAB>password`` line per demo user)."""
     env = os.environ.get("VAULTFS_DEMO_PASSWORD")
     if env:
         return DEMO_USER, env
-    text = (data_dir / "demo-credentials").read_text().strip()
-    try:
-        data = json.loads(text)
-    except ValueError:
-        data = None
-    if isinstance(data, dict):
-        return str(data.get("username") or data.get("user") or DEMO_USER), str(data["password"])
-    fields: dict[str, str] = {}
-    for line in text.splitlines():
-        for sep in ("=", ":"):
-            key, found, value = line.partition(sep)
-            if found and key.strip().lower() in ("user", "username", "password"):
-                fields[key.strip().lower()] = value.strip()
-                break
-    if "password" in fields:
-        return fields.get("username") or fields.get("user") or DEMO_USER, fields["password"]
-    return DEMO_USER, text.splitlines()[0]
+    users: dict[str, str] = {}
+    for line in (data_dir / "demo-credentials").read_text().splitlines():
+        user, _, password = line.strip().partition("\t")
+        if user and password:
+            users[user] = password
+    if not users:
+        raise RuntimeError(f"no demo credentials in {data_dir / 'demo-credentials'}")
+    if DEMO_USER in users:
+        return DEMO_USER, users[DEMO_USER]
+    return next(iter(users.items()))
 
 
 def _start_server(data_dir: Path, port: int) -> subprocess.Popen[bytes]:

@@ -20,12 +20,10 @@ from .blobcache import BlobCache
 from .content import content_of
 from .tree import Tree
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # only for annotations: the spool is handed in by the mount
     from .spool import Spool, SpoolEntry
-else:  # the spool is optional: a read-only build of the bridge works without it
-    Spool = SpoolEntry = Any
 
-__all__ = ["EditHandle", "Editing", "Spool"]
+__all__ = ["EditHandle", "Editing"]
 
 log = logging.getLogger(__name__)
 
@@ -41,9 +39,6 @@ class EditHandle:
     async def read(self, offset: int, size: int) -> bytes:
         return bytes(self.entry.pread(offset, size))
 
-    def write(self, offset: int, data: bytes) -> int:
-        return int(self.entry.pwrite(offset, data))
-
     def fsync(self) -> None:
         self.entry.fsync()
 
@@ -58,6 +53,9 @@ class Editing:
         self.spool = spool
         #: open writer handles per document
         self._writers: dict[int, int] = {}
+        #: documents changed since their last check-in: the flush of a writer that
+        #: changed nothing (a shell's ``>>`` closes a dup'ed descriptor first) waits
+        self._dirty: set[int] = set()
 
     def entry(self, doc_id: int) -> SpoolEntry | None:
         return self.spool.entry(doc_id) if self.spool is not None else None
@@ -73,30 +71,51 @@ class Editing:
         return EditHandle(entry, writer=False)
 
     async def open(self, doc_id: int, *, truncate: bool) -> EditHandle:
-        if self.spool is None:
-            raise OSError(errno.EROFS, "this mount has no write-back spool")
-        entry = self.spool.entry(doc_id)
-        if entry is None:
-            record = self.tree.record(doc_id)
-            initial = None
-            if not truncate:
-                content = await content_of(self.tree, ("src", doc_id))
-                initial = await self.blobs.cached_path(content.key, content.fetch)
-            entry = await self.spool.begin(
-                doc_id,
-                filename=str(record.get("filename__v") or doc_id),
-                base_md5=record.get("md5checksum__v"),
-                initial=initial,
-            )
-        elif truncate:
-            entry.truncate(0)
+        entry = await self._entry_for_writing(doc_id, truncate=truncate)
         self._writers[doc_id] = self._writers.get(doc_id, 0) + 1
+        if truncate:
+            self._dirty.add(doc_id)
         return EditHandle(entry, writer=True)
 
+    async def _entry_for_writing(self, doc_id: int, *, truncate: bool) -> SpoolEntry:
+        if self.spool is None:
+            raise OSError(errno.EROFS, "this mount has no write-back spool")
+        record = self.tree.record(doc_id)
+        initial = None
+        if self.spool.entry(doc_id) is None and not truncate:
+            content = await content_of(self.tree, ("src", doc_id))
+            initial = await self.blobs.cached_path(content.key, content.fetch)
+        # begin() on an existing entry (an edit still pending upload) makes no API call
+        # and marks it being edited again, so the retry worker leaves it alone.
+        entry = await self.spool.begin(
+            doc_id,
+            filename=str(record.get("filename__v") or doc_id),
+            base_md5=record.get("md5checksum__v"),
+            initial=initial,
+        )
+        if truncate:
+            entry.truncate(0)
+        return entry
+
+    async def write(self, handle: EditHandle, offset: int, data: bytes) -> int:
+        if self.entry(handle.doc_id) is not handle.entry:
+            # Checked in by the flush of a duplicate descriptor (a shell's ``>>`` closes
+            # one after dup2): check out again, from the content just checked in.
+            handle.entry = await self._entry_for_writing(handle.doc_id, truncate=False)
+        self._dirty.add(handle.doc_id)
+        return int(handle.entry.pwrite(offset, data))
+
     async def flush(self, handle: EditHandle) -> None:
-        """Check in when ``handle`` is the last writer of its document."""
-        if self.spool is None or not handle.writer or self._writers.get(handle.doc_id, 0) > 1:
+        """Check in when ``handle`` is the last writer of a changed document."""
+        doc_id = handle.doc_id
+        if not handle.writer or doc_id not in self._dirty or self._writers.get(doc_id, 0) > 1:
             return
+        await self._commit(handle)
+
+    async def _commit(self, handle: EditHandle) -> None:
+        if self.spool is None or self.spool.entry(handle.doc_id) is not handle.entry:
+            return
+        self._dirty.discard(handle.doc_id)
         await self.spool.commit(handle.entry)
         try:
             # Show the new draft now rather than at the next poll.
@@ -104,17 +123,26 @@ class Editing:
         except VaultError as exc:
             log.warning("index refresh after check-in of %d failed: %s", handle.doc_id, exc)
 
-    def release(self, handle: EditHandle) -> None:
+    async def release(self, handle: EditHandle) -> None:
+        """The last writer gone: an entry still open (nothing was written) is checked in,
+        which uploads nothing and releases the lock."""
         if not handle.writer:
             return
         left = self._writers.get(handle.doc_id, 0) - 1
         if left > 0:
             self._writers[handle.doc_id] = left
-        else:
-            self._writers.pop(handle.doc_id, None)
+            return
+        self._writers.pop(handle.doc_id, None)
+        try:
+            await self._commit(handle)
+        except (VaultError, OSError) as exc:
+            log.warning(
+                "check-in of %d on close failed (kept in the spool): %s", handle.doc_id, exc
+            )
 
     def truncate(self, doc_id: int, size: int) -> None:
         entry = self.entry(doc_id)
         if entry is None:
             raise OSError(errno.EACCES, "truncate needs the file open for writing")
         entry.truncate(size)
+        self._dirty.add(doc_id)

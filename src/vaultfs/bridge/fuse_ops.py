@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 _REPEAT_LOG_AFTER = 60.0
 
 
-class FuseOps(pyfuse3.Operations):  # type: ignore[misc]
+class FuseOps(pyfuse3.Operations):
     def __init__(self, core: Core) -> None:
         super().__init__()
         self.core = core

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -28,6 +29,9 @@ from .blobcache import BlobCache
 from .core import Core, Options
 from .index import DocumentIndex, TypeCatalog
 from .tree import Tree
+
+if TYPE_CHECKING:
+    from .spool import Spool
 
 __all__ = ["MountConfig", "default_cache_dir", "run_mount"]
 
@@ -72,18 +76,18 @@ def _fuse_options(config: MountConfig) -> set[str]:
     return options
 
 
-def _make_spool(config: MountConfig, client: VaultClient):  # type: ignore[no-untyped-def]
+def _make_spool(config: MountConfig, client: VaultClient) -> Spool | None:
     """The write-back spool, or None when this build has none (a read-only bridge)."""
     if config.read_only:
         return None
     try:
-        from .spool import Spool
+        from .spool import Spool as SpoolClass
     except ImportError:
         log.info("no write-back spool available: writing is disabled")
         return None
     directory = config.cache_dir / "spool"
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-    return Spool(directory, client, user_id=client.user_id)
+    return SpoolClass(directory, client, user_id=client.user_id)
 
 
 async def run_mount(config: MountConfig, ready: Callable[[], None] | None = None) -> None:
@@ -132,7 +136,7 @@ async def _announce(mountpoint: Path, ready: Callable[[], None] | None) -> None:
         ready()
 
 
-async def _on_signals(spool) -> None:  # type: ignore[no-untyped-def]
+async def _on_signals(spool: Spool | None) -> None:
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
         async for signum in signals:
             log.info("signal %d: flushing and unmounting", signum)

@@ -48,18 +48,8 @@ ROOT: NodeKey = ("root",)
 CONTROL_DIR = ".vaultfs"
 #: the fixed entries of a document directory (a source file may not take these names)
 DOC_DIRS = {"versions": "vers", "renditions": "rends", "attachments": "atts"}
-#: extension of a rendition file by rendition type (others: from a format, else pdf)
 #: how API names end (``promotional_piece__c``); labels do not
 _API_NAME = re.compile(r"__(v|c|vs|sys)$")
-_RENDITION_EXT = {"viewable_rendition__v": "pdf"}
-_FORMAT_EXT = {
-    "application/pdf": "pdf",
-    "image/png": "png",
-    "image/jpeg": "jpg",
-    "text/plain": "txt",
-    "application/zip": "zip",
-    "video/mp4": "mp4",
-}
 
 
 def parse_version(number: str) -> tuple[int, int] | None:
@@ -71,9 +61,10 @@ def parse_version(number: str) -> tuple[int, int] | None:
         return None
 
 
-def rendition_filename(rtype: str, fmt: str | None = None) -> str:
-    ext = _RENDITION_EXT.get(rtype) or _FORMAT_EXT.get((fmt or "").split(";")[0], "pdf")
-    return f"{rtype}.{ext}"
+def rendition_filename(rtype: str) -> str:
+    """Renditions are listed without a format: viewable ones (and, in practice, most
+    others) are PDF, so every rendition file is named ``<type>.pdf``."""
+    return f"{rtype}.pdf"
 
 
 @dataclass
@@ -82,7 +73,6 @@ class Details:
 
     #: version_modified_date__v of the record the details were fetched for
     stamp: str | None
-    document: Record
     versions: list[tuple[int, int]]
     renditions: dict[str, str]
     attachments: dict[int, Record]
@@ -128,8 +118,8 @@ class Tree:
     def invalidate(self, doc_id: int) -> None:
         """The index saw ``doc_id`` change or leave: drop what was cached about it."""
         self._details.pop(doc_id, None)
-        for key in [k for k in self._versions if k[0] == doc_id]:
-            del self._versions[key]
+        for version in [v for v in self._versions if v[0] == doc_id]:
+            del self._versions[version]
         for key in [k for k in self._listings if len(k) > 1 and k[1] == doc_id]:
             del self._listings[key]
 
@@ -140,9 +130,6 @@ class Tree:
         if record is None:
             raise errors.InvalidDocument(f"document {doc_id} is not in the index")
         return record
-
-    def cached_details(self, doc_id: int) -> Details | None:
-        return self._details.get(doc_id)
 
     async def details(self, doc_id: int) -> Details:
         """The document's versions, renditions and attachments (1-2 calls, then cached)."""
@@ -166,7 +153,6 @@ class Tree:
             return details
 
     async def _parse_details(self, doc_id: int, stamp: Any, response: dict[str, Any]) -> Details:
-        document = response.get("document") or self.record(doc_id)
         versions = sorted(
             v
             for v in (
@@ -187,7 +173,7 @@ class Tree:
                 attachments[int(attachment["id"])] = attachment
             except (KeyError, TypeError, ValueError):
                 continue
-        return Details(stamp, document, versions, dict(renditions), attachments)
+        return Details(stamp, versions, dict(renditions), attachments)
 
     async def version_record(self, doc_id: int, major: int, minor: int) -> Record:
         """One version's fields (``get_version``, cached; the latest from the index)."""
@@ -203,16 +189,21 @@ class Tree:
             response = await self.client.get_version(doc_id, major, minor)
             cached = response.get("document") or {}
             self._versions[key] = cached
+            renditions = response.get("renditions")
+            details = self._details.get(doc_id)
+            if isinstance(renditions, dict) and details is not None:
+                # The version response lists its renditions: no separate call for them.
+                details.version_renditions[(major, minor)] = dict(renditions)
         return cached
-
-    def cached_version_record(self, doc_id: int, major: int, minor: int) -> Record | None:
-        return self._versions.get((doc_id, major, minor))
 
     async def version_renditions(self, doc_id: int, major: int, minor: int) -> dict[str, str]:
         details = await self.details(doc_id)
         if (major, minor) == latest_version(self.record(doc_id)):
             return details.renditions
         cached = details.version_renditions.get((major, minor))
+        if cached is None:
+            await self.version_record(doc_id, major, minor)
+            cached = details.version_renditions.get((major, minor))
         if cached is None:
             cached = await self.client.list_renditions(doc_id, major, minor)
             details.version_renditions[(major, minor)] = cached
@@ -372,6 +363,7 @@ class Tree:
             return value
         labels = await self.catalog.type_labels()
         return next((name for name, label in labels.items() if label == value), value)
+
 
 def _num(value: Any) -> int | None:
     try:

@@ -18,7 +18,7 @@ from .config import ServerConfig, default_data_dir
 __all__ = ["register"]
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add this half's sub-commands to the ``vaultfs`` parser."""
     parser = sub.add_parser("serve", help="serve a local vault (the vault REST API)")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
@@ -82,6 +82,8 @@ def run(args: argparse.Namespace) -> int:
     hypercorn.bind = [f"{config.host}:{config.port}"]
     hypercorn.loglevel = args.log_level.upper()
     hypercorn.accesslog = None
+    # Hypercorn logs through our root logger (one format, no duplicate lines).
+    hypercorn.errorlog = logging.getLogger("hypercorn.error")
     # Large uploads and downloads take long; the defaults would cut them off.
     hypercorn.keep_alive_timeout = 75
     # On SIGTERM, requests in flight get this long to finish; idle keep-alive

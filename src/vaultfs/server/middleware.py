@@ -27,7 +27,7 @@ from vaultfs.wire import BURST_REMAINING_HEADER, DAILY_REMAINING_HEADER, EXECUTI
 
 from .envelope import error_response, failure_for_unexpected
 from .limits import Remaining
-from .routes.common import CALLER_KEY
+from .routes.common import CALLER_KEY, is_version_label
 from .state import VaultState
 from .storage import users
 from .storage.db import now_ms
@@ -79,7 +79,7 @@ class ApiMiddleware:
         if match is None or path == "/api/":
             return False
         label, rest = match.group(1), match.group(2) or ""
-        if not re.match(r"^v\d+\.\d+$", label):
+        if not is_version_label(label):
             raise MalformedUrl(f"Invalid API version [{label}] in the URL")
         return rest.rstrip("/") not in _OPEN_PATHS
 

@@ -92,7 +92,9 @@ async def create(request: Request) -> Response:
     who = caller(request, Permission.EDIT)
     vault = state(request)
     doc_id = path_int(request, "doc_id", "document id")
-    body = await form(request, files=frozenset({"file"}))
+    body = await form(
+        request, files=frozenset({"file"}), max_file_size=attachments.MAX_ATTACHMENT_SIZE
+    )
     file = body.files.get("file")
     if file is None:
         raise ParameterRequired("Missing required parameter [file]")

@@ -62,7 +62,7 @@ def bool_param(value: str | None, name: str) -> bool:
 
 def path_int(request: Request, name: str, what: str | None = None) -> int:
     text = request.path_params[name]
-    if not text.isdigit():
+    if not (text.isascii() and text.isdigit()):
         raise MalformedUrl(f"Invalid {what or name} [{text}]: not a number")
     return int(text)
 
@@ -88,8 +88,10 @@ def api_url(request: Request, path: str) -> str:
     return f"{base_url(request)}/api/{version}{path}"
 
 
-async def form(request: Request, *, files: frozenset[str] = frozenset()) -> Form:
+async def form(
+    request: Request, *, files: frozenset[str] = frozenset(), max_file_size: int = MAX_FILE_SIZE
+) -> Form:
     """The request's form body (multipart files go to the blob store as they arrive)."""
     return await read_form(
-        request, state(request).blobs, max_file_size=MAX_FILE_SIZE, file_fields=files
+        request, state(request).blobs, max_file_size=max_file_size, file_fields=files
     )

@@ -16,7 +16,7 @@ from ..envelope import success
 from ..permissions import Permission
 from ..storage import changes, documents
 from ..storage.db import now_ms
-from .common import api_url, caller, form, path_int, query, state, version_path
+from .common import api_url, bool_param, caller, form, path_int, query, state, version_path
 
 __all__ = ["routes"]
 
@@ -29,7 +29,7 @@ def _int_param(request: Request, name: str, default: int, minimum: int) -> int:
     text = query(request, name)
     if text is None:
         return default
-    if not text.strip().isdigit() or int(text) < minimum:
+    if not (text.isascii() and text.strip().isdigit()) or int(text) < minimum:
         raise InvalidData(f"Invalid value for [{name}]: '{text}' (an integer >= {minimum})")
     return int(text)
 
@@ -124,10 +124,13 @@ async def update_document(request: Request) -> Response:
     vault = state(request)
     doc_id = path_int(request, "doc_id", "document id")
     version = version_path(request) if "major" in request.path_params else None
-    if query(request, "reclassify") is not None:
-        raise InvalidData("Reclassify is not supported by this vault yet")
     body = await form(request)
-    await vault.db.write(changes.update_fields, who, doc_id, version, body.fields, vault.db.tick())
+    if version is None and bool_param(query(request, "reclassify"), "reclassify"):
+        await vault.db.write(changes.reclassify, who, doc_id, body.fields, vault.db.tick())
+    else:
+        await vault.db.write(
+            changes.update_fields, who, doc_id, version, body.fields, vault.db.tick()
+        )
     return success(id=doc_id)
 
 

@@ -14,12 +14,11 @@ import sqlite3
 from collections.abc import Mapping
 from typing import Any
 
-from vaultfs.errors import InvalidData, ParameterRequired
+from vaultfs.errors import InvalidData, OperationNotAllowed, ParameterRequired
 
 from . import metadata
 from .blobs import StoredFile
 from .documents import get_document, get_version, latest_version
-from .errors import operation_not_allowed
 from .fields import FieldSpec, is_list, parse_value
 from .users import SessionUser
 
@@ -30,6 +29,7 @@ __all__ = [
     "create_version",
     "delete_document",
     "delete_version",
+    "reclassify",
     "touch_version",
     "update_fields",
 ]
@@ -41,7 +41,7 @@ _CLASSIFYING = ("type__v", "subtype__v", "classification__v", "lifecycle__v")
 
 def check_not_locked_by_other(doc: sqlite3.Row, caller: SessionUser) -> None:
     if doc["locked_by"] is not None and doc["locked_by"] != caller.user.id:
-        raise operation_not_allowed(
+        raise OperationNotAllowed(
             f"Document [{doc['id']}] is checked out by another user (user id {doc['locked_by']})"
         )
 
@@ -57,7 +57,7 @@ def touch_version(
     )
 
 
-def _name_default(conn: sqlite3.Connection, where: metadata.Classification) -> str | None:
+def _name_default(where: metadata.Classification) -> str | None:
     for node in reversed(where.path):
         if node.name_default:
             return node.name_default
@@ -90,6 +90,27 @@ def _parse_fields(
     return values
 
 
+def _check_required(
+    specs: Mapping[str, FieldSpec], values: Mapping[str, Any], *, lifecycle_given: bool
+) -> None:
+    """PARAMETER_REQUIRED naming every required field without a value."""
+    missing = [
+        name
+        for name, spec in specs.items()
+        if spec["required"] and not spec["systemAttribute"] and values.get(name) in (None, [])
+    ]
+    if not lifecycle_given:
+        missing.insert(0, "lifecycle__v")
+    if missing:
+        raise ParameterRequired(
+            "Missing required parameter(s): " + ", ".join(f"[{m}]" for m in missing),
+            errors=[
+                {"type": "PARAMETER_REQUIRED", "message": f"Missing required parameter [{m}]"}
+                for m in missing
+            ],
+        )
+
+
 def create_document(
     conn: sqlite3.Connection,
     caller: SessionUser,
@@ -111,24 +132,10 @@ def create_document(
             default = spec["defaultValue"]
             values[name] = default if is_list(spec) else default[0]
     if not values.get("name__v"):
-        rule = _name_default(conn, where)
+        rule = _name_default(where)
         if rule is not None:
             values["name__v"] = _default_name(rule, file)
-    missing = [
-        name
-        for name, spec in specs.items()
-        if spec["required"] and not spec["systemAttribute"] and values.get(name) in (None, [])
-    ]
-    if "lifecycle__v" not in given:
-        missing.insert(0, "lifecycle__v")
-    if missing:
-        raise ParameterRequired(
-            "Missing required parameter(s): " + ", ".join(f"[{m}]" for m in missing),
-            errors=[
-                {"type": "PARAMETER_REQUIRED", "message": f"Missing required parameter [{m}]"}
-                for m in missing
-            ],
-        )
+    _check_required(specs, values, lifecycle_given="lifecycle__v" in given)
     lifecycle = metadata.resolve_lifecycle(conn, given["lifecycle__v"], lifecycles)
     status = (
         metadata.resolve_status(conn, lifecycle, values.pop("status__v"))
@@ -233,6 +240,56 @@ def update_fields(
             values.pop(field_name, None)
         else:
             values[field_name] = value
+    conn.execute(
+        "UPDATE versions SET fields = ?, name = ?, status = ?, modified_ms = ?, modified_by = ?"
+        " WHERE doc_id = ? AND major = ? AND minor = ?",
+        (json.dumps(values), name, status, now, caller.user.id, doc_id, ver["major"], ver["minor"]),
+    )
+
+
+def reclassify(
+    conn: sqlite3.Connection,
+    caller: SessionUser,
+    doc_id: int,
+    form: Mapping[str, str],
+    now: int,
+) -> None:
+    """Move the document (its latest version) to another type, subtype or classification.
+
+    The form names the new classification and lifecycle and may set other editable
+    fields; fields the new classification requires must then have a value.
+    """
+    doc, ver = latest_version(conn, caller.vault_id, doc_id)
+    check_not_locked_by_other(doc, caller)
+    given = {k: v for k, v in form.items() if v != ""}
+    where = metadata.resolve_classification(
+        conn, given.get("type__v"), given.get("subtype__v"), given.get("classification__v")
+    )
+    specs = metadata.leaf_fields(conn, where)
+    changes = _parse_fields(
+        specs, {k: v for k, v in given.items() if k not in _CLASSIFYING}, creating=False
+    )
+    values: dict[str, Any] = {**json.loads(ver["fields"]), **changes}
+    values["name__v"] = values.pop("name__v", None) or ver["name"]
+    _check_required(specs, values, lifecycle_given="lifecycle__v" in given)
+    lifecycle = metadata.resolve_lifecycle(
+        conn, given["lifecycle__v"], where.leaf.lifecycles or where.type.lifecycles
+    )
+    status = (
+        ver["status"] if lifecycle == doc["lifecycle"] else metadata.initial_state(conn, lifecycle)
+    )
+    conn.execute(
+        "UPDATE documents SET type = ?, subtype = ?, classification = ?, lifecycle = ?"
+        " WHERE id = ?",
+        (
+            where.type.name,
+            where.subtype.name if where.subtype else None,
+            where.classification.name if where.classification else None,
+            lifecycle,
+            doc_id,
+        ),
+    )
+    name = str(values.pop("name__v"))
     conn.execute(
         "UPDATE versions SET fields = ?, name = ?, status = ?, modified_ms = ?, modified_by = ?"
         " WHERE doc_id = ? AND major = ? AND minor = ?",

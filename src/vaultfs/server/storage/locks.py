@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import sqlite3
 
-from vaultfs.errors import InsufficientAccess
+from vaultfs.errors import InsufficientAccess, OperationNotAllowed
 
 from .changes import touch_version
 from .documents import get_document
-from .errors import operation_not_allowed
 from .users import SessionUser
 
 __all__ = ["lock_document", "read_lock", "unlock_document"]
@@ -29,7 +28,7 @@ def lock_document(conn: sqlite3.Connection, caller: SessionUser, doc_id: int, no
         holder = doc["locked_by"]
         if holder == caller.user.id:
             return
-        raise operation_not_allowed(
+        raise OperationNotAllowed(
             f"Document [{doc_id}] is already checked out by another user (user id {holder})"
         )
     touch_version(conn, doc_id, doc["latest_major"], doc["latest_minor"], caller.user.id, now)

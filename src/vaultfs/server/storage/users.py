@@ -20,7 +20,6 @@ __all__ = [
     "add_user",
     "check_password",
     "end_session",
-    "get_user",
     "hash_password",
     "login",
     "resolve_session",
@@ -89,11 +88,6 @@ def add_user(
         [(vault_id, user_id) for vault_id in vault_ids],
     )
     return user_id
-
-
-def get_user(conn: sqlite3.Connection, user_id: int) -> User | None:
-    row = conn.execute("SELECT * FROM users WHERE id = ?", (user_id,)).fetchone()
-    return _user(row) if row else None
 
 
 def check_password(conn: sqlite3.Connection, username: str, password: str) -> User:

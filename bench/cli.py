@@ -1,0 +1,114 @@
+"""The command line of ``python -m bench``: build the vault, run workloads, report.
+
+Everything started here (the server, every mount) is stopped in ``finally``, and the
+work directory (data set copies, caches, the server's data) is deleted afterwards.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from . import dataset
+from .context import Context
+from .machine import describe, load_average
+from .measure import can_drop_caches
+from .results import Report
+from .sizes import FULL, QUICK
+from .vault import Vault
+from .workloads import WORKLOADS
+
+__all__ = ["main"]
+
+_RESULTS = Path(__file__).parent / "results"
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="small sizes: a smoke run")
+    parser.add_argument(
+        "--only", nargs="+", choices=sorted(WORKLOADS), metavar="NAME",
+        help=f"run only these workloads ({', '.join(WORKLOADS)})",
+    )  # fmt: skip
+    parser.add_argument("--out", type=Path, help="result file (default: bench/results/...)")
+    return parser.parse_args(argv)
+
+
+def _log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def _preflight() -> None:
+    missing = [p for p in ("curl", "rsync", "fusermount3", "grep", "find") if not shutil.which(p)]
+    if missing:
+        raise SystemExit(f"bench: missing programs: {', '.join(missing)}")
+    if not os.path.exists("/dev/fuse"):
+        raise SystemExit("bench: /dev/fuse is missing: cannot mount")
+
+
+def _clean(workdir: Path) -> None:
+    mountpoint = workdir / "mnt"
+    if os.path.ismount(mountpoint):
+        subprocess.run(["fusermount3", "-u", "-z", str(mountpoint)], check=False)
+    if os.path.ismount(mountpoint):
+        _log(f"{mountpoint} is still mounted: leaving {workdir} in place")
+        return
+    shutil.rmtree(workdir, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse(argv)
+    _preflight()
+    sizes = QUICK if args.quick else FULL
+    names = args.only or list(WORKLOADS)
+    machine = describe()
+    report = Report(machine)
+    out = args.out or _RESULTS / (
+        f"{machine['date'][:10]}-{machine['host']}{'-quick' if args.quick else ''}.md"
+    )
+    load_before = load_average()
+    failed: list[str] = []
+    workdir = Path(tempfile.mkdtemp(prefix="vaultfs-bench-"))
+    vault = Vault(workdir)
+    try:
+        _log(f"starting a local vault in {workdir}")
+        vault.start()
+        data = dataset.build(vault, sizes, workdir, _log)
+        _log(f"data set built in {data.seconds_to_build:.1f} s")
+        ctx = Context(vault, data, sizes, workdir, _log)
+        for name in names:
+            _log(f"workload {name}")
+            try:
+                report.rows += WORKLOADS[name](ctx)
+            except Exception as exc:  # one broken workload must not hide the others
+                _log(f"workload {name} failed: {exc!r}")
+                failed.append(f"workload `{name}` failed: {exc!r}")
+    finally:
+        vault.stop()
+        _clean(workdir)
+    report.notes += [
+        f"load average (1, 5, 15 min) before: {load_before}; after: {load_average()}"
+        " (2 or more on this machine means other work competed for the cores)",
+        "cold: fresh mount and fresh cache directory, "
+        + (
+            "page cache dropped (echo 3 > /proc/sys/vm/drop_caches) before vaultfs and "
+            "reference runs alike"
+            if can_drop_caches()
+            else "page cache NOT dropped (needs root): the server's files were warm"
+        ),
+        f"every figure is the median of {sizes.repeats} runs, except the cold find -ls (one)",
+        f"data set: built through the API in {data.seconds_to_build:.0f} s"
+        if "data" in locals()
+        else "data set: not built",
+        *failed,
+    ]
+    print(report.table())
+    report.write(out)
+    _log(f"written to {out}")
+    return 1 if failed else 0

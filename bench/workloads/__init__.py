@@ -1,0 +1,22 @@
+"""The workloads: each measures vaultfs and its reference and returns table rows.
+
+Each module has ``run(ctx: Context) -> list[Row]``; ``WORKLOADS`` names them for
+``--only``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..context import Context
+from ..results import Row
+from . import copy, grep, listing, read
+
+__all__ = ["WORKLOADS"]
+
+WORKLOADS: dict[str, Callable[[Context], list[Row]]] = {
+    "read": read.run,
+    "listing": listing.run,
+    "grep": grep.run,
+    "cp": copy.run,
+}

@@ -1,0 +1,97 @@
+"""``find -ls`` and ``ls -lR`` over the folder of many small documents.
+
+Cold: a new mount with a fresh cache; the API calls counted are all the mount made
+from its start (login, the index build, and whatever the listing needed), which is
+what listing a freshly mounted vault costs. Warm: the same listings again on that
+mount. The reference is the same tree (names, kinds and sizes copied from the mount)
+on local disk, listed warm.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from ..context import Context
+from ..measure import median, timed_run
+from ..results import Aim, Row, seconds
+
+__all__ = ["run"]
+
+#: documents per page of the document list: the least a full index build can cost
+_PAGE = 200
+
+
+def _find(directory: Path) -> list[str]:
+    return ["find", str(directory), "-ls"]
+
+
+def _ls(directory: Path) -> list[str]:
+    return ["ls", "-lR", str(directory)]
+
+
+def mirror(source: Path, target: Path) -> None:
+    """Recreate the directories and files (as sparse files of the same sizes) of
+    ``source`` under ``target``: the same tree as far as a listing can tell."""
+    listing = subprocess.run(
+        ["find", str(source), "-mindepth", "1", "-printf", r"%y %s %P\0"],
+        capture_output=True,
+        check=True,
+    ).stdout
+    target.mkdir(parents=True)
+    for entry in filter(None, listing.split(b"\0")):
+        kind, size, name = entry.split(b" ", 2)
+        path = target / os.fsdecode(name)
+        if kind == b"d":
+            path.mkdir()
+        else:
+            with path.open("wb") as f:
+                f.truncate(int(size))
+
+
+def run(ctx: Context) -> list[Row]:
+    repeats = ctx.sizes.repeats
+    with ctx.mount() as mount:
+        directory = mount.root / ctx.data.listing_dir
+        documents = len(os.listdir(directory))
+        ctx.drop_caches()
+        cold_s = timed_run(_find(directory))
+        cold_calls = mount.api_calls()
+        index_s = mount.seconds_to_index
+        before = mount.api_calls()
+        find_warm = [timed_run(_find(directory)) for _ in range(repeats)]
+        ls_warm = [timed_run(_ls(directory)) for _ in range(repeats)]
+        warm_calls = mount.api_calls() - before
+        local = ctx.scratch("listing-local")
+        mirror(directory, local)
+    timed_run(_find(local))  # into the kernel's caches: the warm reference
+    find_local = [timed_run(_find(local)) for _ in range(repeats)]
+    ls_local = [timed_run(_ls(local)) for _ in range(repeats)]
+    local_s = median(find_local)
+    return [
+        Row(
+            f"find -ls over {documents} documents, cold",
+            f"{seconds(cold_s)} (+ {seconds(index_s)} mount and index)",
+            f"local find -ls, warm: {seconds(local_s)}",
+            cold_calls / (documents / _PAGE),
+            Aim(False, 1),
+            f"{cold_calls} ({cold_calls / (documents / _PAGE):.1f} per {_PAGE} documents)",
+        ),
+        Row(
+            f"find -ls over {documents} documents, warm",
+            seconds(median(find_warm)),
+            f"local find -ls: {seconds(local_s)}",
+            median(find_warm) / local_s,
+            Aim(False, 3),
+            f"{warm_calls} (find and ls runs)",
+        ),
+        Row(
+            f"ls -lR over {documents} documents, warm",
+            seconds(median(ls_warm)),
+            f"local ls -lR: {seconds(median(ls_local))}",
+            median(ls_warm) / median(ls_local),
+            Aim(False, 3),
+            "",
+        ),
+    ]

@@ -1,0 +1,93 @@
+"""Sequential read of the big document: cold, warm, time to first byte, daemon memory.
+
+Cold: every run is a new mount with a fresh cache, and the page cache is dropped before
+it and before every curl run (so the server reads its blob from disk on both sides).
+Warm: the same mount reads the document again (content cache and kernel page cache
+full); the reference reads the same bytes from a local file in the page cache.
+"""
+
+from __future__ import annotations
+
+from ..context import Context
+from ..measure import ReadTiming, RssSampler, median, read_file
+from ..results import Aim, Row, seconds, throughput
+
+__all__ = ["run"]
+
+MiB = 1 << 20
+
+
+def _checked(timing: ReadTiming, size: int) -> ReadTiming:
+    if timing.size != size:
+        raise RuntimeError(f"read {timing.size} bytes of the big document, not {size}")
+    return timing
+
+
+def run(ctx: Context) -> list[Row]:
+    data, repeats = ctx.data, ctx.sizes.repeats
+    size = data.big_size
+    curl = []
+    for _ in range(repeats):
+        ctx.drop_caches()
+        curl.append(ctx.vault.curl_download(data.big_id, size))
+    cold: list[ReadTiming] = []
+    warm: list[ReadTiming] = []
+    cold_calls: list[int] = []
+    warm_calls = 0
+    peak_kib = high_water_kib = 0
+    for run_number in range(repeats):
+        with ctx.mount() as mount:
+            path = mount.root / data.big_path
+            ctx.drop_caches()
+            before = mount.api_calls()
+            with RssSampler(mount.pid) as rss:
+                cold.append(_checked(read_file(path), size))
+            cold_calls.append(mount.api_calls() - before)
+            peak_kib = max(peak_kib, rss.peak_kib)
+            high_water_kib = max(high_water_kib, rss.high_water_kib())
+            if run_number == repeats - 1:
+                before = mount.api_calls()
+                warm = [_checked(read_file(path), size) for _ in range(repeats)]
+                warm_calls = mount.api_calls() - before
+    read_file(data.big_local)  # into the page cache: the warm reference
+    local = [_checked(read_file(data.big_local), size) for _ in range(repeats)]
+
+    cold_s = median([t.total for t in cold])
+    curl_s = median([t.total for t in curl])
+    warm_s = median([t.total for t in warm])
+    local_s = median([t.total for t in local])
+    first_s = median([t.first_byte for t in cold])
+    curl_first_s = median([t.first_byte for t in curl])
+    mib = size // MiB
+    return [
+        Row(
+            f"sequential read of {mib} MiB, cold",
+            throughput(size, cold_s),
+            f"curl: {throughput(size, curl_s)}",
+            curl_s / cold_s,
+            Aim(True, 0.9),
+            f"{median(cold_calls):.0f}",
+        ),
+        Row(
+            f"sequential read of {mib} MiB, warm",
+            throughput(size, warm_s),
+            f"local file: {throughput(size, local_s)}",
+            local_s / warm_s,
+            Aim(True, 0.8),
+            f"{warm_calls / repeats:.0f}",
+        ),
+        Row(
+            f"first byte of {mib} MiB, cold",
+            seconds(first_s),
+            f"curl: {seconds(curl_first_s)}",
+            first_s / curl_first_s,
+            Aim(False, 2),
+        ),
+        Row(
+            f"peak daemon memory (VmRSS) streaming {mib} MiB",
+            f"{peak_kib / 1024:.0f} MiB (VmHWM {high_water_kib / 1024:.0f} MiB)",
+            "—",
+            peak_kib / 1024,
+            Aim(False, 150),
+        ),
+    ]
