@@ -2,8 +2,10 @@
 
 Cold: every run is a new mount with a fresh cache, and the page cache is dropped before
 it and before every curl run (so the server reads its blob from disk on both sides).
-Warm: the same mount reads the document again (content cache and kernel page cache
-full); the reference reads the same bytes from a local file in the page cache.
+Warm, two figures: the first read again after a cold read (served by the daemon from
+its content cache: a cold open bypasses the kernel's page cache), and further reads
+(kernel page cache full too). The reference reads the same bytes from a local file in
+the page cache.
 """
 
 from __future__ import annotations
@@ -32,8 +34,9 @@ def run(ctx: Context) -> list[Row]:
         curl.append(ctx.vault.curl_download(data.big_id, size))
     cold: list[ReadTiming] = []
     warm: list[ReadTiming] = []
+    cached: list[ReadTiming] = []
     cold_calls: list[int] = []
-    warm_calls = 0
+    warm_calls = cached_calls = 0
     peak_kib = high_water_kib = 0
     for run_number in range(repeats):
         with ctx.mount() as mount:
@@ -45,16 +48,22 @@ def run(ctx: Context) -> list[Row]:
             cold_calls.append(mount.api_calls() - before)
             peak_kib = max(peak_kib, rss.peak_kib)
             high_water_kib = max(high_water_kib, rss.high_water_kib())
+            # A cold open reads past the kernel's page cache (the size was not known
+            # yet): the first read again is served by the daemon from its content cache.
+            before = mount.api_calls()
+            warm.append(_checked(read_file(path), size))
+            warm_calls += mount.api_calls() - before
             if run_number == repeats - 1:
                 before = mount.api_calls()
-                warm = [_checked(read_file(path), size) for _ in range(repeats)]
-                warm_calls = mount.api_calls() - before
+                cached = [_checked(read_file(path), size) for _ in range(repeats)]
+                cached_calls = mount.api_calls() - before
     read_file(data.big_local)  # into the page cache: the warm reference
     local = [_checked(read_file(data.big_local), size) for _ in range(repeats)]
 
     cold_s = median([t.total for t in cold])
     curl_s = median([t.total for t in curl])
     warm_s = median([t.total for t in warm])
+    cached_s = median([t.total for t in cached])
     local_s = median([t.total for t in local])
     first_s = median([t.first_byte for t in cold])
     curl_first_s = median([t.first_byte for t in curl])
@@ -69,12 +78,20 @@ def run(ctx: Context) -> list[Row]:
             f"{median(cold_calls):.0f}",
         ),
         Row(
-            f"sequential read of {mib} MiB, warm",
+            f"sequential read of {mib} MiB, warm (content cache)",
             throughput(size, warm_s),
             f"local file: {throughput(size, local_s)}",
             local_s / warm_s,
             Aim(True, 0.8),
             f"{warm_calls / repeats:.0f}",
+        ),
+        Row(
+            f"sequential read of {mib} MiB, warm (content and page cache)",
+            throughput(size, cached_s),
+            f"local file: {throughput(size, local_s)}",
+            local_s / cached_s,
+            Aim(True, 0.8),
+            f"{cached_calls / repeats:.0f}",
         ),
         Row(
             f"first byte of {mib} MiB, cold",

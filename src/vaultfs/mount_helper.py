@@ -5,14 +5,26 @@ module turns that into ``vaultfs mount SOURCE MOUNTPOINT --user ... -o ...``: op
 that belong to mount(8) or systemd (``_netdev``, ``noauto``, ``x-systemd.*``, ...) are
 dropped, ``user=`` and ``password_file=`` become the mount command's own flags, and the
 rest is passed on as ``-o``. The password itself never appears on a command line.
+
+mount(8) strips nothing of ``user=NAME`` when root mounts, but when an ordinary user
+mounts an fstab entry carrying the ``user``/``users`` option it adds ``user=<that
+user>`` itself; ``username=NAME`` is never touched and is what fstab lines should use.
+
+mount(8) looks for helpers in /sbin: ``install`` (``vaultfs install-helper``) links
+this program's console script there.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
-__all__ = ["main", "translate"]
+__all__ = ["HELPER_DIR", "HELPER_NAME", "install", "main", "translate"]
+
+HELPER_NAME = "mount.fuse.vaultfs"
+#: where mount(8) looks for ``mount.<type>`` helpers
+HELPER_DIR = Path("/sbin")
 
 # Options mount(8), fstab or systemd consume themselves; meaningless to the daemon.
 _DROPPED = {
@@ -66,19 +78,44 @@ def translate(argv: list[str]) -> list[str]:
     source, mountpoint = positional
     command = ["mount", source, mountpoint]
     passed: list[str] = []
+    users: dict[str, str] = {}
     for option in options:
         key, _, value = option.partition("=")
         if key in ("user", "username") and value:
-            command += ["--user", value]
+            users[key] = value
         elif key == "password_file":
             command += ["--password-file", value]
         elif option in _DROPPED or option.startswith(_DROPPED_PREFIXES):
             continue
         else:
             passed.append(option)
+    # username= wins: mount(8) may have written user= itself (see above).
+    user = users.get("username") or users.get("user")
+    if user:
+        command[3:3] = ["--user", user]
     if passed:
         command += ["-o", ",".join(passed)]
     return command
+
+
+def install(directory: Path = HELPER_DIR, *, remove: bool = False) -> str:
+    """Link (or unlink) ``directory/mount.fuse.vaultfs`` to the installed console script;
+    returns what was done. Never replaces a file that is not a link."""
+    script = Path(sys.executable).parent / HELPER_NAME
+    link = directory / HELPER_NAME
+    if link.exists() and not link.is_symlink():
+        raise OSError(f"{link} exists and is not a link; remove it yourself first")
+    if remove:
+        if not link.is_symlink():
+            return f"{link} is not installed"
+        link.unlink()
+        return f"removed {link}"
+    if not script.is_file():
+        raise OSError(f"{script} is missing: install vaultfs with pip first")
+    if link.is_symlink():
+        link.unlink()
+    link.symlink_to(script)
+    return f"linked {link} -> {script}"
 
 
 def main() -> int:

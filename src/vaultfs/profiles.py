@@ -7,10 +7,14 @@ A profile holds what ``vaultfs mount`` would otherwise take on its command line,
     url = "https://vault.example.com"
     user = "editor@example.com"
     mountpoint = "~/vault"
-    password_file = "~/.config/vaultfs/work.password"   # optional; else keyring, env, prompt
-    options = ["allow_delete", "poll_interval=60", "cache_size=2G"]
+    password_file = "~/.config/vaultfs/work.password"   # optional; else env, keyring, prompt
+    cache_size = "2G"                                     # optional, as -o cache_size=
+    poll_interval = 60                                    # optional, as -o poll_interval=
+    options = ["allow_delete"]                            # any other -o option
 
 ``VAULTFS_CONFIG`` names another file (the system unit uses /etc/vaultfs/config.toml).
+On the command line, an argument without a ``/`` names a profile (``vaultfs mount
+work``); a mount point in the current directory is written ``./dir``.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Profile", "ProfileError", "config_path", "load_profile"]
+__all__ = ["Profile", "ProfileError", "config_path", "load_profile", "names_profile"]
 
 
 class ProfileError(ValueError):
@@ -35,6 +39,15 @@ class Profile:
     mountpoint: Path
     password_file: Path | None = None
     options: list[str] = field(default_factory=list)
+
+
+#: profile keys that are mount options of their own (``key=value`` in ``options``)
+_OPTION_KEYS = ("cache_size", "poll_interval", "cache_dir")
+
+
+def names_profile(argument: str) -> bool:
+    """Whether a command-line argument names a profile (rather than a path or URL)."""
+    return bool(argument) and "/" not in argument
 
 
 def config_path() -> Path:
@@ -71,6 +84,13 @@ def load_profile(name: str, path: Path | None = None) -> Profile:
     options = section.get("options", [])
     if not isinstance(options, list) or not all(isinstance(o, str) for o in options):
         raise ProfileError(f"{where}: options must be a list of strings")
+    options = list(options)
+    for key in _OPTION_KEYS:
+        value = section.get(key)
+        if isinstance(value, bool) or not isinstance(value, str | int | float | None):
+            raise ProfileError(f"{where}: {key} must be a string or a number")
+        if value is not None:
+            options.append(f"{key}={value}")
     password_file = section.get("password_file")
     return Profile(
         name=name,
@@ -78,5 +98,5 @@ def load_profile(name: str, path: Path | None = None) -> Profile:
         user=section["user"],
         mountpoint=_path(section["mountpoint"], f"{where}: mountpoint"),
         password_file=_path(password_file, f"{where}: password_file") if password_file else None,
-        options=list(options),
+        options=options,
     )

@@ -1,8 +1,9 @@
 """An in-memory stand-in for ``VaultClient``, for unit tests of the bridge layers.
 
 It keeps documents with versions, renditions and attachments, answers the client
-methods the read half uses with the shapes of the REST API, counts calls per method,
-and can hold downloads at a gate so tests see reads racing a download.
+methods the bridge uses (reads, locks, drafts, creates, field updates, deletions) with
+the shapes of the REST API, counts calls per method, and can hold downloads at a gate
+so tests see reads racing a download.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import trio
@@ -73,6 +75,24 @@ class FakeVault:
             "promotional_piece__c": ("Promotional Piece", {"brochure__c": "Brochure"}),
             "reference__c": ("Reference", {}),
         }
+        #: field metadata (name -> record), as /metadata/objects/documents/properties
+        self.fields: dict[str, dict[str, Any]] = {
+            name: {"name": name, "editable": editable, "required": required}
+            for name, editable, required in [
+                ("id", False, False),
+                ("name__v", True, True),
+                ("title__v", True, False),
+                ("language__v", True, False),
+                ("md5checksum__v", False, False),
+                ("type__v", False, True),
+            ]
+        }
+        #: required fields without default per type (API name), for creates
+        self.required: dict[str, list[str]] = {"reference__c": []}
+        #: doc id -> user id holding its lock
+        self.locks: dict[int, int] = {}
+        #: the fields of every create_document call
+        self.created: list[dict[str, str]] = []
 
     # --- test helpers ------------------------------------------------------------
 
@@ -193,6 +213,8 @@ class FakeVault:
     async def document_type(self, type_name: str) -> dict[str, Any]:
         self._call("document_type")
         label, subtypes = self.types[type_name]
+        if not subtypes:
+            return {"name": type_name, "label": label, **self._leaf(type_name)}
         return {
             "name": type_name,
             "label": label,
@@ -203,7 +225,20 @@ class FakeVault:
 
     async def document_subtype(self, type_name: str, subtype: str) -> dict[str, Any]:
         self._call("document_subtype")
-        return {"name": subtype, "classifications": []}
+        return {"name": subtype, "classifications": [], **self._leaf(type_name)}
+
+    def _leaf(self, type_name: str) -> dict[str, Any]:
+        """What a leaf's metadata says about creating documents of it."""
+        properties = [
+            {"name": "name__v", "required": True, "systemAttribute": False},
+            {"name": "type__v", "required": True, "systemAttribute": True},
+            {"name": "language__v", "required": True, "defaultValue": ["English"]},
+        ]
+        properties += [{"name": f, "required": True} for f in self.required.get(type_name, [])]
+        return {
+            "availableLifecycles": [{"name": "general_lifecycle__c", "label": "General"}],
+            "properties": properties,
+        }
 
     async def list_documents(
         self, *, start: int = 0, limit: int = 200, sort: str | None = None, **_: Any
@@ -284,3 +319,98 @@ class FakeVault:
         self._call("download_attachment")
         self._doc(doc_id)
         yield FakeDownload(self.attachment_content[(doc_id, attachment_id)], offset)
+
+    # --- the write surface ---------------------------------------------------------
+
+    async def document_properties(self) -> list[dict[str, Any]]:
+        self._call("document_properties")
+        return [dict(f) for f in self.fields.values()]
+
+    async def document_classification(
+        self, type_name: str, subtype: str, classification: str
+    ) -> dict[str, Any]:
+        self._call("document_classification")
+        return {"name": classification}
+
+    async def lock(self, doc_id: int) -> None:
+        self._call("lock")
+        self._doc(doc_id)
+        if doc_id in self.locks:
+            raise errors.OperationNotAllowed(f"{doc_id} is checked out")
+        self.locks[doc_id] = self.user_id
+
+    async def get_lock(self, doc_id: int) -> dict[str, Any] | None:
+        self._call("get_lock")
+        holder = self.locks.get(doc_id)
+        return None if holder is None else {"locked_by__v": holder}
+
+    async def unlock(self, doc_id: int) -> None:
+        self._call("unlock")
+        self.locks.pop(doc_id, None)
+
+    async def keep_alive(self) -> None:
+        self._call("keep_alive")
+
+    async def create_draft(self, doc_id: int, file: Path | None) -> tuple[int, int]:
+        self._call("create_draft")
+        self._doc(doc_id)
+        assert file is not None
+        content = file.read_bytes()  # noqa: ASYNC240 - a test fake
+        self.new_version(doc_id, content)
+        record = self.docs[doc_id][-1].record
+        record["filename__v"] = file.name
+        return record["major_version_number__v"], record["minor_version_number__v"]
+
+    async def create_document(self, fields: dict[str, str], file: Path | None) -> int:
+        self._call("create_document")
+        type_ = fields.get("type__v", "")
+        if type_ not in self.types:
+            raise errors.InvalidData(f"unknown type {type_}")
+        missing = [f for f in ["lifecycle__v", *self.required.get(type_, [])] if f not in fields]
+        if missing:
+            raise errors.ParameterRequired(f"missing {missing}")
+        assert file is not None
+        doc_id = self.add(
+            fields["name__v"],
+            file.read_bytes(),  # noqa: ASYNC240 - a test fake
+            type_=type_,
+            subtype=fields.get("subtype__v", ""),
+            filename=file.name,
+        )
+        self.created.append(dict(fields))
+        return doc_id
+
+    async def update_document(self, doc_id: int, fields: dict[str, str | None]) -> None:
+        self._call("update_document")
+        version = self._doc(doc_id)[-1]
+        self._update(version, fields)
+
+    async def update_version(
+        self, doc_id: int, major: int, minor: int, fields: dict[str, str | None]
+    ) -> None:
+        self._call("update_version")
+        self._update(self._version(doc_id, major, minor), fields)
+
+    def _update(self, version: _Version, fields: dict[str, str | None]) -> None:
+        for name, text in fields.items():
+            if not self.fields.get(name, {}).get("editable"):
+                raise errors.InvalidData(f"{name} is not editable")
+            value: Any = text or None
+            if name == "language__v" and text:
+                value = text.split(",")
+            version.record = dict(version.record, **{name: value})
+        version.record["version_modified_date__v"] = self.tick()
+
+    async def delete_document(self, doc_id: int) -> None:
+        self._call("delete_document")
+        self._doc(doc_id)
+        self.delete(doc_id)
+
+    async def delete_version(self, doc_id: int, major: int, minor: int) -> None:
+        self._call("delete_version")
+        versions = self._doc(doc_id)
+        version = self._version(doc_id, major, minor)
+        if len(versions) == 1:
+            raise errors.InvalidData("the only version")
+        versions.remove(version)
+        versions[-1].record["version_modified_date__v"] = self.tick()

@@ -164,7 +164,7 @@ async def test_fields_are_xattrs_without_api_calls(core: Core, vault: FakeVault)
         await core.getxattr(doc, "user.vault.nope")
     assert info.value.errno == errno.ENODATA
     with pytest.raises(errors.NotEditable):
-        await core.setxattr(doc, "user.vault.name__v", b"x")
+        await core.setxattr(doc, "user.vault.md5checksum__v", b"x")
 
 
 async def test_unknown_names_and_vanished_documents(core: Core, vault: FakeVault) -> None:

@@ -1,139 +1,330 @@
-"""The write wiring of the core, against a fake spool with the spool's interface."""
+"""The write half of the core against a fake vault and the real spool: check-out and
+check-in, scratch files and rename-over, new documents, fields, deletion."""
 
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 import trio
 
 from vaultfs import errors
 from vaultfs.bridge.blobcache import BlobCache
-from vaultfs.bridge.core import Core
+from vaultfs.bridge.core import Core, Options
 from vaultfs.bridge.index import DocumentIndex, TypeCatalog
 from vaultfs.bridge.inodes import ROOT_INODE
+from vaultfs.bridge.spool import Spool
 from vaultfs.bridge.tree import Tree
 
 from .fakevault import FakeVault
 
-
-class FakeEntry:
-    def __init__(self, doc_id: int, path: Path) -> None:
-        self.doc_id = doc_id
-        self.path = path
-
-    def size(self) -> int:
-        return self.path.stat().st_size
-
-    def pread(self, offset: int, size: int) -> bytes:
-        with self.path.open("rb") as f:
-            f.seek(offset)
-            return f.read(size)
-
-    def pwrite(self, offset: int, data: bytes) -> int:
-        with self.path.open("r+b") as f:
-            f.seek(offset)
-            return f.write(data)
-
-    def truncate(self, size: int) -> None:
-        os.truncate(self.path, size)
-
-    def fsync(self) -> None:
-        pass
+ORIGINAL = b"original content\n"
 
 
-class FakeSpool:
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
-        self.entries: dict[int, FakeEntry] = {}
-        self.begun: list[dict[str, Any]] = []
-        self.committed: list[bytes] = []
-        self.locked_by_other: set[int] = set()
-
-    def entry(self, doc_id: int) -> FakeEntry | None:
-        return self.entries.get(doc_id)
-
-    async def begin(
-        self, doc_id: int, *, filename: str, base_md5: str | None, initial: Path | None
-    ) -> FakeEntry:
-        if doc_id in self.locked_by_other:
-            raise errors.LockedByOther(f"{doc_id} is locked")
-        if doc_id in self.entries:  # as the real spool: an open edit keeps its content
-            return self.entries[doc_id]
-        self.begun.append({"doc_id": doc_id, "filename": filename, "initial": initial})
-        path = self.directory / str(doc_id)
-        path.write_bytes(initial.read_bytes() if initial else b"")  # noqa: ASYNC240 - a test fake
-        self.entries[doc_id] = FakeEntry(doc_id, path)
-        return self.entries[doc_id]
-
-    async def commit(self, entry: FakeEntry) -> None:
-        self.committed.append(entry.path.read_bytes())
-        del self.entries[entry.doc_id]
-
-    def pending(self) -> list[dict[str, Any]]:
-        return [{"doc_id": d} for d in self.entries]
+@dataclass
+class Setup:
+    core: Core
+    vault: FakeVault
+    spool: Spool
+    doc_id: int
 
 
-@pytest.fixture
-async def setup(tmp_path: Path) -> AsyncIterator[tuple[Core, FakeSpool, FakeVault]]:
+async def _setup(tmp_path: Path, *, allow_delete: bool = False) -> AsyncIterator[Setup]:
     vault = FakeVault()
-    vault.add("Guide", b"original content\n", filename="guide.txt")
+    doc_id = vault.add("Guide", ORIGINAL, filename="guide.txt")
+    vault.new_version(doc_id, ORIGINAL + b"v2\n")
+    vault.new_version(doc_id, ORIGINAL)
     index = DocumentIndex(vault)  # type: ignore[arg-type]
     await index.build()
-    spool = FakeSpool(tmp_path)
+    spool = Spool(tmp_path / "spool", vault, retry_initial=60)  # type: ignore[arg-type]
     blobs = BlobCache(tmp_path / "cache", 1 << 20)
     async with trio.open_nursery() as nursery:
         await nursery.start(blobs.run)
+        await nursery.start(spool.run)
         tree = Tree(vault, index, TypeCatalog(vault))  # type: ignore[arg-type]
-        yield Core(tree, blobs, spool=spool), spool, vault  # type: ignore[arg-type]
+        core = Core(tree, blobs, Options(allow_delete=allow_delete), spool=spool)
+        yield Setup(core, vault, spool, doc_id)
         nursery.cancel_scope.cancel()
 
 
-async def _file(core: Core) -> int:
+@pytest.fixture
+async def setup(tmp_path: Path) -> AsyncIterator[Setup]:
+    async for s in _setup(tmp_path):
+        yield s
+
+
+@pytest.fixture
+async def deleting(tmp_path: Path) -> AsyncIterator[Setup]:
+    async for s in _setup(tmp_path, allow_delete=True):
+        yield s
+
+
+async def walk(core: Core, *names: str) -> int:
     ino = ROOT_INODE
-    for name in ("Reference", "Guide", "guide.txt"):
+    for name in names:
         ino = (await core.lookup(ino, name)).ino
     return ino
 
 
-async def test_edit_in_place_starts_from_the_content_and_checks_in_on_last_flush(setup) -> None:  # type: ignore[no-untyped-def]
-    core, spool, _ = setup
-    ino = await _file(core)
+async def names(core: Core, ino: int) -> set[str]:
+    fh = await core.opendir(ino)
+    try:
+        return {name for _, name, _, _ in await core.readdir(fh, 0)}
+    finally:
+        core.releasedir(fh)
+
+
+def latest(vault: FakeVault, doc_id: int) -> bytes:
+    return vault.docs[doc_id][-1].content
+
+
+async def write_file(core: Core, parent: int, name: str, data: bytes) -> None:
+    opened, _ = await core.create(parent, name, 0o644, os.O_WRONLY | os.O_CREAT)
+    await core.write(opened.fh, 0, data)
+    await core.flush(opened.fh)
+    await core.release(opened.fh)
+
+
+async def test_edit_in_place_checks_in_once_on_the_last_close(setup: Setup) -> None:
+    core, vault = setup.core, setup.vault
+    ino = await walk(core, "Reference", "Guide", "guide.txt")
     first = await core.open(ino, os.O_RDWR)
     second = await core.open(ino, os.O_WRONLY)
-    assert spool.begun[0]["initial"] is not None  # started from the current content
+    assert vault.locks == {setup.doc_id: 1}
     assert await core.write(first.fh, 0, b"CHANGED") == 7
-    assert (await core.getattr(ino)).size == len(b"original content\n")
     reader = await core.open(ino, os.O_RDONLY)
-    assert await core.read(reader.fh, 0, 7) == b"CHANGED"
+    assert await core.read(reader.fh, 0, 7) == b"CHANGED"  # readers see the writer's bytes
     await core.release(reader.fh)
     await core.flush(first.fh)  # not the last writer: nothing checked in yet
     await core.release(first.fh)
-    assert spool.committed == []
+    assert vault.calls["create_draft"] == 0
     await core.flush(second.fh)
     await core.release(second.fh)
-    assert spool.committed == [b"CHANGEDl content\n"]
+    assert latest(vault, setup.doc_id) == b"CHANGEDl content\n"
+    assert vault.calls["create_draft"] == 1 and vault.locks == {}
+    # The draft keeps the document's file name, and the index knows it at once.
+    assert core.tree.record(setup.doc_id)["filename__v"] == "guide.txt"
+    assert core.tree.record(setup.doc_id)["minor_version_number__v"] == 4
 
 
-async def test_truncating_open_starts_empty(setup) -> None:  # type: ignore[no-untyped-def]
-    core, spool, _ = setup
-    ino = await _file(core)
+async def test_a_shell_redirection_makes_one_draft(setup: Setup) -> None:
+    """``echo x > file``: the shell flushes a duplicate descriptor before writing."""
+    core, vault = setup.core, setup.vault
+    ino = await walk(core, "Reference", "Guide", "guide.txt")
     opened = await core.open(ino, os.O_WRONLY | os.O_TRUNC)
-    assert spool.begun[0]["initial"] is None
-    await core.write(opened.fh, 0, b"new")
-    await core.setattr(ino, 2, opened.fh)
+    await core.flush(opened.fh)
+    await core.write(opened.fh, 0, b"x\n")
     await core.flush(opened.fh)
     await core.release(opened.fh)
-    assert spool.committed == [b"ne"]
+    assert vault.calls["create_draft"] == 1 and latest(vault, setup.doc_id) == b"x\n"
 
 
-async def test_locked_by_another_user_is_ebusy(setup) -> None:  # type: ignore[no-untyped-def]
-    core, spool, _ = setup
-    spool.locked_by_other.add(1)
+async def test_unchanged_content_uploads_nothing_and_unlocks(setup: Setup) -> None:
+    core, vault = setup.core, setup.vault
+    ino = await walk(core, "Reference", "Guide", "guide.txt")
+    opened = await core.open(ino, os.O_RDWR)
+    await core.write(opened.fh, 0, ORIGINAL[:4])
+    await core.flush(opened.fh)
+    await core.release(opened.fh)
+    assert vault.calls["create_draft"] == 0 and vault.calls["unlock"] == 1 and vault.locks == {}
+
+
+async def test_locked_by_another_user_is_ebusy_and_changes_nothing(setup: Setup) -> None:
+    core, vault = setup.core, setup.vault
+    vault.locks[setup.doc_id] = 99
+    ino = await walk(core, "Reference", "Guide", "guide.txt")
     with pytest.raises(errors.LockedByOther) as info:
-        await core.open(await _file(core), os.O_WRONLY)
+        await core.open(ino, os.O_WRONLY)
     assert errors.errno_for(info.value) == errno.EBUSY
+    assert vault.locks == {setup.doc_id: 99} and setup.spool.pending() == []
+    reader = await core.open(ino, os.O_RDONLY)
+    assert await core.read(reader.fh, 0, 100) == ORIGINAL
+
+
+async def test_truncate_without_an_open_file_is_one_save(setup: Setup) -> None:
+    core, vault = setup.core, setup.vault
+    ino = await walk(core, "Reference", "Guide", "guide.txt")
+    await core.setattr(ino, 8, None)
+    assert latest(vault, setup.doc_id) == ORIGINAL[:8] and vault.locks == {}
+
+
+async def test_scratch_files_stay_local_and_rename_over_checks_in(setup: Setup) -> None:
+    core, vault = setup.core, setup.vault
+    doc = await walk(core, "Reference", "Guide")
+    await write_file(core, doc, ".guide.txt.swp", b"swap")
+    await write_file(core, doc, "sedAb12Cd", b"new content\n")
+    assert {".guide.txt.swp", "sedAb12Cd", "guide.txt"} <= await names(core, doc)
+    assert vault.calls["create_draft"] == 0 and vault.calls["create_document"] == 0
+    swap = await core.lookup(doc, ".guide.txt.swp")
+    assert swap.mode & 0o777 == 0o644 and swap.size == 4
+    await core.rename(doc, "sedAb12Cd", doc, "guide.txt", 0)
+    assert latest(vault, setup.doc_id) == b"new content\n" and vault.locks == {}
+    assert "sedAb12Cd" not in await names(core, doc)
+    await core.unlink(doc, ".guide.txt.swp")
+    assert await names(core, doc) == {"guide.txt", "versions", "renditions", "attachments"}
+    scratch_dir = setup.spool.directory / "scratch"
+    assert list(scratch_dir.iterdir()) == []
+
+
+async def test_rename_mode_of_vim_backs_up_then_writes_anew(setup: Setup) -> None:
+    core, vault = setup.core, setup.vault
+    doc = await walk(core, "Reference", "Guide")
+    await core.rename(doc, "guide.txt", doc, "guide.txt~", 0)
+    assert "guide.txt" not in await names(core, doc)
+    backup = await core.lookup(doc, "guide.txt~")
+    opened = await core.open(backup.ino, os.O_RDONLY)
+    assert await core.read(opened.fh, 0, 100) == ORIGINAL
+    await core.release(opened.fh)
+    opened, attr = await core.create(doc, "guide.txt", 0o644, os.O_WRONLY | os.O_CREAT)
+    await core.write(opened.fh, 0, b"written anew\n")
+    await core.flush(opened.fh)
+    await core.release(opened.fh)
+    await core.unlink(doc, "guide.txt~")
+    assert latest(vault, setup.doc_id) == b"written anew\n" and vault.calls["create_draft"] == 1
+    assert (await core.getattr(attr.ino)).size == len(b"written anew\n")
+    assert "guide.txt~" not in await names(core, doc)
+
+
+async def test_a_new_file_in_a_type_folder_creates_a_document(setup: Setup) -> None:
+    core, vault = setup.core, setup.vault
+    folder = await walk(core, "Reference")
+    opened, attr = await core.create(folder, "Notes.md", 0o644, os.O_WRONLY | os.O_CREAT)
+    await core.write(opened.fh, 0, b"# notes\n")
+    assert "Notes.md" in await names(core, folder)  # pending meanwhile
+    await core.flush(opened.fh)
+    await core.release(opened.fh)
+    [fields] = vault.created
+    assert fields["name__v"] == "Notes" and fields["type__v"] == "reference__c"
+    assert fields["lifecycle__v"] == "general_lifecycle__c" and fields["language__v"] == "English"
+    assert "Notes" in await names(core, folder)  # known without a poll
+    assert await names(core, await walk(core, "Reference", "Notes")) >= {"Notes.md"}
+    assert (await core.getattr(attr.ino)).size == len(b"# notes\n")
+
+
+async def test_mkdir_then_a_file_names_the_document_after_the_directory(setup: Setup) -> None:
+    core, vault = setup.core, setup.vault
+    folder = await walk(core, "Reference")
+    new = await core.mkdir(folder, "Plan B")
+    await write_file(core, new.ino, ".plan.pdf.tmp", b"scratch")
+    await write_file(core, new.ino, "plan.pdf", b"%PDF plan")
+    [fields] = vault.created
+    assert fields["name__v"] == "Plan B"
+    doc_id = max(vault.docs)
+    assert vault.docs[doc_id][-1].record["filename__v"] == "plan.pdf"
+    assert await names(core, new.ino) >= {"plan.pdf", ".plan.pdf.tmp", "versions"}
+
+
+async def test_a_required_field_without_default_fails_with_einval_and_keeps_the_content(
+    setup: Setup, caplog: pytest.LogCaptureFixture
+) -> None:
+    core, vault = setup.core, setup.vault
+    vault.required["reference__c"] = ["study_number__c"]
+    folder = await walk(core, "Reference")
+    before = set(vault.docs)
+    opened, _ = await core.create(folder, "Study.txt", 0o644, os.O_WRONLY | os.O_CREAT)
+    await core.write(opened.fh, 0, b"precious")
+    with pytest.raises(errors.ParameterRequired) as info:
+        await core.flush(opened.fh)
+    await core.release(opened.fh)
+    assert errors.errno_for(info.value) == errno.EINVAL
+    assert "study_number__c" in caplog.text
+    assert set(vault.docs) == before and vault.calls["create_document"] == 0
+    assert "Study.txt" not in await names(core, folder)
+    lost = await walk(core, ".vaultfs", "lost+found")
+    [name] = await names(core, lost)
+    assert name == "new-Study.txt"
+    opened = await core.open((await core.lookup(lost, name)).ino, os.O_RDONLY)
+    assert await core.read(opened.fh, 0, 100) == b"precious"
+    await core.release(opened.fh)
+    [entry] = core.status()["lost_and_found"]
+    assert entry["file"] == name and "study_number__c" in entry["error"]
+    await core.unlink(lost, name)
+    assert await names(core, lost) == set()
+
+
+async def test_fields_change_through_xattrs(setup: Setup) -> None:
+    core, vault = setup.core, setup.vault
+    ino = await walk(core, "Reference", "Guide", "guide.txt")
+    await core.setxattr(ino, "user.vault.title__v", b"A title")
+    assert vault.docs[setup.doc_id][-1].record["title__v"] == "A title"
+    assert await core.getxattr(ino, "user.vault.title__v") == b"A title"
+    calls = sum(vault.calls.values())
+    await core.setxattr(ino, "user.vault.title__v", b"A title")  # same value: no call
+    assert sum(vault.calls.values()) == calls
+    await core.setxattr(ino, "user.vault.language__v", b'["English","French"]')
+    assert vault.docs[setup.doc_id][-1].record["language__v"] == ["English", "French"]
+    await core.setxattr(ino, "user.vault.title__v", None)
+    assert await core.getxattr(ino, "user.vault.title__v") == b""
+    with pytest.raises(errors.NotEditable):
+        await core.setxattr(ino, "user.vault.md5checksum__v", b"0")
+    for name in ("user.vault.no_such_field__c", "user.other"):
+        with pytest.raises(OSError) as info:
+            await core.setxattr(ino, name, b"x")
+        assert info.value.errno == errno.ENOTSUP
+    old = await walk(core, "Reference", "Guide", "versions", "0.1", "guide.txt")
+    await core.setxattr(old, "user.vault.title__v", b"old title")
+    assert vault.docs[setup.doc_id][0].record["title__v"] == "old title"
+    assert await core.getxattr(old, "user.vault.title__v") == b"old title"
+
+
+async def test_deleting_is_off_by_default(setup: Setup) -> None:
+    core = setup.core
+    doc = await walk(core, "Reference", "Guide")
+    version = await walk(core, "Reference", "Guide", "versions", "0.1")
+    for parent, name in ((version, "guide.txt"), (doc, "guide.txt")):
+        with pytest.raises(errors.OperationNotPermitted):
+            await core.unlink(parent, name)
+    with pytest.raises(errors.OperationNotPermitted):
+        await core.rmdir(await walk(core, "Reference"), "Guide")
+    assert len(setup.vault.docs[setup.doc_id]) == 3
+
+
+async def test_rm_of_a_version_and_rm_r_of_a_document(deleting: Setup) -> None:
+    core, vault = deleting.core, deleting.vault
+    version = await walk(core, "Reference", "Guide", "versions", "0.2")
+    await core.unlink(version, "guide.txt")
+    assert [v.record["minor_version_number__v"] for v in vault.docs[deleting.doc_id]] == [1, 3]
+    # rm -r: the walk removes everything inside, then the directory.
+    folder = await walk(core, "Reference")
+    await rm_r(core, folder, "Guide")
+    assert deleting.doc_id not in vault.docs
+    assert "Guide" not in await names(core, folder)
+    assert vault.calls["delete_document"] == 1
+
+
+async def rm_r(core: Core, parent: int, name: str) -> None:
+    """What ``rm -r`` does: read a directory, remove its entries in that order, rmdir."""
+    attr = await core.lookup(parent, name)
+    if attr.mode & 0o040000:
+        fh = await core.opendir(attr.ino)
+        listing = [entry_name for _, entry_name, _, _ in await core.readdir(fh, 0)]
+        core.releasedir(fh)
+        for child in listing:
+            await rm_r(core, attr.ino, child)
+        await core.rmdir(parent, name)
+    else:
+        await core.unlink(parent, name)
+
+
+async def test_checkin_failure_keeps_the_content_pending(setup: Setup) -> None:
+    core, vault = setup.core, setup.vault
+    ino = await walk(core, "Reference", "Guide", "guide.txt")
+    opened = await core.open(ino, os.O_WRONLY | os.O_TRUNC)
+    await core.write(opened.fh, 0, b"offline work")
+    vault.unreachable = True
+    with pytest.raises(errors.VaultUnavailable):
+        await core.flush(opened.fh)
+    await core.release(opened.fh)
+    [pending] = core.status()["pending_uploads"]
+    assert pending["doc_id"] == setup.doc_id and pending["state"] == "pending"
+    assert "VAULT_UNAVAILABLE" in pending["last_error"]
+    data = (setup.spool.directory / f"{setup.doc_id}.data").read_bytes()
+    assert hashlib.md5(data).hexdigest() == hashlib.md5(b"offline work").hexdigest()
+    vault.unreachable = False
+    await setup.spool.flush_now()
+    assert latest(vault, setup.doc_id) == b"offline work" and vault.locks == {}

@@ -1,12 +1,21 @@
-"""The fstab helper turns mount(8)'s argv into ``vaultfs mount`` argv."""
+"""The fstab helper turns mount(8)'s argv into ``vaultfs mount`` argv, and mount(8)
+runs it for real: ``mount -t fuse.vaultfs`` and an fstab line, then umount."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
+from pathlib import Path
 
-from vaultfs.mount_helper import translate
+import pytest
+
+from tests.conftest import ADMIN, DEMO_PASSWORD
+from tests.ops.conftest import Daemon, alive, needs_mount, run_vaultfs
+from tests.vaultproc import VaultProcess, wait_until
+from vaultfs.bridge.control import vaultfs_mounts
+from vaultfs.mount_helper import HELPER_DIR, HELPER_NAME, translate
 
 
 def test_fstab_options_are_translated_and_systemd_ones_dropped() -> None:
@@ -55,3 +64,91 @@ def test_installed_helper_never_puts_a_password_on_argv() -> None:
         check=True,
     ).stdout
     assert out.strip() == "vaultfs mount http://v /m --user a --password-file /p"
+
+
+def test_username_wins_over_the_user_mount_adds_itself() -> None:
+    argv = translate(["http://v", "/m", "-o", "users,username=ed,exec,user=alice"])
+    assert argv == ["mount", "http://v", "/m", "--user", "ed"]
+
+
+@pytest.fixture
+def installed_helper() -> Iterator[Path]:
+    """``/sbin/mount.fuse.vaultfs`` linked by ``vaultfs install-helper``, removed after."""
+    if os.geteuid() != 0:
+        pytest.skip("mount(8) with a helper needs root")
+    link = HELPER_DIR / HELPER_NAME
+    if link.exists() or link.is_symlink():
+        pytest.skip(f"{link} exists already; not touching it")
+    try:
+        done = run_vaultfs("install-helper")
+        assert done.returncode == 0, done.stderr
+        assert link.is_symlink() and link.resolve().name == HELPER_NAME
+        yield link
+    finally:
+        if link.is_symlink():
+            removed = run_vaultfs("install-helper", "--remove")
+            assert removed.returncode == 0 and not link.is_symlink(), removed.stderr
+
+
+def private_password(tmp_path: Path) -> Path:
+    path = tmp_path / "password"
+    path.write_text(DEMO_PASSWORD + "\n")
+    path.chmod(0o600)
+    return path
+
+
+@pytest.mark.mount
+@needs_mount
+def test_mount_t_fuse_vaultfs_mounts_and_umount_ends_the_daemon(
+    installed_helper: Path, vault_server: VaultProcess, tmp_path: Path
+) -> None:
+    daemon = Daemon(vault_server.url, tmp_path)
+    daemon.mountpoint.mkdir()
+    options = (
+        f"user={ADMIN},password_file={private_password(tmp_path)},"
+        f"cache_dir={daemon.cache_dir},_netdev,nofail,allow_other,poll_interval=5"
+    )
+    try:
+        argv = ["mount", "-t", "fuse.vaultfs", vault_server.url, str(daemon.mountpoint)]
+        result = subprocess.run([*argv, "-o", options], capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stderr + daemon.log()
+        assert os.path.ismount(daemon.mountpoint)
+        daemon.adopt()
+        status = daemon.status()
+        assert status["user"] == ADMIN and status["vault_url"] == vault_server.url
+        assert any(d.is_dir() for d in daemon.mountpoint.iterdir())
+        assert daemon.mountpoint in vaultfs_mounts()
+        subprocess.run(["umount", str(daemon.mountpoint)], check=True, timeout=60)
+        assert not os.path.ismount(daemon.mountpoint)
+        assert daemon.pid is not None
+        wait_until(lambda: not alive(daemon.pid or 0), what="the daemon's exit after umount")
+    finally:
+        daemon.stop()
+
+
+@pytest.mark.mount
+@needs_mount
+def test_an_fstab_line_mounts_with_username_and_ro(
+    installed_helper: Path, vault_server: VaultProcess, tmp_path: Path
+) -> None:
+    daemon = Daemon(vault_server.url, tmp_path)
+    daemon.mountpoint.mkdir()
+    options = (
+        f"_netdev,noauto,x-systemd.automount,username={ADMIN},"
+        f"password_file={private_password(tmp_path)},cache_dir={daemon.cache_dir},ro"
+    )
+    fstab = tmp_path / "fstab"
+    fstab.write_text(f"{vault_server.url} {daemon.mountpoint} fuse.vaultfs {options} 0 0\n")
+    try:
+        result = subprocess.run(
+            ["mount", "--fstab", str(fstab), str(daemon.mountpoint)],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr + daemon.log()
+        daemon.adopt()
+        assert daemon.status()["read_only"] is True
+        done = run_vaultfs("umount", str(daemon.mountpoint))
+        assert done.returncode == 0, done.stderr
+        assert not os.path.ismount(daemon.mountpoint)
+    finally:
+        daemon.stop()

@@ -1,4 +1,4 @@
-"""The shipped unit files pass ``systemd-analyze verify``."""
+"""The shipped unit files pass ``systemd-analyze verify`` and run real commands."""
 
 from __future__ import annotations
 
@@ -8,6 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from vaultfs.cli import build_parser
+from vaultfs.mount_helper import translate
 
 UNITS = Path(__file__).resolve().parents[2] / "systemd"
 
@@ -35,3 +38,29 @@ def test_unit_verifies(unit: str, tmp_path: Path) -> None:
     )
     problems = [line for line in result.stderr.splitlines() if unit.split("@")[0] in line]
     assert result.returncode == 0 and not problems, result.stderr
+
+
+def _values(unit: str, key: str) -> list[str]:
+    return [
+        line.split("=", 1)[1]
+        for line in (UNITS / unit).read_text().splitlines()
+        if line.startswith(f"{key}=")
+    ]
+
+
+@pytest.mark.parametrize("unit", ["vaultfs@.service", "vaultfs-system@.service"])
+def test_service_commands_are_real_vaultfs_commands(unit: str) -> None:
+    commands = _values(unit, "ExecStart") + _values(unit, "ExecStop")
+    assert len(commands) == 2
+    for command in commands:
+        program, *args = command.replace("%i", "work").split()
+        assert program.endswith("/vaultfs")
+        build_parser().parse_args(args)  # exits (fails the test) on an unknown option
+    assert "--foreground" in commands[0]  # Type=notify: the unit's main process mounts
+
+
+def test_mount_unit_options_are_helper_options() -> None:
+    [options] = _values("srv-vaultfs-work.mount", "Options")
+    argv = translate(["http://v", "/srv/vaultfs/work", "-o", options])
+    args = build_parser().parse_args(argv)
+    assert args.user == "editor@vaultfs.demo" and args.options == ["allow_other"]

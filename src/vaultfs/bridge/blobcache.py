@@ -155,7 +155,8 @@ class BlobCache:
             return {}
         return {str(k): int(v) for k, v in data.items()} if isinstance(data, dict) else {}
 
-    def _remember_size(self, key: str, size: int) -> None:
+    def remember_size(self, key: str, size: int) -> None:
+        """Record ``key``'s exact size (told by a download, or known from an upload)."""
         if self._sizes.get(key) == size:
             return
         self._sizes[key] = size
@@ -239,7 +240,7 @@ class BlobCache:
         try:
             async with fetch(0) as download:
                 if download.length is not None:
-                    self._remember_size(dl.key, download.length)
+                    self.remember_size(dl.key, download.length)
                 dl.started = True
                 dl.notify()
                 async for chunk in download.chunks(CHUNK):
@@ -248,7 +249,7 @@ class BlobCache:
                     dl.notify()
             os.replace(dl.part, final)
             dl.done = True
-            self._remember_size(dl.key, dl.have)
+            self.remember_size(dl.key, dl.have)
             if dl.have > self.max_bytes:
                 final.unlink()  # bigger than the whole cache: serve the open handles only
             else:

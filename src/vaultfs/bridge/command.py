@@ -1,32 +1,37 @@
-"""Sub-commands of the bridge half: ``mount``, ``umount`` and ``demo``.
+"""Sub-commands of the bridge half: ``mount``, ``umount``, ``status``, ``flush``,
+``demo``, ``set-password`` and ``install-helper``.
 
-Owns the command line of the bridge: option parsing (``-o`` FUSE-style options),
-where the password comes from (``VAULTFS_PASSWORD``, ``--password-file``, a prompt on
-a terminal; never argv), logging setup, and daemonising. A daemonised mount is a child
-process started in its own session that reports on a pipe once the mount answers, so
-the parent exits 0 only when the mount is up and with the child's error otherwise.
+Owns the command line of the bridge: what a mount is asked for (a named profile, or
+URL, mount point and ``-o`` FUSE-style options), the password's way into the daemon
+(``credentials``; never argv), and daemonising. A daemonised mount is a child process
+started in its own session that reports on a pipe once the mount answers, so the
+parent exits 0 only when the mount is up and with the child's error otherwise. The
+commands that manage a running mount are in ``manage``.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import getpass
-import json
 import logging
 import os
 import select
 import subprocess
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
 import trio
 
-from vaultfs import errors
+from vaultfs import errors, mount_helper
+from vaultfs.profiles import ProfileError, load_profile, names_profile
 
+from . import control, manage
+from .credentials import CredentialError, find_password, store_in_keyring
 from .demo import run_demo
+from .logs import setup_logging, stderr_is_journal, under_systemd
 from .mount import MountConfig, default_cache_dir, run_mount
 
 __all__ = ["parse_mount_options", "parse_size", "register"]
@@ -37,8 +42,16 @@ DEFAULT_URL = "http://127.0.0.1:8817"
 #: longest the parent of a daemonised mount waits for the mount to come up
 _START_TIMEOUT = 120.0
 _SIZE_SUFFIXES = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-_FLAGS = {"ro", "allow_other", "allow_delete", "debug", "rw"}
-_VALUED = {"cache_dir", "cache_size", "poll_interval", "attr_timeout"}
+_FLAGS = {"ro", "rw", "allow_other", "allow_delete", "debug"}
+_VALUED = {"cache_dir", "cache_size", "poll_interval", "attr_timeout", "retries"}
+#: options naming who logs in; the same as ``--user`` and ``--password-file``
+_LOGIN = {"user", "username", "password_file"}
+_OPTIONS_HELP = (
+    "comma-separated, repeatable: ro, allow_other, allow_delete, debug, cache_dir=DIR, "
+    "cache_size=SIZE (default 1G), poll_interval=SECONDS (default 30), "
+    "attr_timeout=SECONDS (default 1), retries=N (default 6), username=NAME, "
+    "password_file=FILE"
+)
 
 
 def parse_size(text: str) -> int:
@@ -61,7 +74,7 @@ def parse_mount_options(values: list[str]) -> dict[str, str | bool]:
     for value in values:
         for item in filter(None, value.split(",")):
             name, sep, arg = item.partition("=")
-            if sep and name in _VALUED:
+            if sep and name in _VALUED | _LOGIN:
                 options[name] = arg
             elif not sep and name in _FLAGS:
                 options[name] = True
@@ -70,11 +83,11 @@ def parse_mount_options(values: list[str]) -> dict[str, str | bool]:
     return options
 
 
-def _positive_float(name: str, text: str) -> float:
+def _number(name: str, text: str, kind: type[float] | type[int] = float) -> float:
     try:
-        value = float(text)
+        value = kind(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{name} must be a number of seconds") from None
+        raise argparse.ArgumentTypeError(f"{name} must be a number, not {text!r}") from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"{name} must not be negative")
     return value
@@ -82,18 +95,21 @@ def _positive_float(name: str, text: str) -> float:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add this half's sub-commands to the ``vaultfs`` parser."""
-    mount = sub.add_parser("mount", help="mount a vault as a directory tree")
-    mount.add_argument("url", nargs="?", default=DEFAULT_URL, help=f"default {DEFAULT_URL}")
-    mount.add_argument("mountpoint", type=Path)
-    mount.add_argument("--user", required=True, help="user name to log in as")
+    mount = sub.add_parser(
+        "mount",
+        help="mount a vault as a directory tree",
+        usage="vaultfs mount PROFILE [options]\n"
+        "       vaultfs mount [URL] MOUNTPOINT --user NAME [options]",
+    )
+    mount.add_argument("url", nargs="?", help=f"the vault (default {DEFAULT_URL})")
+    mount.add_argument("target", metavar="MOUNTPOINT|PROFILE")
+    mount.add_argument("--user", help="user name to log in as")
     mount.add_argument(
-        "--password-file", type=Path, help="read the password from this file (first line)"
+        "--password-file", type=Path, help="read the password from this 0600 file (first line)"
     )
     mount.add_argument(
-        "-o", dest="options", action="append", default=[], metavar="OPTIONS",
-        help="comma-separated: ro, allow_other, allow_delete, debug, cache_dir=DIR, "
-        "cache_size=SIZE (default 1G), poll_interval=SECONDS (default 30), attr_timeout=SECONDS",
-    )  # fmt: skip
+        "-o", dest="options", action="append", default=[], metavar="OPTIONS", help=_OPTIONS_HELP
+    )
     mount.add_argument("--foreground", "-f", action="store_true", help="do not daemonise")
     _logging_arguments(mount)
     # Internal: the daemon child reports readiness on this fd and reads its password
@@ -102,75 +118,109 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     mount.add_argument("--password-stdin", action="store_true", help=argparse.SUPPRESS)
     mount.set_defaults(handler=_mount)
 
-    umount = sub.add_parser("umount", help="flush and unmount a vaultfs mount")
-    umount.add_argument("mountpoint", type=Path)
-    umount.add_argument("--timeout", type=float, default=60.0, help="seconds to wait")
-    umount.set_defaults(handler=_umount)
+    manage.register(sub)
 
     demo = sub.add_parser("demo", help="start a local demo vault and mount it")
     demo.add_argument("mountpoint", nargs="?", type=Path, default=Path.home() / "vaultfs-demo")
     _logging_arguments(demo)
     demo.set_defaults(handler=_demo)
 
+    password = sub.add_parser(
+        "set-password", help="store a password in the system keyring (read from a prompt)"
+    )
+    password.add_argument("target", nargs="?", metavar="PROFILE")
+    password.add_argument("--url", help="the vault, when no profile is named")
+    password.add_argument("--user", help="the user name, when no profile is named")
+    password.set_defaults(handler=_set_password)
+
+    helper = sub.add_parser(
+        "install-helper",
+        help="link mount.fuse.vaultfs into /sbin so that mount -t fuse.vaultfs and fstab work",
+    )
+    helper.add_argument("--dir", type=Path, default=mount_helper.HELPER_DIR, help="default /sbin")
+    helper.add_argument("--remove", action="store_true", help="remove the link instead")
+    helper.set_defaults(handler=_install_helper)
+
 
 def _logging_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"]
     )
+    parser.add_argument(
+        "--debug", action="store_true", help="log at DEBUG, with every API call and its duration"
+    )
     parser.add_argument("--log-file", type=Path, help="log here instead of stderr")
 
 
-def setup_logging(level: str, log_file: Path | None) -> None:
-    handler: logging.Handler
-    if log_file is not None:
-        log_file.parent.mkdir(parents=True, exist_ok=True)
-        handler = logging.FileHandler(log_file)
-        os.chmod(log_file, 0o600)
+def _level(args: argparse.Namespace) -> str:
+    return "DEBUG" if args.debug else str(args.log_level)
+
+
+# --- what is mounted --------------------------------------------------------------
+
+
+@dataclass
+class _Request:
+    """A mount as asked for, before the password is known."""
+
+    url: str
+    user: str
+    mountpoint: Path
+    password_file: Path | None
+    #: ``-o`` option strings, login ones (user, password_file) taken out
+    options: list[str] = field(default_factory=list)
+    profile: str | None = None
+
+
+def _request(args: argparse.Namespace) -> _Request:
+    """Profile, command line and ``-o`` options, merged (the command line wins)."""
+    if args.url is None and names_profile(args.target):
+        profile = load_profile(args.target)
+        url, user, mountpoint = profile.url, profile.user, profile.mountpoint
+        password_file, options, name = profile.password_file, profile.options, profile.name
     else:
-        handler = logging.StreamHandler()
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(level)
-    # httpx logs request URLs at INFO; keep them out of the mount's log.
-    logging.getLogger("httpx").setLevel(logging.WARNING)
-
-
-# --- mount ------------------------------------------------------------------------
-
-
-def _password(args: argparse.Namespace) -> str:
-    if args.password_stdin:
-        return sys.stdin.readline().rstrip("\n")
+        url, user, mountpoint = args.url or DEFAULT_URL, None, Path(args.target)
+        password_file, options, name = None, [], None
+    options = [*options, *args.options]
+    parsed = parse_mount_options(options)
+    user = args.user or str(parsed.get("username") or parsed.get("user") or user or "")
+    if not user:
+        raise argparse.ArgumentTypeError("no user name: give --user NAME or -o username=NAME")
     if args.password_file is not None:
-        return (
-            args.password_file.read_text().splitlines()[0]
-            if args.password_file.stat().st_size
-            else ""
-        )
-    env = os.environ.get("VAULTFS_PASSWORD")
-    if env is not None:
-        return env
-    if sys.stdin.isatty():
-        return getpass.getpass(f"Password for {args.user}: ")
-    raise SystemExit("vaultfs mount: no password (set VAULTFS_PASSWORD or use --password-file)")
+        password_file = args.password_file
+    elif parsed.get("password_file"):
+        password_file = Path(str(parsed["password_file"]))
+    kept = [
+        item
+        for value in options
+        for item in value.split(",")
+        if item and item.partition("=")[0] not in _LOGIN
+    ]
+    return _Request(
+        url=url.rstrip("/"),
+        user=user,
+        mountpoint=mountpoint.expanduser().resolve(),
+        password_file=password_file.expanduser() if password_file else None,
+        options=kept,
+        profile=name,
+    )
 
 
-def _config(args: argparse.Namespace, password: str) -> MountConfig:
-    options = parse_mount_options(args.options)
-    url = args.url.rstrip("/")
+def _config(request: _Request) -> MountConfig:
+    options = parse_mount_options(request.options)
     cache_dir = options.get("cache_dir")
     return MountConfig(
-        url=url,
-        user=args.user,
-        password=password,
-        mountpoint=args.mountpoint.resolve(),
+        url=request.url,
+        user=request.user,
+        password="",
+        mountpoint=request.mountpoint,
         cache_dir=Path(str(cache_dir)).expanduser()
         if cache_dir
-        else default_cache_dir(url, args.user),
+        else default_cache_dir(request.url, request.user),
         cache_size=parse_size(str(options.get("cache_size", "1G"))),
-        poll_interval=_positive_float("poll_interval", str(options.get("poll_interval", 30))),
-        attr_timeout=_positive_float("attr_timeout", str(options.get("attr_timeout", 1))),
+        poll_interval=_number("poll_interval", str(options.get("poll_interval", 30))),
+        attr_timeout=_number("attr_timeout", str(options.get("attr_timeout", 1))),
+        retries=int(_number("retries", str(options.get("retries", 6)), int)),
         read_only=bool(options.get("ro")),
         allow_other=bool(options.get("allow_other")),
         allow_delete=bool(options.get("allow_delete")),
@@ -178,24 +228,38 @@ def _config(args: argparse.Namespace, password: str) -> MountConfig:
     )
 
 
+# --- mount ------------------------------------------------------------------------
+
+
 def _mount(args: argparse.Namespace) -> int:
     try:
-        config = _config(args, "")
-    except (argparse.ArgumentTypeError, OSError) as exc:
+        request = _request(args)
+        config = _config(request)
+    except (ProfileError, argparse.ArgumentTypeError) as exc:
         print(f"vaultfs mount: {exc}", file=sys.stderr)
         return 2
+    if control.clear_dead_mount(config.mountpoint):
+        print(f"vaultfs mount: cleared the dead mount at {config.mountpoint}", file=sys.stderr)
+    if request.profile is not None:
+        config.mountpoint.mkdir(parents=True, exist_ok=True)
     if not config.mountpoint.is_dir():
         print(f"vaultfs mount: {config.mountpoint} is not a directory", file=sys.stderr)
         return 2
-    if not args.foreground:
-        return _daemonise(args, config)
     try:
-        config.password = _password(args)
-    except OSError as exc:
-        print(f"vaultfs mount: cannot read the password: {exc}", file=sys.stderr)
+        if args.password_stdin:
+            config.password = sys.stdin.readline().rstrip("\n")
+        else:
+            config.password = find_password(config.url, config.user, request.password_file)
+    except CredentialError as exc:
+        print(f"vaultfs mount: {exc}", file=sys.stderr)
         return 2
-    level = "DEBUG" if config.debug else args.log_level
-    setup_logging(level, args.log_file)
+    if not args.foreground:
+        return _daemonise(args, request, config)
+    return _run_foreground(args, config)
+
+
+def _run_foreground(args: argparse.Namespace, config: MountConfig) -> int:
+    setup_logging("DEBUG" if config.debug else _level(args), args.log_file)
     ready_fd: int | None = args.ready_fd
 
     def ready() -> None:
@@ -212,7 +276,8 @@ def _mount(args: argparse.Namespace) -> int:
         log.error("%s", message)
         if ready_fd is not None:
             os.write(ready_fd, f"error: {message}\n".encode())
-        else:
+        elif args.log_file is not None or not under_systemd():
+            # Under systemd the log line above already went to the journal.
             print(f"vaultfs mount: {message}", file=sys.stderr)
         return 1
     return 0
@@ -228,30 +293,35 @@ def _failure(exc: BaseException, config: MountConfig) -> str:
     return f"cannot mount {config.mountpoint}: {exc}"
 
 
-def _daemonise(args: argparse.Namespace, config: MountConfig) -> int:
+def _daemonise(args: argparse.Namespace, request: _Request, config: MountConfig) -> int:
     """Start the mount as a detached child and wait for it to report."""
-    password = _password(args)
-    log_file = args.log_file or config.cache_dir / "vaultfs.log"
     config.cache_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    # When stderr is the journal (a .mount unit running mount(8) and the helper) the
+    # daemon keeps it; elsewhere it has no terminal and logs to a file.
+    log_file: Path | None = args.log_file
+    if log_file is None and not stderr_is_journal():
+        log_file = config.cache_dir / "vaultfs.log"
     read_fd, write_fd = os.pipe()
     argv = [
         sys.executable, "-m", "vaultfs", "mount", config.url, str(config.mountpoint),
         "--user", config.user, "--foreground", "--password-stdin",
-        "--ready-fd", str(write_fd), "--log-level", args.log_level, "--log-file", str(log_file),
+        "--ready-fd", str(write_fd), "--log-level", _level(args),
     ]  # fmt: skip
-    for value in args.options:
-        argv += ["-o", value]
+    if log_file is not None:
+        argv += ["--log-file", str(log_file)]
+    if request.options:
+        argv += ["-o", ",".join(request.options)]
     child = subprocess.Popen(
         argv,
         stdin=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL if log_file is not None else None,
         pass_fds=(write_fd,),
         start_new_session=True,
     )
     os.close(write_fd)
     assert child.stdin is not None
-    child.stdin.write(password.encode() + b"\n")
+    child.stdin.write(config.password.encode() + b"\n")
     child.stdin.close()
     with os.fdopen(read_fd, "rb") as pipe:
         answer = _read_with_timeout(pipe, _START_TIMEOUT)
@@ -261,10 +331,8 @@ def _daemonise(args: argparse.Namespace, config: MountConfig) -> int:
         print(f"vaultfs mount: {answer.removeprefix('error: ')}", file=sys.stderr)
     else:
         code = child.poll()
-        print(
-            f"vaultfs mount: the mount did not come up (exit {code}); see {log_file}",
-            file=sys.stderr,
-        )
+        where = f"; see {log_file}" if log_file is not None else ""
+        print(f"vaultfs mount: the mount did not come up (exit {code}){where}", file=sys.stderr)
         if code is None:
             child.terminate()
     return 1
@@ -284,56 +352,41 @@ def _read_with_timeout(pipe: BinaryIO, timeout: float) -> str:
     return data.decode(errors="replace").strip()
 
 
-# --- umount -----------------------------------------------------------------------
-
-
-def _daemon_pid(mountpoint: Path) -> int | None:
-    try:
-        status = json.loads((mountpoint / ".vaultfs" / "status").read_text())
-        return int(status["pid"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
-def _umount(args: argparse.Namespace) -> int:
-    mountpoint = args.mountpoint.resolve()
-    pid = _daemon_pid(mountpoint)
-    if pid is not None:
-        # The daemon flushes pending check-ins, then unmounts itself.
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, 15)
-        if _wait_gone(pid, args.timeout):
-            return 0
-        print(f"vaultfs umount: daemon {pid} still running; unmounting anyway", file=sys.stderr)
-    result = subprocess.run(["fusermount3", "-u", str(mountpoint)], check=False)
-    if result.returncode != 0:
-        return 1
-    if pid is not None and not _wait_gone(pid, args.timeout):
-        return 1
-    return 0
-
-
-def _alive(pid: int) -> bool:
-    """Whether ``pid`` still runs (an exited child its parent has not reaped does not)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in ("Z", "X")
-
-
-def _wait_gone(pid: int, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not _alive(pid):
-            return True
-        time.sleep(0.05)
-    return False
-
-
-# --- demo -------------------------------------------------------------------------
+# --- the others -------------------------------------------------------------------
 
 
 def _demo(args: argparse.Namespace) -> int:
-    setup_logging(args.log_level, args.log_file)
+    setup_logging(_level(args), args.log_file)
     return run_demo(args.mountpoint)
+
+
+def _set_password(args: argparse.Namespace) -> int:
+    try:
+        if args.target is not None:
+            profile = load_profile(args.target)
+            url, user = profile.url, profile.user
+        elif args.url and args.user:
+            url, user = args.url, args.user
+        else:
+            print("vaultfs set-password: name a profile, or give --url and --user", file=sys.stderr)
+            return 2
+        if sys.stdin.isatty():
+            password = getpass.getpass(f"Password for {user} at {url}: ")
+        else:
+            password = sys.stdin.readline().rstrip("\n")
+        backend = store_in_keyring(url, user, password)
+    except (ProfileError, CredentialError) as exc:
+        print(f"vaultfs set-password: {exc}", file=sys.stderr)
+        return 1
+    print(f"stored the password of {user} at {url} in the keyring ({backend})")
+    return 0
+
+
+def _install_helper(args: argparse.Namespace) -> int:
+    try:
+        message = mount_helper.install(args.dir, remove=args.remove)
+    except OSError as exc:
+        print(f"vaultfs install-helper: {exc}", file=sys.stderr)
+        return 1
+    print(message)
+    return 0

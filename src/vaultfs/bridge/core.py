@@ -1,10 +1,12 @@
 """POSIX semantics over the vault, testable without a kernel.
 
 Owns the file-system operations as plain async methods (lookup, getattr, readdir,
-open/read/release, xattrs, statfs): inode references, open handles, attributes from
-records (exact sizes once known, stable times), and the ``.vaultfs/status`` file. It
-raises ``vaultfs.errors`` classes or ``OSError`` with an errno; turning those into
-FUSE replies is ``fuse_ops``' job. Writing is delegated to ``editing``.
+open/create/read/write/flush/release, setattr, xattrs, mkdir/unlink/rmdir/rename,
+statfs): inode references, open handles, attributes from records (exact sizes once
+known, stable times), and the ``.vaultfs`` files (status, lost+found). It raises
+``vaultfs.errors`` classes or ``OSError`` with an errno; turning those into FUSE
+replies is ``fuse_ops``' job. Check-out and check-in are ``editing``'s, what new and
+changed names mean is ``namespace``'s, field changes are ``field_edits``'.
 """
 
 from __future__ import annotations
@@ -28,7 +30,10 @@ from . import xattrs
 from .blobcache import BlobCache, BlobHandle
 from .content import content_of
 from .editing import EditHandle, Editing
+from .field_edits import FieldEditor
 from .inodes import InodeTable, NodeKey
+from .namespace import Namespace
+from .scratch import ScratchFile
 from .tree import ROOT, Tree
 
 if TYPE_CHECKING:
@@ -38,10 +43,13 @@ __all__ = ["Attr", "Core", "Opened", "Options"]
 
 log = logging.getLogger(__name__)
 
-_FILE_KINDS = {"src", "vsrc", "rend", "vrend", "att", "status"}
-#: directories the user may create entries in (once the write half allows it)
-_WRITABLE_DIRS = {"root", "type", "sub", "cls", "doc"}
+_FILE_KINDS = {"src", "vsrc", "rend", "vrend", "att", "status", "scratch", "lostf"}
+#: directories the user may create (or, in lost+found, remove) entries in
+_WRITABLE_DIRS = {"type", "sub", "cls", "doc", "newdir", "lost"}
 _BLOCK = 4096
+#: rename(2) flags (linux/fs.h)
+_RENAME_NOREPLACE = 1
+_RENAME_EXCHANGE = 2
 
 
 @dataclass
@@ -85,6 +93,33 @@ class _Handle(Protocol):
     def close(self) -> None: ...
 
 
+class _ScratchHandle:
+    """One open of a scratch file."""
+
+    def __init__(self, scratch: ScratchFile, *, writer: bool) -> None:
+        self.scratch = scratch
+        self.writer = writer
+
+    async def read(self, offset: int, size: int) -> bytes:
+        return self.scratch.pread(offset, size)
+
+    def close(self) -> None:
+        pass
+
+
+class _LostFile:
+    """A read-only open of a lost+found file."""
+
+    def __init__(self, path: str) -> None:
+        self._fd = os.open(path, os.O_RDONLY)
+
+    async def read(self, offset: int, size: int) -> bytes:
+        return os.pread(self._fd, size, offset)
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+
 class _Snapshot:
     """A generated file (status): its bytes as of open()."""
 
@@ -121,7 +156,11 @@ class Core:
         self.options = options or Options()
         self.inodes = InodeTable(ROOT)
         self.editing = Editing(tree, blobs, spool)
-        self._handles: dict[int, _Handle | EditHandle] = {}
+        self.namespace = Namespace(
+            tree, blobs, self.editing, spool, allow_delete=self.options.allow_delete
+        )
+        self.fields = FieldEditor(tree)
+        self._handles: dict[int, _Handle | EditHandle | _ScratchHandle] = {}
         self._dirs: dict[int, list[tuple[str, NodeKey]]] = {}
         self._next_fh = 1
         self._started = time.time()
@@ -134,7 +173,7 @@ class Core:
         key = self.inodes.key(ino)
         if key is None:
             raise OSError(errno.ENOENT, f"inode {ino} is not known")
-        return key
+        return self.namespace.resolve(key)
 
     async def _ready(self) -> None:
         if self.tree.index.ready.is_set():
@@ -146,15 +185,19 @@ class Core:
 
     async def _children(self, key: NodeKey) -> dict[str, NodeKey]:
         await self._ready()
-        return await self.tree.children(key)
+        return await self.namespace.children(key)
 
     async def lookup(self, parent: int, name: str) -> Attr:
         await self._ready()
-        child = await self.tree.lookup(self._key(parent), name)
+        child = await self.namespace.child(self._key(parent), name)
         if child is None:
             raise OSError(errno.ENOENT, name)
-        attr = await self._attr(child, self.inodes.inode(child))
-        self.inodes.lookup(child)
+        return await self._entry(child)
+
+    async def _entry(self, key: NodeKey) -> Attr:
+        """The attributes of ``key`` for the kernel, which takes a reference to it."""
+        attr = await self._attr(key, self.inodes.inode(key))
+        self.inodes.lookup(key)
         return attr
 
     def forget(self, ino: int, nlookup: int) -> None:
@@ -173,11 +216,16 @@ class Core:
         if kind in _FILE_KINDS:
             return await self._file_attr(key, ino)
         mtime = ctime = 0
-        if kind in ("root", "type", "sub", "cls"):
+        if kind == "newdir":
+            folder = self.namespace.scratch.folder(key) if self.namespace.scratch else None
+            if folder is None:
+                raise OSError(errno.ENOENT, "directory no longer exists")
+            mtime = ctime = folder.ctime_ns
+        elif kind in ("root", "type", "sub", "cls"):
             if not self.tree.folder_exists(key) and kind != "root":
                 raise OSError(errno.ENOENT, "folder no longer exists")
             mtime = ctime = _ns(self.tree.folder_mtime(key))
-        elif kind == "ctl":
+        elif kind in ("ctl", "lost"):
             mtime = ctime = int(self._started * 1e9)
         else:
             doc_id = int(key[1])  # type: ignore[call-overload]
@@ -207,6 +255,18 @@ class Core:
             size, mtime, ctime = len(self.status_bytes()), time.time_ns(), int(self._started * 1e9)
             timeout = 0
             mode = 0o444
+        elif kind == "scratch":
+            scratch = self._scratch_file(key)
+            size, mtime, ctime, mode, timeout = (
+                scratch.size(),
+                scratch.mtime_ns,
+                scratch.ctime_ns,
+                scratch.mode,
+                0,
+            )
+        elif kind == "lostf":
+            info = os.stat(self.namespace.lost_path(key))
+            size, mtime, ctime, mode = info.st_size, info.st_mtime_ns, info.st_ctime_ns, 0o444
         else:
             doc_id = int(key[1])  # type: ignore[call-overload]
             record = self.tree.record(doc_id)
@@ -252,7 +312,11 @@ class Core:
         key = self._key(ino)
         if key[0] in _FILE_KINDS:
             raise OSError(errno.ENOTDIR, "not a directory")
-        listing = sorted((await self._children(key)).items())
+        # Subdirectories before files: an ``rm -r`` walk of a version directory then
+        # empties its renditions before the version file's removal deletes the version.
+        listing = sorted(
+            (await self._children(key)).items(), key=lambda item: (item[1][0] in _FILE_KINDS, item)
+        )
         fh = self._new_fh()
         self._dirs[fh] = listing
         return fh
@@ -293,12 +357,46 @@ class Core:
         self._next_fh += 1
         return fh
 
+    def _scratch_file(self, key: NodeKey) -> ScratchFile:
+        scratch = self.namespace.scratch.file(key) if self.namespace.scratch else None
+        if scratch is None:
+            raise OSError(errno.ENOENT, "scratch file no longer exists")
+        return scratch
+
+    def _open_scratch(self, scratch: ScratchFile, flags: int) -> Opened:
+        writer = flags & os.O_ACCMODE != os.O_RDONLY
+        if flags & os.O_TRUNC:
+            scratch.truncate(0)
+        scratch.handles += 1
+        scratch.writers += writer
+        fh = self._new_fh()
+        self._handles[fh] = _ScratchHandle(scratch, writer=writer)
+        return Opened(fh, direct_io=True)
+
+    async def create(self, parent: int, name: str, mode: int, flags: int) -> tuple[Opened, Attr]:
+        """A new file ``name`` in ``parent``, opened with ``flags``."""
+        if self.options.read_only:
+            raise OSError(errno.EROFS, "mounted read-only")
+        await self._ready()
+        key = await self.namespace.create(self._key(parent), name, mode)
+        if key[0] == "src":  # the source file written anew after a rename: starts empty
+            opened = await self.open(self.inodes.inode(key), flags | os.O_TRUNC)
+        else:
+            opened = self._open_scratch(self._scratch_file(key), flags)
+        return opened, await self._entry(key)
+
     async def open(self, ino: int, flags: int) -> Opened:
         key = self._key(ino)
         kind = key[0]
         if kind not in _FILE_KINDS:
             raise OSError(errno.EISDIR, "is a directory")
         writing = flags & os.O_ACCMODE != os.O_RDONLY or flags & os.O_TRUNC
+        if kind == "scratch":
+            return self._open_scratch(self._scratch_file(key), flags)
+        if kind == "lostf" and not writing:
+            fh = self._new_fh()
+            self._handles[fh] = _LostFile(str(self.namespace.lost_path(key)))
+            return Opened(fh, direct_io=True)
         if writing:
             if self.options.read_only:
                 raise OSError(errno.EROFS, "mounted read-only")
@@ -333,7 +431,7 @@ class Core:
         # Version content is immutable: the kernel may keep cached pages across opens.
         return Opened(fh, direct_io=not size_known, keep_cache=blob.complete)
 
-    def _handle(self, fh: int) -> _Handle | EditHandle:
+    def _handle(self, fh: int) -> _Handle | EditHandle | _ScratchHandle:
         handle = self._handles.get(fh)
         if handle is None:
             raise OSError(errno.EBADF, "file handle is not open")
@@ -344,34 +442,76 @@ class Core:
 
     async def write(self, fh: int, offset: int, data: bytes) -> int:
         handle = self._handle(fh)
+        if isinstance(handle, _ScratchHandle) and handle.writer:
+            return handle.scratch.pwrite(offset, data)
         if not isinstance(handle, EditHandle) or not handle.writer:
             raise OSError(errno.EBADF, "not open for writing")
         return await self.editing.write(handle, offset, data)
 
     async def flush(self, fh: int) -> None:
+        """close(): checks in (or creates a document) when the last writer closes a
+        changed file; the errors of that are what close() reports."""
         handle = self._handle(fh)
         if isinstance(handle, EditHandle):
             await self.editing.flush(handle)
+        elif isinstance(handle, _ScratchHandle):
+            scratch = handle.scratch
+            if handle.writer and scratch.written and scratch.writers == 1:
+                await self.namespace.take(scratch)
 
     async def fsync(self, fh: int) -> None:
         handle = self._handle(fh)
         if isinstance(handle, EditHandle):
-            handle.fsync()
+            await trio.to_thread.run_sync(handle.fsync)
+        elif isinstance(handle, _ScratchHandle):
+            await trio.to_thread.run_sync(handle.scratch.fsync)
 
     async def release(self, fh: int) -> None:
         handle = self._handles.pop(fh, None)
         if isinstance(handle, EditHandle):
             await self.editing.release(handle)
+        elif isinstance(handle, _ScratchHandle):
+            await self._release_scratch(handle)
         elif handle is not None:
             handle.close()
 
-    async def setattr(self, ino: int, size: int | None, fh: int | None) -> Attr:
+    async def _release_scratch(self, handle: _ScratchHandle) -> None:
+        scratch = handle.scratch
+        scratch.handles -= 1
+        scratch.writers -= handle.writer
+        try:
+            if handle.writer and scratch.writers == 0 and scratch.dirty:
+                # Made and closed without a flush that took it (``touch``, ``: >``).
+                await self.namespace.take(scratch)
+        except (errors.VaultError, OSError) as exc:
+            log.warning("new document from %r failed on release: %s", scratch.name, exc)
+        finally:
+            if self.namespace.scratch is not None:
+                self.namespace.scratch.closed(scratch)
+
+    async def setattr(
+        self,
+        ino: int,
+        size: int | None,
+        fh: int | None,
+        *,
+        mode: int | None = None,
+        mtime_ns: int | None = None,
+    ) -> Attr:
         key = self._key(ino)
-        if size is not None:
+        if key[0] == "scratch":
+            scratch = self._scratch_file(key)
+            if size is not None:
+                scratch.truncate(size)
+            if mode is not None:
+                scratch.mode = stat.S_IMODE(mode)
+            if mtime_ns is not None:
+                scratch.mtime_ns = mtime_ns
+        elif size is not None:
             if key[0] != "src" or self.options.read_only:
                 raise OSError(errno.EROFS if self.options.read_only else errno.EACCES, "read-only")
-            self.editing.truncate(int(key[1]), size)  # type: ignore[call-overload]
-        # Times and modes are the vault's: other changes are accepted and ignored.
+            await self.editing.truncate(int(key[1]), size)  # type: ignore[call-overload]
+        # Times and modes of vault files are the vault's: changes are accepted and ignored.
         return await self._attr(key, ino)
 
     # --- extended attributes -----------------------------------------------------
@@ -396,8 +536,43 @@ class Core:
         return xattrs.value_of(fields[field_name])
 
     async def setxattr(self, ino: int, name: str, value: bytes | None) -> None:
-        """Set (or with None remove) a field: the write half's hook (EPERM until then)."""
-        raise errors.NotEditable(f"changing {name} is not supported by this mount")
+        """Set (or with None remove) a field."""
+        if self.options.read_only:
+            raise OSError(errno.EROFS, "mounted read-only")
+        key = self._key(ino)
+        await self.fields.set(key, await self._fields(key), name, value)
+
+    # --- names -------------------------------------------------------------------
+
+    def _writable(self) -> None:
+        if self.options.read_only:
+            raise OSError(errno.EROFS, "mounted read-only")
+
+    async def mkdir(self, parent: int, name: str) -> Attr:
+        self._writable()
+        await self._ready()
+        return await self._entry(self.namespace.mkdir(self._key(parent), name))
+
+    async def unlink(self, parent: int, name: str) -> None:
+        self._writable()
+        await self._ready()
+        await self.namespace.unlink(self._key(parent), name)
+
+    async def rmdir(self, parent: int, name: str) -> None:
+        self._writable()
+        await self._ready()
+        await self.namespace.rmdir(self._key(parent), name)
+
+    async def rename(self, old: int, old_name: str, new: int, new_name: str, flags: int) -> None:
+        """rename(2); ``flags``: RENAME_NOREPLACE is honoured, RENAME_EXCHANGE refused."""
+        self._writable()
+        await self._ready()
+        old_key, new_key = self._key(old), self._key(new)
+        if flags & _RENAME_EXCHANGE:
+            raise OSError(errno.EINVAL, "exchanging names is not supported")
+        if flags & _RENAME_NOREPLACE and await self.namespace.child(new_key, new_name):
+            raise OSError(errno.EEXIST, new_name)
+        await self.namespace.rename(old_key, old_name, new_key, new_name)
 
     # --- the file system ---------------------------------------------------------
 
@@ -436,6 +611,7 @@ class Core:
             "api_calls_by_endpoint": dict(budget.by_endpoint),
             "budget_remaining": {"burst": budget.burst_remaining, "daily": budget.daily_remaining},
             "pending_uploads": self.editing.pending(),
+            "lost_and_found": self.editing.lost_records(),
             "inodes": len(self.inodes),
         }
         status.update(self.status_extra())

@@ -114,8 +114,15 @@ class FuseOps(pyfuse3.Operations):
         ctx: pyfuse3.RequestContext,
     ) -> pyfuse3.EntryAttributes:
         with self._errors("setattr", inode):
-            size = attr.st_size if fields.update_size else None
-            return self._entry(await self.core.setattr(inode, size, fh))
+            return self._entry(
+                await self.core.setattr(
+                    inode,
+                    attr.st_size if fields.update_size else None,
+                    fh,
+                    mode=attr.st_mode if fields.update_mode else None,
+                    mtime_ns=attr.st_mtime_ns if fields.update_mtime else None,
+                )
+            )
 
     async def statfs(self, ctx: pyfuse3.RequestContext) -> pyfuse3.StatvfsData:
         with self._errors("statfs"):
@@ -145,6 +152,38 @@ class FuseOps(pyfuse3.Operations):
     async def releasedir(self, fh: int) -> None:
         self.core.releasedir(fh)
 
+    async def mkdir(
+        self, parent_inode: int, name: bytes, mode: int, ctx: pyfuse3.RequestContext
+    ) -> pyfuse3.EntryAttributes:
+        with self._errors("mkdir", parent_inode):
+            return self._entry(await self.core.mkdir(parent_inode, os.fsdecode(name)))
+
+    async def rmdir(self, parent_inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
+        with self._errors("rmdir", parent_inode):
+            await self.core.rmdir(parent_inode, os.fsdecode(name))
+
+    async def unlink(self, parent_inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
+        with self._errors("unlink", parent_inode):
+            await self.core.unlink(parent_inode, os.fsdecode(name))
+
+    async def rename(
+        self,
+        parent_inode_old: int,
+        name_old: bytes,
+        parent_inode_new: int,
+        name_new: bytes,
+        flags: int,
+        ctx: pyfuse3.RequestContext,
+    ) -> None:
+        with self._errors("rename", parent_inode_old):
+            await self.core.rename(
+                parent_inode_old,
+                os.fsdecode(name_old),
+                parent_inode_new,
+                os.fsdecode(name_new),
+                flags,
+            )
+
     # --- files -------------------------------------------------------------------
 
     async def open(self, inode: int, flags: int, ctx: pyfuse3.RequestContext) -> pyfuse3.FileInfo:
@@ -153,6 +192,21 @@ class FuseOps(pyfuse3.Operations):
             return pyfuse3.FileInfo(
                 fh=opened.fh, direct_io=opened.direct_io, keep_cache=opened.keep_cache
             )
+
+    async def create(
+        self,
+        parent_inode: int,
+        name: bytes,
+        mode: int,
+        flags: int,
+        ctx: pyfuse3.RequestContext,
+    ) -> tuple[pyfuse3.FileInfo, pyfuse3.EntryAttributes]:
+        with self._errors("create", parent_inode):
+            opened, attr = await self.core.create(parent_inode, os.fsdecode(name), mode, flags)
+            info = pyfuse3.FileInfo(
+                fh=opened.fh, direct_io=opened.direct_io, keep_cache=opened.keep_cache
+            )
+            return info, self._entry(attr)
 
     async def read(self, fh: int, off: int, size: int) -> bytes:
         with self._errors("read"):

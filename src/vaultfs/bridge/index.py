@@ -45,7 +45,9 @@ def _api_name(entry: dict[str, Any]) -> str:
 
 
 class TypeCatalog:
-    """Labels of document types, subtypes and classifications, read lazily and cached.
+    """Type metadata, read lazily and cached: labels of document types, subtypes and
+    classifications, the metadata records of leaves (for new documents) and the field
+    metadata (for field changes).
 
     Each metadata call is made at most once per TTL; a failing call leaves the API
     names as labels rather than failing a directory listing.
@@ -57,6 +59,8 @@ class TypeCatalog:
         self._types: tuple[float, dict[str, str]] | None = None
         self._subtypes: dict[str, tuple[float, dict[str, str]]] = {}
         self._classifications: dict[tuple[str, str], tuple[float, dict[str, str]]] = {}
+        self._leaves: dict[tuple[str, str | None, str | None], tuple[float, dict[str, Any]]] = {}
+        self._fields: tuple[float, dict[str, dict[str, Any]]] | None = None
         self._lock = trio.Lock()
 
     def _fresh(self, entry: tuple[float, dict[str, str]] | None) -> bool:
@@ -93,6 +97,35 @@ class TypeCatalog:
                 self._classifications[(type_name, subtype)] = cached
             assert cached is not None
             return cached[1]
+
+    async def leaf(
+        self, type_name: str, subtype: str | None, classification: str | None
+    ) -> dict[str, Any]:
+        """The metadata record of a type, subtype or classification (API names): its
+        ``properties``, ``availableLifecycles``, and ``subtypes``/``classifications``
+        when it is not a leaf."""
+        mark = (type_name, subtype, classification)
+        async with self._lock:
+            cached = self._leaves.get(mark)
+            if cached is None or self._clock() - cached[0] >= _METADATA_TTL:
+                if classification is not None and subtype is not None:
+                    record = await self._client.document_classification(
+                        type_name, subtype, classification
+                    )
+                elif subtype is not None:
+                    record = await self._client.document_subtype(type_name, subtype)
+                else:
+                    record = await self._client.document_type(type_name)
+                cached = self._leaves[mark] = (self._clock(), record)
+            return cached[1]
+
+    async def fields(self) -> dict[str, dict[str, Any]]:
+        """Field name -> field metadata (``editable``, ``setOnCreateOnly``, ...)."""
+        async with self._lock:
+            if self._fields is None or self._clock() - self._fields[0] >= _METADATA_TTL:
+                specs = await self._client.document_properties()
+                self._fields = (self._clock(), {str(s.get("name")): s for s in specs})
+            return self._fields[1]
 
 
 def _labels(entries: Any) -> dict[str, str]:
@@ -205,6 +238,14 @@ class DocumentIndex:
                     self.documents[doc_id] = document
             changed.add(doc_id)
         return changed
+
+    def put(self, record: Record) -> None:
+        """Learn a document's latest record now (after the bridge changed it), rather
+        than at the next poll."""
+        doc_id = int(record["id"])
+        if self.documents.get(doc_id) != record:
+            self.documents[doc_id] = record
+            self._finish(None, {doc_id})
 
     def forget(self, doc_id: int) -> None:
         """Drop a document the vault says does not exist (INVALID_DOCUMENT)."""

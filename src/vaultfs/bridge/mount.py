@@ -3,9 +3,11 @@
 Owns the life of a mounted vault: logs in (so a wrong password fails before anything
 is mounted), builds the client, index, caches, spool, core and FUSE operations, starts
 the background workers (index poller, downloads, spool worker) into one nursery, runs
-``pyfuse3.main`` there, and unmounts cleanly on SIGTERM/SIGINT after the spool has had
-a chance to check in what is pending. Everything opened is closed through one
-AsyncExitStack, also when the mount fails half-way.
+``pyfuse3.main`` there, and unmounts cleanly on SIGTERM/SIGINT/SIGHUP after the spool
+has had a chance to check in what is pending (SIGUSR1 uploads pending work now, SIGUSR2
+unmounts without waiting; see ``control``). Tells systemd (``notify``) when the mount
+answers and when it stops. Everything opened is closed through one AsyncExitStack,
+also when the mount fails half-way.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -26,8 +28,10 @@ from vaultfs.client import Credentials, VaultClient
 
 from . import fuse_ops
 from .blobcache import BlobCache
+from .control import FLUSH_SIGNAL, STOP_NOW_SIGNAL
 from .core import Core, Options
 from .index import DocumentIndex, TypeCatalog
+from .notify import notify
 from .tree import Tree
 
 if TYPE_CHECKING:
@@ -37,8 +41,10 @@ __all__ = ["MountConfig", "default_cache_dir", "run_mount"]
 
 log = logging.getLogger(__name__)
 
-#: how long an unmount waits for pending check-ins before it goes ahead
+#: how long a stop signal waits for pending check-ins before the unmount goes ahead
 _FLUSH_TIMEOUT = 30.0
+#: how often the service manager hears the pending count while a stop waits
+_STOP_PROGRESS_INTERVAL = 2.0
 
 
 def default_cache_dir(url: str, user: str) -> Path:
@@ -57,6 +63,8 @@ class MountConfig:
     cache_size: int = 1 << 30
     poll_interval: float = 30.0
     attr_timeout: float = 1.0
+    #: retries of one API call before it fails (an outage longer than that gives EIO)
+    retries: int = 6
     read_only: bool = False
     allow_other: bool = False
     allow_delete: bool = False
@@ -98,7 +106,11 @@ async def run_mount(config: MountConfig, ready: Callable[[], None] | None = None
     os.chmod(config.cache_dir, 0o700)
     async with AsyncExitStack() as stack:
         client = await stack.enter_async_context(
-            VaultClient(config.url, Credentials(config.user, config.password))
+            VaultClient(
+                config.url,
+                Credentials(config.user, config.password),
+                max_retries=config.retries,
+            )
         )
         await client.login()
         index = DocumentIndex(client)
@@ -113,7 +125,7 @@ async def run_mount(config: MountConfig, ready: Callable[[], None] | None = None
             attr_timeout=config.attr_timeout,
         )
         core = Core(tree, blobs, options, spool=spool)
-        core.status_extra = lambda: {"pid": os.getpid(), "mountpoint": str(config.mountpoint)}
+        core.status_extra = lambda: _status_extra(config, spool)
         fuse_ops.init(fuse_ops.FuseOps(core), str(config.mountpoint), _fuse_options(config))
         stack.callback(fuse_ops.close, unmount=True)
         nursery = await stack.enter_async_context(trio.open_nursery())
@@ -121,26 +133,89 @@ async def run_mount(config: MountConfig, ready: Callable[[], None] | None = None
         await nursery.start(index.run, config.poll_interval)
         if spool is not None:
             await nursery.start(spool.run)
-        nursery.start_soon(_on_signals, spool)
-        nursery.start_soon(_announce, config.mountpoint, ready)
-        log.info("mounted %s for %s at %s", config.url, config.user, config.mountpoint)
+        nursery.start_soon(_on_signals, spool, nursery)
+        nursery.start_soon(_announce, config, ready)
         await fuse_ops.main()
         log.info("unmounting %s", config.mountpoint)
+        notify("STOPPING=1", f"STATUS=unmounting {config.mountpoint}")
         nursery.cancel_scope.cancel()
 
 
-async def _announce(mountpoint: Path, ready: Callable[[], None] | None) -> None:
-    """Call ``ready`` once the kernel answers for the mount (stat goes through FUSE)."""
-    await trio.to_thread.run_sync(os.stat, mountpoint)
+def _status_extra(config: MountConfig, spool: Spool | None) -> dict[str, Any]:
+    """What the mount adds to ``.vaultfs/status``: who serves it, and where its spool
+    keeps what the vault will never take."""
+    lost = spool.lost_and_found() if spool is not None else []
+    return {
+        "pid": os.getpid(),
+        "mountpoint": str(config.mountpoint),
+        "cache_dir": str(config.cache_dir),
+        "lost_and_found": [{"file": path.name, "path": str(path)} for path in lost],
+    }
+
+
+async def _announce(config: MountConfig, ready: Callable[[], None] | None) -> None:
+    """Report readiness once the kernel answers for the mount (stat goes through FUSE)."""
+    await trio.to_thread.run_sync(os.stat, config.mountpoint)
+    log.info("mounted %s for %s at %s", config.url, config.user, config.mountpoint)
+    notify("READY=1", f"STATUS=mounted {config.url} as {config.user} at {config.mountpoint}")
     if ready is not None:
         ready()
 
 
-async def _on_signals(spool: Spool | None) -> None:
-    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+async def _on_signals(spool: Spool | None, nursery: trio.Nursery) -> None:
+    """Flush on SIGUSR1; stop on the others. A stop waits for pending check-ins (bounded);
+    SIGUSR2, or a second stop signal, cuts that wait short."""
+    stop_signals = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, STOP_NOW_SIGNAL)
+    waiting: trio.CancelScope | None = None
+    with trio.open_signal_receiver(FLUSH_SIGNAL, *stop_signals) as signals:
         async for signum in signals:
-            log.info("signal %d: flushing and unmounting", signum)
-            if spool is not None and not await spool.wait_idle(_FLUSH_TIMEOUT):
-                log.warning("unmounting with check-ins still pending (kept in the spool)")
-            fuse_ops.terminate()
+            name = signal.Signals(signum).name
+            if signum == FLUSH_SIGNAL:
+                if spool is not None:
+                    log.info("signal %s: uploading pending check-ins now", name)
+                    nursery.start_soon(spool.flush_now)
+            elif waiting is not None:
+                log.info("signal %s: unmounting without waiting longer", name)
+                waiting.cancel()
+            else:
+                waiting = trio.CancelScope()
+                if signum == STOP_NOW_SIGNAL or spool is None:
+                    waiting.cancel()
+                nursery.start_soon(_stop, spool, waiting, name, nursery)
+
+
+async def _stop(
+    spool: Spool | None, waiting: trio.CancelScope, signame: str, nursery: trio.Nursery
+) -> None:
+    """Upload pending check-ins now and wait for them (within ``waiting``, at most
+    ``_FLUSH_TIMEOUT``), then end the FUSE main loop."""
+    now = waiting.cancel_called
+    log.info("signal %s: unmounting%s", signame, "" if now else " once pending uploads are in")
+    notify("STOPPING=1")
+    if spool is not None:
+        if not now:
+            # Backoffs may be minutes long: a stop is the moment to try everything again.
+            nursery.start_soon(spool.flush_now)
+        with waiting:
+            await _wait_flushed(spool)
+        left = spool.pending()
+        if left:
+            log.warning(
+                "unmounting with %d check-in(s) not in the vault, kept in the spool for the "
+                "next mount: %s",
+                len(left),
+                ", ".join(f"doc {e['doc_id']} {e['filename']}" for e in left),
+            )
+    fuse_ops.terminate()
+
+
+async def _wait_flushed(spool: Spool) -> None:
+    """Wait up to ``_FLUSH_TIMEOUT`` for the spool to drain, telling systemd the count."""
+    deadline = trio.current_time() + _FLUSH_TIMEOUT
+    while trio.current_time() < deadline:
+        left = [e for e in spool.pending() if e["state"] != "editing"]
+        if not left:
+            return
+        notify(f"STATUS=flushing {len(left)} pending upload(s) before unmounting")
+        if await spool.wait_idle(min(_STOP_PROGRESS_INTERVAL, deadline - trio.current_time())):
             return

@@ -207,6 +207,26 @@ class Spool:
     def lost_and_found(self) -> list[Path]:
         return store.list_lost(self.directory)
 
+    def lost_records(self) -> list[dict[str, Any]]:
+        return store.lost_records(self.directory)
+
+    async def keep_lost(self, source: Path, filename: str, exc: VaultError) -> Path:
+        """Move a file the vault would not take (a new document's content) to
+        lost+found, saying why; returns where it went."""
+        why = {
+            "doc_id": None,
+            "filename": filename,
+            "error_type": exc.type,
+            "error_message": exc.message,
+            "lost": time.time(),
+        }
+        with trio.CancelScope(shield=True):
+            target = await trio.to_thread.run_sync(
+                store.keep_in_lost, self.directory, source, "new", filename, why
+            )
+        log.error("spool: %s could not be created (%s); content kept in %s", filename, exc, target)
+        return target
+
     def _busy(self) -> bool:
         return any(e.state != EDITING for e in self._entries.values())
 
@@ -372,12 +392,17 @@ class Spool:
         record.unconfirmed = True
         await self._set_state(entry, UPLOADING)
         log.info("spool: doc %d uploading draft (try %d)", doc_id, record.attempts)
+        # The upload carries the file's name: send the content under the document's.
+        named = await trio.to_thread.run_sync(store.upload_name, entry.path, record.filename)
         try:
-            major, minor = await self.client.create_draft(doc_id, entry.path)
+            major, minor = await self.client.create_draft(doc_id, named)
         except _NOT_PROCESSED:
             record.unconfirmed = False
             await self._set_state(entry, PENDING)
             raise
+        finally:
+            with trio.CancelScope(shield=True):
+                await trio.to_thread.run_sync(store.drop_upload_name, entry.path)
         log.info("spool: doc %d draft %d.%d created", doc_id, major, minor)
         await self._uploaded(entry, md5)
 

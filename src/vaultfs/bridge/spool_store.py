@@ -7,6 +7,9 @@ spool (the caller runs the slow ones in a worker thread):
 <spool>/                      mode 0700
   <doc_id>.data               the content being checked in (mode 0600)
   <doc_id>.json               its record (mode 0600), replaced atomically
+  <doc_id>.upload/<filename>  a hard link naming the content as the vault calls the
+                              file, while it is being uploaded (a multipart upload
+                              sends the file's name)
   lost+found/                 mode 0700
     <doc_id>-<filename>       content that could not be checked in
     <doc_id>-<filename>.json  why (a LostRecord)
@@ -35,12 +38,18 @@ __all__ = [
     "EntryRecord",
     "create_entry",
     "data_path",
+    "drop_upload_name",
     "ensure_private_dir",
+    "keep_in_lost",
     "list_lost",
+    "lost_records",
     "md5_of",
     "move_to_lost",
     "remove_entry",
+    "remove_lost",
+    "safe_filename",
     "scan",
+    "upload_name",
     "write_record",
 ]
 
@@ -53,6 +62,7 @@ _FILE_MODE = 0o600
 # Longest name of a lost+found file we make, leaving room for " (NN)" and ".json"
 # within the 255 bytes a POSIX file name may have.
 _MAX_LOST_NAME = 200
+_UPLOAD_SUFFIX = ".upload"
 
 
 @dataclass
@@ -185,7 +195,9 @@ def scan(directory: Path) -> list[EntryRecord]:
     """
     records: list[EntryRecord] = []
     for path in sorted(directory.iterdir()):
-        if path.name.endswith(".json.tmp"):
+        if path.name.endswith(_UPLOAD_SUFFIX):
+            shutil.rmtree(path, ignore_errors=True)
+        elif path.name.endswith(".json.tmp"):
             path.unlink()
         elif path.suffix == ".json":
             try:
@@ -213,35 +225,61 @@ def _doc_id_of(path: Path) -> int:
         return -1
 
 
-def _lost_name(doc_id: int, filename: str, n: int) -> str:
+def safe_filename(filename: str) -> str:
+    """``filename`` (from the vault, or typed by a user) as one harmless path component."""
+    safe = filename.replace("/", "_").replace("\0", "_")
+    return "content" if safe in ("", ".", "..") else safe
+
+
+def upload_name(source: Path, filename: str) -> Path:
+    """A hard link to ``source`` called ``filename``, for an upload that sends the name.
+
+    The link lives in ``<source>.upload/`` next to ``source``; ``drop_upload_name``
+    removes it. Blocking: run in a worker thread.
+    """
+    folder = source.with_name(source.name + _UPLOAD_SUFFIX)
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(mode=_DIR_MODE)
+    link = folder / safe_filename(filename)
+    os.link(source, link)
+    return link
+
+
+def drop_upload_name(source: Path) -> None:
+    shutil.rmtree(source.with_name(source.name + _UPLOAD_SUFFIX), ignore_errors=True)
+
+
+def _lost_name(label: str, filename: str, n: int) -> str:
     # The file name comes from the vault: keep it inside lost+found and within limits.
-    safe = filename.replace("/", "_").replace("\0", "_") or "content"
+    safe = safe_filename(filename)
     stem, dot, ext = safe.rpartition(".")
     if not stem:  # no extension, or a name like ".bashrc"
         stem, dot, ext = safe, "", ""
     if n > 1:
         stem = f"{stem} ({n})"
-    name = f"{doc_id}-{stem}{dot}{ext}"
+    name = f"{label}-{stem}{dot}{ext}"
     raw = name.encode()
     if len(raw) > _MAX_LOST_NAME:
         name = raw[:_MAX_LOST_NAME].decode(errors="ignore")
     return name
 
 
-def move_to_lost(directory: Path, record: EntryRecord, reason: dict[str, Any]) -> Path:
-    """Move an entry's content to lost+found, with a ``.json`` saying why.
+def keep_in_lost(
+    directory: Path, source: Path, label: str, filename: str, why: dict[str, Any]
+) -> Path:
+    """Move the file ``source`` to lost+found as ``<label>-<filename>``, with a ``.json``
+    holding ``why``.
 
     Never overwrites: a taken name gets `` (2)``, `` (3)``... before its extension.
     Returns the content's new path. Blocking: run in a worker thread.
     """
     lost_dir = directory / LOST_AND_FOUND
     ensure_private_dir(lost_dir)
-    source = data_path(directory, record.doc_id)
     n = 1
     while True:
-        target = lost_dir / _lost_name(record.doc_id, record.filename, n)
-        why = target.with_name(target.name + ".json")
-        if not why.exists():
+        target = lost_dir / _lost_name(label, filename, n)
+        why_path = target.with_name(target.name + ".json")
+        if not why_path.exists():
             try:
                 # link() fails on an existing name where rename() would replace it
                 os.link(source, target)
@@ -249,22 +287,71 @@ def move_to_lost(directory: Path, record: EntryRecord, reason: dict[str, Any]) -
             except FileExistsError:
                 pass
         n += 1
-    _write_json_atomically(why, {**asdict(record), **reason, "content": target.name})
+    os.chmod(target, _FILE_MODE)
+    _write_json_atomically(why_path, {**why, "content": target.name})
+    source.unlink()
+    _fsync_dir(source.parent)
+    return target
+
+
+def move_to_lost(directory: Path, record: EntryRecord, reason: dict[str, Any]) -> Path:
+    """Move an entry's content to lost+found, with a ``.json`` saying why.
+
+    Returns the content's new path. Blocking: run in a worker thread.
+    """
+    target = keep_in_lost(
+        directory,
+        data_path(directory, record.doc_id),
+        str(record.doc_id),
+        record.filename,
+        {**asdict(record), **reason},
+    )
     remove_entry(directory, record.doc_id)
     return target
 
 
-def list_lost(directory: Path) -> list[Path]:
-    """Content files in lost+found (each has a ``<name>.json`` naming it)."""
+def _lost_files(directory: Path) -> list[tuple[Path, dict[str, Any]]]:
+    """(content, why) of every lost+found file that has its ``.json``."""
     lost_dir = directory / LOST_AND_FOUND
     if not lost_dir.is_dir():
         return []
     found = []
-    for why in lost_dir.glob("*.json"):
+    for why_path in lost_dir.glob("*.json"):
         try:
-            name = json.loads(why.read_text()).get("content")
+            why = json.loads(why_path.read_text())
+            name = why.get("content")
         except (ValueError, AttributeError, OSError):
             continue
-        if name and why.name == f"{name}.json" and (lost_dir / name).is_file():
-            found.append(lost_dir / name)
-    return sorted(found)
+        if name and why_path.name == f"{name}.json" and (lost_dir / name).is_file():
+            found.append((lost_dir / name, why))
+    return sorted(found, key=lambda item: item[0])
+
+
+def list_lost(directory: Path) -> list[Path]:
+    """Content files in lost+found (each has a ``<name>.json`` naming it)."""
+    return [path for path, _ in _lost_files(directory)]
+
+
+def lost_records(directory: Path) -> list[dict[str, Any]]:
+    """What the status file says about each lost+found file."""
+    return [
+        {
+            "file": path.name,
+            "doc_id": why.get("doc_id"),
+            "filename": why.get("filename"),
+            "error": f"{why.get('error_type')}: {why.get('error_message')}",
+            "lost": why.get("lost"),
+            "size": path.stat().st_size,
+        }
+        for path, why in _lost_files(directory)
+    ]
+
+
+def remove_lost(directory: Path, name: str) -> None:
+    """Delete a lost+found file and its ``.json`` (the user has rescued it)."""
+    lost_dir = directory / LOST_AND_FOUND
+    if safe_filename(name) != name or name.endswith(".json"):
+        raise FileNotFoundError(name)
+    (lost_dir / name).unlink()
+    with contextlib.suppress(FileNotFoundError):
+        (lost_dir / f"{name}.json").unlink()

@@ -152,6 +152,20 @@ class Tree:
             self._details[doc_id] = details
             return details
 
+    async def reload(self, doc_id: int) -> Record:
+        """Read a document the bridge just changed (one call) into the index and the
+        details cache, so the tree shows the change at once."""
+        try:
+            response = await self.client.get_document(doc_id)
+        except errors.InvalidDocument:
+            self.index.forget(doc_id)
+            raise
+        record: Record = response.get("document") or {}
+        self.index.put(record)
+        stamp = record.get("version_modified_date__v")
+        self._details[doc_id] = await self._parse_details(doc_id, stamp, response)
+        return record
+
     async def _parse_details(self, doc_id: int, stamp: Any, response: dict[str, Any]) -> Details:
         versions = sorted(
             v
@@ -349,7 +363,7 @@ class Tree:
         try:
             if key == ROOT:
                 return await self.catalog.type_labels()
-            type_name = await self._type_api_name(str(key[1]))
+            type_name = await self.type_api_name(str(key[1]))
             if key[0] == "type":
                 return await self.catalog.subtype_labels(type_name)
             if key[0] == "sub":
@@ -358,7 +372,7 @@ class Tree:
             log.info("no labels for %r: %s", key, exc)
         return {}
 
-    async def _type_api_name(self, value: str) -> str:
+    async def type_api_name(self, value: str) -> str:
         if _API_NAME.search(value):
             return value
         labels = await self.catalog.type_labels()

@@ -8,8 +8,10 @@ translation of the answer (``_errors``). Owns the httpx.AsyncClient.
 
 from __future__ import annotations
 
+import logging
 import mimetypes
 import random
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -29,6 +31,10 @@ from ._transport import wide_read_transport
 from ._types import Credentials
 
 __all__ = ["Call", "Http"]
+
+#: ``--debug`` traces every request here: method, path template, status, duration
+#: (never a header, a form field or a query: they may hold credentials)
+log = logging.getLogger("vaultfs.client.http")
 
 #: Query parameters; None and "" values are left out.
 Params = Mapping[str, str | int | None]
@@ -158,10 +164,20 @@ class Http:
             await self.meter.pace()
             self.meter.count(call.endpoint)
             attempt.sent = True
+            started = time.monotonic()
             try:
                 response = await self._client.send(request, stream=True)
             except httpx.RequestError as exc:
+                log.debug(
+                    "%s %s failed after %.3fs: %s",
+                    call.method, call.template, time.monotonic() - started, type(exc).__name__,
+                )  # fmt: skip
                 raise transport_error(exc, call.what) from exc
+        # The duration is until the answer's headers: a download's body streams later.
+        log.debug(
+            "%s %s -> %d in %.3fs",
+            call.method, call.template, response.status_code, time.monotonic() - started,
+        )  # fmt: skip
         self.meter.observe(response.headers)
         return response
 

@@ -1,8 +1,9 @@
 """``create_app(config)``: the Starlette application of the local vault.
 
 Nothing is created at import time. The application's lifespan opens the database
-and the blob directory, creates the demo vault in an empty data directory, sweeps
-orphaned blobs (left by a crash or by deletions), and closes everything on exit.
+and the blob directory, creates the demo vaults in an empty data directory, sweeps
+orphaned blobs (left by a crash or by deletions), reads the vault host names and the
+OAuth profiles, and closes everything on exit.
 """
 
 from __future__ import annotations
@@ -23,12 +24,14 @@ from vaultfs.errors import MalformedUrl, MethodNotSupported
 from . import demo
 from .config import ServerConfig
 from .envelope import error_response
-from .limits import RateLimiter
+from .limits import AuthThrottle, RateLimiter
 from .middleware import ApiMiddleware
+from .oauth import load_profiles
 from .routes import api_routes
 from .state import VaultState
-from .storage.blobs import BlobStore
-from .storage.db import Database
+from .storage import vaults
+from .storage.blobs import BlobStore, StoredFile
+from .storage.db import Database, now_ms
 
 __all__ = ["create_app", "open_state"]
 
@@ -42,12 +45,34 @@ def open_state(config: ServerConfig) -> VaultState:
     db.open()
     blobs = BlobStore(config.data_dir / "blobs")
     blobs.open()
-    demo.ensure_demo_vault(db, blobs, config)
+    if demo.ensure_demo_vault(db, blobs, config):
+        _add_second_demo_vault(db, blobs)
     removed = blobs.sweep(db.read_sync(demo.referenced_blobs))
     if removed:
         log.info("removed %d unreferenced files from the blob directory", removed)
-    limiter = RateLimiter(config.burst_limit, config.daily_limit, config.burst_window_seconds)
-    return VaultState(config=config, db=db, blobs=blobs, limiter=limiter)
+    return VaultState(
+        config=config,
+        db=db,
+        blobs=blobs,
+        limiter=RateLimiter(config.burst_limit, config.daily_limit, config.burst_window_seconds),
+        auth_throttle=AuthThrottle(
+            config.auth_burst_limit, config.auth_window_seconds, config.auth_delay_ms
+        ),
+        hosts=db.read_sync(vaults.vault_hosts),
+        default_vault=db.read_sync(vaults.default_vault),
+        oauth=load_profiles(config.data_dir / "oauth.toml"),
+    )
+
+
+def _add_second_demo_vault(db: Database, blobs: BlobStore) -> None:
+    """A second vault in the demo domain, so multi-vault logins can be tried."""
+    admin = next(name for name, _, role in demo.DEMO_USERS if role == "admin")
+    members = [name for name, _, role in demo.DEMO_USERS if role in ("admin", "editor")]
+
+    def store(data: bytes, filename: str) -> StoredFile:
+        return StoredFile(blob=blobs.put_bytes(data), filename=filename)
+
+    db.write_sync(vaults.add_second_demo_vault, store, demo.DEMO_VAULT_ID, admin, members, now_ms())
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:

@@ -1,4 +1,5 @@
-"""``vaultfs serve``: run the local vault on Hypercorn's trio worker."""
+"""``vaultfs serve``: run the local vault on Hypercorn's trio worker (HTTP or HTTPS);
+``vaultfs serve-admin``: administration of a data directory (unlock a user)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import argparse
 import logging
 import os
 import signal
+import sys
 from pathlib import Path
 
 import trio
@@ -14,6 +16,8 @@ from hypercorn.trio import serve
 
 from .app import create_app
 from .config import ServerConfig, default_data_dir
+from .storage import users
+from .storage.db import Database
 
 __all__ = ["register"]
 
@@ -23,12 +27,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("serve", help="serve a local vault (the vault REST API)")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
     parser.add_argument("--port", type=int, default=8817, help="port to listen on")
+    _data_argument(parser)
     parser.add_argument(
-        "--data",
-        type=Path,
-        default=None,
-        metavar="DIR",
-        help=f"data directory (default: {default_data_dir()})",
+        "--tls-cert", type=Path, default=None, metavar="FILE", help="serve HTTPS: certificate (PEM)"
+    )
+    parser.add_argument(
+        "--tls-key", type=Path, default=None, metavar="FILE", help="serve HTTPS: private key (PEM)"
     )
     parser.add_argument(
         "--session-timeout",
@@ -52,9 +56,66 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="API calls per vault per day (default: 100000)",
     )
     parser.add_argument(
+        "--auth-burst-limit",
+        type=int,
+        default=300,
+        metavar="N",
+        help="password logins per user name and vault DNS per minute (default: 300)",
+    )
+    parser.add_argument(
+        "--auth-delay-ms",
+        type=int,
+        default=500,
+        metavar="MS",
+        help="delay of logins once half the auth limit is used (default: 500)",
+    )
+    parser.add_argument(
+        "--lockout-attempts",
+        type=int,
+        default=5,
+        metavar="N",
+        help="consecutive failed logins that lock an account; 0 = never (default: 5)",
+    )
+    parser.add_argument(
         "--log-level", default="info", choices=["debug", "info", "warning", "error"]
     )
     parser.set_defaults(handler=run)
+
+    admin = sub.add_parser("serve-admin", help="administer a local vault's data directory")
+    actions = admin.add_subparsers(dest="action", required=True, metavar="ACTION")
+    unlock = actions.add_parser("unlock", help="unlock a user locked out by failed logins")
+    unlock.add_argument("username", help="user name of the account")
+    _data_argument(unlock)
+    unlock.set_defaults(handler=run_unlock)
+
+
+def _data_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help=f"data directory (default: {default_data_dir()})",
+    )
+
+
+def run_unlock(args: argparse.Namespace) -> int:
+    """Unlock an account; works while the server runs (SQLite allows a second writer)."""
+    path = (args.data or default_data_dir()) / "vault.sqlite3"
+    if not path.exists():
+        print(f"vaultfs serve-admin: no vault data in {path.parent}", file=sys.stderr)
+        return 1
+    db = Database(path)
+    db.open()
+    try:
+        found = db.write_sync(users.unlock_user, args.username)
+    finally:
+        db.close()
+    if not found:
+        print(f"vaultfs serve-admin: no user [{args.username}]", file=sys.stderr)
+        return 1
+    print(f"unlocked {args.username}")
+    return 0
 
 
 async def _until_signal() -> None:
@@ -64,6 +125,9 @@ async def _until_signal() -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if (args.tls_cert is None) != (args.tls_key is None):
+        print("vaultfs serve: --tls-cert and --tls-key go together", file=sys.stderr)
+        return 2
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
@@ -74,12 +138,21 @@ def run(args: argparse.Namespace) -> int:
         session_timeout_minutes=args.session_timeout,
         burst_limit=args.burst_limit,
         daily_limit=args.daily_limit,
+        auth_burst_limit=args.auth_burst_limit,
+        auth_delay_ms=args.auth_delay_ms,
+        lockout_attempts=args.lockout_attempts,
+        tls_cert=args.tls_cert.resolve() if args.tls_cert else None,
+        tls_key=args.tls_key.resolve() if args.tls_key else None,
         # From the environment, never from argv (argv is visible to every user).
         demo_password=os.environ.get("VAULTFS_DEMO_PASSWORD") or None,
         log_level=args.log_level,
     )
     hypercorn = HypercornConfig()
     hypercorn.bind = [f"{config.host}:{config.port}"]
+    if config.tls_cert and config.tls_key:
+        # Hypercorn serves TLS on the bind; URLs in answers then say https.
+        hypercorn.certfile = str(config.tls_cert)
+        hypercorn.keyfile = str(config.tls_key)
     hypercorn.loglevel = args.log_level.upper()
     hypercorn.accesslog = None
     # Hypercorn logs through our root logger (one format, no duplicate lines).

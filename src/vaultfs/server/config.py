@@ -29,6 +29,16 @@ class ServerConfig:
     burst_window_seconds: int = 300
     #: API calls allowed per vault in each day
     daily_limit: int = 100_000
+    #: password logins allowed per user name and vault DNS in each auth window
+    auth_burst_limit: int = 300
+    auth_window_seconds: int = 60
+    #: once half the auth limit is used, logins are answered this much later
+    auth_delay_ms: int = 500
+    #: consecutive failed logins that lock an account (0 = never)
+    lockout_attempts: int = 5
+    #: certificate and key (PEM files) to serve HTTPS; None = plain HTTP
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
     #: password of the demo users; None = generate one on first start
     demo_password: str | None = None
     log_level: str = "info"

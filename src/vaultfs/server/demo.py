@@ -1,8 +1,9 @@
 """The demo vault: what an empty data directory is filled with on first start.
 
-One vault with three users (admin, editor, viewer), three document types at
-different depths, a lifecycle with an approve state change and a workflow, rendition,
-relationship and event types, and about twenty documents with several versions,
+One vault with three users (admin, editor, viewer) and a group (Approvers: the
+editor), three document types at different depths, a lifecycle with an approve state
+change and a workflow, rendition, relationship and event types (with classifications
+and properties per event subtype), and about twenty documents with several versions,
 real files of several formats, viewable renditions and a few attachments. Some names
 are awkward on purpose (a ``/``, unicode, two documents with the same name).
 
@@ -22,7 +23,7 @@ from pathlib import Path
 
 from .config import ServerConfig
 from .samples import docx_bytes, pdf_bytes, png_bytes
-from .storage import attachments, changes, renditions, users
+from .storage import attachments, changes, groups, renditions, search, users
 from .storage.blobs import BlobStore, StoredFile
 from .storage.db import Database, now_ms
 from .storage.fields import STANDARD_FIELDS, FieldSpec, field
@@ -158,12 +159,21 @@ def _metadata(conn: sqlite3.Connection) -> None:
             ("custom_rendition__c", "Custom Rendition", 2),
         ],
     )
+    # (name, label, system, single use, target version specific, target types)
     relationship_types = [
-        ("crosslink_document_latest__v", "CrossLink (latest)", True),
-        ("crosslink_document_static__v", "CrossLink (static)", True),
-        ("references__vs", "References", False),
-        ("basedon__vs", "Based On", False),
-        ("original_source__v", "Original Source", True),
+        ("crosslink_document_latest__v", "CrossLink (latest)", True, False, False, []),
+        (
+            "crosslink_document_latest_steady_state__v",
+            "CrossLink (steady state)",
+            True,
+            False,
+            False,
+            [],
+        ),
+        ("crosslink_document_static__v", "CrossLink (static)", True, False, True, []),
+        ("references__vs", "References", False, False, False, []),
+        ("basedon__vs", "Based On", False, False, True, [("clinical__c", "Clinical")]),
+        ("original_source__v", "Original Source", True, True, False, []),
     ]
     conn.executemany(
         "INSERT INTO relationship_types VALUES (?, ?, ?)",
@@ -176,36 +186,80 @@ def _metadata(conn: sqlite3.Connection) -> None:
                         "value": name,
                         "label": label,
                         "sourceDocVersionSpecific": False,
-                        "targetDocVersionSpecific": name.endswith("static__v"),
+                        "targetDocVersionSpecific": version_specific,
                         "system": system,
-                        "singleUse": False,
-                        "targetDocumentTypes": [],
+                        "singleUse": single_use,
+                        "targetDocumentTypes": [{"label": t, "value": v} for v, t in targets],
                     }
                 ),
             )
-            for pos, (name, label, system) in enumerate(relationship_types)
+            for pos, (name, label, system, single_use, version_specific, targets) in enumerate(
+                relationship_types
+            )
         ],
     )
-    subtypes = [
-        ("approved_email__v", "Approved Email"),
-        ("controlled_copy__v", "Controlled Copy"),
-        ("irep__v", "CRM"),
-        ("engage__v", "Engage"),
-    ]
     conn.execute(
         "INSERT INTO event_types VALUES (?, ?, ?)",
-        (
-            "distribution__v",
-            0,
-            json.dumps(
-                {
-                    "name": "distribution__v",
-                    "label": "Distribution",
-                    "subtypes": [{"name": n, "label": lab} for n, lab in subtypes],
-                }
-            ),
-        ),
+        ("distribution__v", 0, json.dumps(_DISTRIBUTION)),
     )
+
+
+def _event_property(name: str, label: str, type_: str, required: bool = False) -> dict[str, object]:
+    return {"name": name, "label": label, "type": type_, "required": required}
+
+
+#: The event type of the spec, with classifications and properties per subtype.
+_DISTRIBUTION = {
+    "name": "distribution__v",
+    "label": "Distribution",
+    "subtypes": [
+        {
+            "name": "approved_email__v",
+            "label": "Approved Email",
+            "classifications": [
+                {"name": "sent__v", "label": "Sent"},
+                {"name": "opened__v", "label": "Opened"},
+                {"name": "clicked__v", "label": "Clicked"},
+            ],
+            "properties": [
+                _event_property("recipient_email__v", "Recipient Email", "String", True),
+                _event_property("template_name__v", "Template Name", "String"),
+            ],
+        },
+        {
+            "name": "controlled_copy__v",
+            "label": "Controlled Copy",
+            "classifications": [
+                {"name": "issued__v", "label": "Issued"},
+                {"name": "reconciled__v", "label": "Reconciled"},
+            ],
+            "properties": [
+                _event_property("copy_number__v", "Copy Number", "Number", True),
+                _event_property("recipient_name__v", "Recipient Name", "String"),
+                _event_property("due_date__v", "Due Date", "Date"),
+            ],
+        },
+        {
+            "name": "irep__v",
+            "label": "CRM",
+            "classifications": [
+                {"name": "presented__v", "label": "Presented"},
+                {"name": "downloaded__v", "label": "Downloaded"},
+            ],
+            "properties": [
+                _event_property("account_id__v", "Account", "String", True),
+                _event_property("duration__v", "Duration (s)", "Number"),
+                _event_property("key_message__v", "Key Message", "Boolean"),
+            ],
+        },
+        {
+            "name": "engage__v",
+            "label": "Engage",
+            "classifications": [{"name": "viewed__v", "label": "Viewed"}],
+            "properties": [_event_property("meeting_id__v", "Meeting", "String", True)],
+        },
+    ],
+}
 
 
 # --- documents ------------------------------------------------------------------------
@@ -478,8 +532,12 @@ def ensure_demo_vault(db: Database, blobs: BlobStore, config: ServerConfig) -> b
         return False
     password = _password(config)
 
+    texts: dict[str, str | None] = {}
+
     def store(data: bytes, filename: str) -> StoredFile:
-        return StoredFile(blob=blobs.put_bytes(data), filename=filename)
+        stored = StoredFile(blob=blobs.put_bytes(data), filename=filename)
+        texts[stored.blob.sha256] = search.extract_text(blobs.path(stored.blob.sha256), filename)
+        return stored
 
     def fill(conn: sqlite3.Connection) -> None:
         _metadata(conn)
@@ -489,7 +547,14 @@ def ensure_demo_vault(db: Database, blobs: BlobStore, config: ServerConfig) -> b
             people[role] = users.SessionUser(
                 users.User(user_id, username, display, role), DEMO_VAULT_ID, "", 0
             )
+        groups.create_group(
+            conn,
+            DEMO_VAULT_ID,
+            {"label__v": "Approvers", "members__v": str(people["editor"].user.id)},
+        )
         _documents(conn, store, people, now_ms() - 30 * _DAY_MS)
+        for sha256, text in texts.items():
+            search.index_text(conn, sha256, text)
 
     db.write_sync(fill)
     return True

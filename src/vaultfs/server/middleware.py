@@ -1,15 +1,19 @@
-"""The API middleware: session check, call limits, remaining-call headers, last-resort
-error envelope.
+"""The API middleware: versions, sessions, call limits, ``X-ServiceAPI-*`` headers,
+response format, last-resort error envelope.
 
 A pure ASGI middleware (streaming responses pass through untouched). For every HTTP
 request it:
 
-1. resolves the session of versioned calls other than login (``auth`` query
+1. refuses versioned paths whose label is not a served API version (``MALFORMED_URL``);
+2. resolves the session of versioned calls other than authentication (``auth`` query
    parameter first, then ``Authorization: <id>`` or ``Bearer <id>``) and puts the
-   caller in the scope; no valid session -> ``INVALID_SESSION_ID``;
-2. charges the call to the session's vault (``API_LIMIT_EXCEEDED`` + Retry-After);
-3. adds ``X-ServiceAPI-*`` headers to every response;
-4. turns any exception that escaped the routes into the JSON envelope: a POST
+   caller in the scope; no valid session, or a session of another vault than the one
+   the request's host name addresses -> ``INVALID_SESSION_ID``;
+3. charges the call to the session's vault (``API_LIMIT_EXCEEDED`` + Retry-After);
+4. adds ``X-ServiceAPI-*`` headers to every response (the remaining-call counts only
+   from API v14, where the spec introduces them; the execution id always);
+5. sends JSON envelopes as XML when the request asks for XML (``formats.xml_send``);
+6. turns any exception that escaped the routes into the JSON envelope: a POST
    answers FAILURE (a create must never look retryable), others EXCEPTION.
 """
 
@@ -25,22 +29,21 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from vaultfs.errors import InvalidSessionId, MalformedUrl, VaultError
 from vaultfs.wire import BURST_REMAINING_HEADER, DAILY_REMAINING_HEADER, EXECUTION_ID_HEADER
 
+from . import formats, versions
 from .envelope import error_response, failure_for_unexpected
 from .limits import Remaining
-from .routes.common import CALLER_KEY, is_version_label
+from .routes.common import CALLER_KEY, EXTRA_HEADERS_KEY
 from .state import VaultState
 from .storage import users
 from .storage.db import now_ms
 
-__all__ = ["ApiMiddleware"]
+__all__ = ["ApiMiddleware", "session_token"]
 
 log = logging.getLogger("vaultfs.server")
 
 _VERSIONED = re.compile(r"^/api/([^/]+)(/.*)?$")
-#: Versioned paths that need no session.
-_OPEN_PATHS = frozenset({"/auth", "/auth/discovery"})
-#: Default vault, for the headers of calls made without a session.
-_DEFAULT_VAULT = 1
+#: Versioned paths that need no session (authentication and discovery).
+_OPEN = re.compile(r"^/auth(/discovery|/oauth/session/[^/]+)?/?$")
 
 
 def session_token(scope: Scope) -> str | None:
@@ -57,6 +60,17 @@ def session_token(scope: Scope) -> str | None:
     return None
 
 
+def _host(scope: Scope) -> str:
+    for key, value in scope.get("headers", []):
+        if key == b"host":
+            text = value.decode("latin-1")
+            # "[::1]:8817" -> "::1", "vault.example:8817" -> "vault.example"
+            if text.startswith("["):
+                return text[1:].partition("]")[0]
+            return text.rpartition(":")[0] if text.count(":") == 1 else text
+    return ""
+
+
 class ApiMiddleware:
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -68,20 +82,26 @@ class ApiMiddleware:
         timeout_ms = int(vault.config.session_timeout_seconds * 1000)
         now = now_ms()
         who = await vault.db.read(users.resolve_session, token, now, timeout_ms)
+        addressed = vault.vault_of_host(_host(scope))
+        if addressed is not None and addressed != who.vault_id:
+            # A session is valid for one vault only.
+            raise InvalidSessionId("Invalid session ID for this vault.")
         # Record activity, but not on every call: a tenth of the timeout is precise
         # enough and spares a write per read request.
         if now - who.last_used_ms > min(5000, timeout_ms // 10):
             await vault.db.write(users.touch_session, who.token_hash, now, timeout_ms)
         return who
 
-    def _needs_session(self, path: str) -> bool:
+    @staticmethod
+    def _version(path: str) -> tuple[str | None, bool]:
+        """(API version label or None, whether the path needs a session)."""
         match = _VERSIONED.match(path)
         if match is None or path == "/api/":
-            return False
+            return None, False
         label, rest = match.group(1), match.group(2) or ""
-        if not is_version_label(label):
-            raise MalformedUrl(f"Invalid API version [{label}] in the URL")
-        return rest.rstrip("/") not in _OPEN_PATHS
+        if not versions.supported(label):
+            raise MalformedUrl(f"Invalid or unsupported API version [{label}] in the URL")
+        return label, not _OPEN.match(rest)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -91,24 +111,33 @@ class ApiMiddleware:
         vault: VaultState = scope["app"].state.vault
         execution_id = uuid.uuid4().hex
         remaining: Remaining | None = None
+        with_counts = True
         started = False
+        out = formats.xml_send(send) if formats.wanted(scope) == "xml" else send
 
         async def send_with_headers(message: Message) -> None:
             nonlocal started
             if message["type"] == "http.response.start":
                 started = True
-                left = remaining or vault.limiter.peek(_DEFAULT_VAULT)
-                message = dict(message)
-                message["headers"] = [
-                    *message.get("headers", []),
-                    (BURST_REMAINING_HEADER.encode(), str(left.burst).encode()),
-                    (DAILY_REMAINING_HEADER.encode(), str(left.daily).encode()),
-                    (EXECUTION_ID_HEADER.encode(), execution_id.encode()),
+                headers = [*message.get("headers", [])]
+                if with_counts:
+                    left = remaining or vault.limiter.peek(vault.host_vault(_host(scope)))
+                    headers += [
+                        (BURST_REMAINING_HEADER.encode(), str(left.burst).encode()),
+                        (DAILY_REMAINING_HEADER.encode(), str(left.daily).encode()),
+                    ]
+                headers += [
+                    (name.encode(), value.encode())
+                    for name, value in scope.get(EXTRA_HEADERS_KEY, [])
                 ]
-            await send(message)
+                headers.append((EXECUTION_ID_HEADER.encode(), execution_id.encode()))
+                message = {**message, "headers": headers}
+            await out(message)
 
         try:
-            if self._needs_session(scope["path"]):
+            label, needs_session = self._version(scope["path"])
+            with_counts = label is None or versions.at_least(label, versions.REMAINING_CALL_HEADERS)
+            if needs_session:
                 who = await self._authenticate(vault, scope)
                 remaining = vault.limiter.peek(who.vault_id)
                 remaining = vault.limiter.charge(who.vault_id)

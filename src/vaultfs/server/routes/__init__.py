@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from starlette.routing import BaseRoute, Mount
 
-from . import attachments, auth, documents, files, locks, metadata, renditions
+from . import attachments, auth, documents, files, locks, metadata, platform, renditions
+from . import access, bulk, events, lifecycle, relationships
 
 __all__ = ["api_routes"]
 
@@ -17,10 +18,17 @@ def api_routes() -> list[BaseRoute]:
     versioned: list[BaseRoute] = [
         *auth.versioned_routes(),
         *metadata.routes(),
+        # before the other document routes: /objects/documents/batch is no document id
+        *bulk.routes(),
+        *relationships.routes(),
+        *events.routes(),
+        *lifecycle.routes(),
+        *access.routes(),
         *files.routes(),
         *locks.routes(),
         *renditions.routes(),
         *attachments.routes(),
+        *platform.routes(),
         # last: its /objects/documents/{id} patterns are the most general
         *documents.routes(),
     ]

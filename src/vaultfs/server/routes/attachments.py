@@ -10,11 +10,12 @@ from starlette.routing import BaseRoute, Route
 
 from vaultfs.errors import ParameterRequired
 
+from .. import versions
 from ..downloads import file_response
 from ..envelope import success
 from ..permissions import Permission
 from ..storage import attachments
-from .common import api_url, caller, form, path_int, state
+from .common import api_url, caller, form, path_int, since, state
 
 __all__ = ["routes"]
 
@@ -120,13 +121,14 @@ async def delete(request: Request) -> Response:
 def routes() -> list[BaseRoute]:
     base = "/objects/documents/{doc_id}/attachments"
     one = base + "/{attachment_id}"
+    gate = since(versions.ATTACHMENTS)
     return [
-        Route(base, list_attachments, methods=["GET"]),
-        Route(base, create, methods=["POST"]),
-        Route(one, list_attachments, methods=["GET"]),
-        Route(one, delete, methods=["DELETE"]),
-        Route(one + "/file", download, methods=["GET"]),
-        Route(one + "/versions", list_versions, methods=["GET"]),
-        Route(one + "/versions/{attachment_version}", version_metadata, methods=["GET"]),
-        Route(one + "/versions/{attachment_version}/file", download, methods=["GET"]),
+        Route(base, gate(list_attachments), methods=["GET"]),
+        Route(base, gate(create), methods=["POST"]),
+        Route(one, gate(list_attachments), methods=["GET"]),
+        Route(one, gate(delete), methods=["DELETE"]),
+        Route(one + "/file", gate(download), methods=["GET"]),
+        Route(one + "/versions", gate(list_versions), methods=["GET"]),
+        Route(one + "/versions/{attachment_version}", gate(version_metadata), methods=["GET"]),
+        Route(one + "/versions/{attachment_version}/file", gate(download), methods=["GET"]),
     ]

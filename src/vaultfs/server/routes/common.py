@@ -1,14 +1,24 @@
-"""Helpers shared by the route modules: the caller, parameters, URLs, forms."""
+"""Helpers shared by the route modules: the caller, parameters, URLs, forms, versions.
+
+Version gating: wrap an endpoint in ``since(versions.X)`` to make it answer
+``MALFORMED_URL`` (like an unknown path) when called under an API version older than
+the one that introduced it, e.g. ``Route(path, since(versions.EVENTS)(list_events))``.
+A parameter introduced later is ignored under older versions (an older server does
+not know it): ``if version_at_least(request, versions.LOCK_ON_DOWNLOAD): ...``.
+"""
 
 from __future__ import annotations
 
-import re
+import functools
+from collections.abc import Awaitable, Callable
 
 from starlette.requests import Request
+from starlette.responses import Response
 
 from vaultfs.errors import InvalidData, MalformedUrl
-from vaultfs.wire import MAX_FILE_SIZE
+from vaultfs.wire import API_VERSION, MAX_FILE_SIZE
 
+from .. import versions
 from ..permissions import Permission, require
 from ..state import VaultState
 from ..storage.users import SessionUser
@@ -16,6 +26,8 @@ from ..uploads import Form, read_form
 
 __all__ = [
     "CALLER_KEY",
+    "EXTRA_HEADERS_KEY",
+    "add_header",
     "api_url",
     "base_url",
     "bool_param",
@@ -24,13 +36,20 @@ __all__ = [
     "is_version_label",
     "path_int",
     "query",
+    "since",
     "state",
+    "vault_url",
+    "version_at_least",
     "version_path",
 ]
 
 #: Where the middleware puts the authenticated caller in the ASGI scope.
 CALLER_KEY = "vaultfs.caller"
-_VERSION = re.compile(r"^v\d+\.\d+$")
+#: Headers a route wants on its answer whether it succeeds or fails (the middleware
+#: adds them; a list of (name, value) in the ASGI scope).
+EXTRA_HEADERS_KEY = "vaultfs.extra_headers"
+
+Endpoint = Callable[[Request], Awaitable[Response]]
 
 
 def state(request: Request) -> VaultState:
@@ -43,6 +62,11 @@ def caller(request: Request, permission: Permission = Permission.VIEW) -> Sessio
     who: SessionUser = request.scope[CALLER_KEY]
     require(who, permission)
     return who
+
+
+def add_header(request: Request, name: str, value: str) -> None:
+    """Put a header on the answer to ``request``, success or error envelope alike."""
+    request.scope.setdefault(EXTRA_HEADERS_KEY, []).append((name, value))
 
 
 def query(request: Request, name: str) -> str | None:
@@ -75,7 +99,31 @@ def version_path(request: Request) -> tuple[int, int]:
 
 
 def is_version_label(label: str) -> bool:
-    return bool(_VERSION.match(label))
+    return versions.parse(label) is not None
+
+
+def version_at_least(request: Request, since_label: str) -> bool:
+    """Whether the request's API version has a feature introduced in ``since_label``."""
+    return versions.at_least(request.path_params.get("version", API_VERSION), since_label)
+
+
+def since(label: str) -> Callable[[Endpoint], Endpoint]:
+    """Gate an endpoint: under API versions before ``label`` it does not exist."""
+
+    def wrap(endpoint: Endpoint) -> Endpoint:
+        @functools.wraps(endpoint)
+        async def gated(request: Request) -> Response:
+            version = request.path_params.get("version", API_VERSION)
+            if not versions.at_least(version, label):
+                raise MalformedUrl(
+                    f"The resource [{request.url.path}] does not exist in API {version}"
+                    f" (available from {label})"
+                )
+            return await endpoint(request)
+
+        return gated
+
+    return wrap
 
 
 def base_url(request: Request) -> str:
@@ -84,8 +132,18 @@ def base_url(request: Request) -> str:
 
 
 def api_url(request: Request, path: str) -> str:
-    version = request.path_params.get("version", "v25.1")
+    version = request.path_params.get("version", API_VERSION)
     return f"{base_url(request)}/api/{version}{path}"
+
+
+def vault_url(request: Request, vault_id: int, dns: str) -> str:
+    """``{scheme}://{host}/api`` of a vault: the address the client used when it
+    addressed that vault (by its DNS name or as the default vault), else the vault's
+    DNS name on this server's port."""
+    if state(request).host_vault(request.url.hostname or "") == vault_id:
+        return f"{base_url(request)}/api"
+    port = f":{request.url.port}" if request.url.port else ""
+    return f"{request.url.scheme}://{dns}{port}/api"
 
 
 async def form(

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import sqlite3
 from datetime import timedelta
 from typing import Any
 
+import trio
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
@@ -12,11 +14,25 @@ from starlette.routing import BaseRoute, Route
 from vaultfs.errors import InvalidData
 from vaultfs.wire import PAGE_LIMIT, parse_datetime
 
+from .. import versions
 from ..envelope import success
 from ..permissions import Permission
-from ..storage import changes, documents
+from ..state import VaultState
+from ..storage import changes, documents, search
+from ..storage.blobs import StoredFile
 from ..storage.db import now_ms
-from .common import api_url, bool_param, caller, form, path_int, query, state, version_path
+from .common import (
+    api_url,
+    bool_param,
+    caller,
+    form,
+    path_int,
+    query,
+    since,
+    state,
+    version_at_least,
+    version_path,
+)
 
 __all__ = ["routes"]
 
@@ -42,14 +58,21 @@ async def list_documents(request: Request) -> Response:
     scope = query(request, "versionscope") or "latest"
     if scope not in ("latest", "all"):
         raise InvalidData(f"Invalid value for [versionscope]: '{scope}' (latest or all)")
+    # scope (and term highlights) came with v4; older versions search fields only.
+    content_scope = (
+        query(request, "scope") if version_at_least(request, versions.SEARCH_SCOPE) else None
+    )
+    if content_scope not in (None, "contents", "all"):
+        raise InvalidData(f"Invalid value for [scope]: '{content_scope}' (contents or all)")
     spec = documents.ListQuery(
+        caller=who,
         start=start,
         limit=limit,
         sort=query(request, "sort"),
         search=query(request, "search"),
+        scope=content_scope,
         all_versions=scope == "all",
         named_filter=query(request, "named_filter"),
-        user_id=who.user.id,
     )
     records, total = await state(request).db.read(documents.list_documents, who.vault_id, spec)
     return success(
@@ -108,15 +131,40 @@ async def list_versions(request: Request) -> Response:
     return success(versions=shaped["versions"], renditions=shaped["renditions"])
 
 
-async def create_document(request: Request) -> Response:
+async def file_text(vault: VaultState, file: StoredFile | None) -> str | None:
+    """The searchable text of an uploaded file (extracted before the write transaction)."""
+    if file is None:
+        return None
+    path = vault.blobs.path(file.blob.sha256)
+    return await trio.to_thread.run_sync(search.extract_text, path, file.filename)
+
+
+async def create_document(request: Request, *, binder: bool = False) -> Response:
     who = caller(request, Permission.CREATE)
     vault = state(request)
     body = await form(request, files=frozenset({"file"}))
+    link = [name for name in changes.CROSSLINK_FIELDS if name in body.fields]
+    if link and not version_at_least(request, versions.CROSSLINK):
+        # Before CrossLinks existed these were just unknown fields.
+        raise InvalidData(f"Invalid field [{link[0]}]: no such field on this document type")
+    file = body.files.get("file")
+    text = await file_text(vault, file)
+    now = vault.db.tick()
+
+    def create(conn: sqlite3.Connection) -> int:
+        doc_id = changes.create_document(conn, who, body.fields, file, now, binder=binder)
+        if file is not None:
+            search.index_text(conn, file.blob.sha256, text)
+        return doc_id
+
     # An unexpected error here becomes a FAILURE in the middleware (POST), never a 5xx.
-    doc_id = await vault.db.write(
-        changes.create_document, who, body.fields, body.files.get("file"), vault.db.tick()
-    )
-    return success(responseMessage="successfully created document", id=doc_id)
+    doc_id = await vault.db.write(create)
+    what = "binder" if binder else "document"
+    return success(responseMessage=f"successfully created {what}", id=doc_id)
+
+
+async def create_binder(request: Request) -> Response:
+    return await create_document(request, binder=True)
 
 
 async def update_document(request: Request) -> Response:
@@ -125,7 +173,10 @@ async def update_document(request: Request) -> Response:
     doc_id = path_int(request, "doc_id", "document id")
     version = version_path(request) if "major" in request.path_params else None
     body = await form(request)
-    if version is None and bool_param(query(request, "reclassify"), "reclassify"):
+    reclassify = version_at_least(request, versions.RECLASSIFY) and bool_param(
+        query(request, "reclassify"), "reclassify"
+    )
+    if version is None and reclassify:
         await vault.db.write(changes.reclassify, who, doc_id, body.fields, vault.db.tick())
     else:
         await vault.db.write(
@@ -140,16 +191,20 @@ async def create_version(request: Request) -> Response:
     doc_id = path_int(request, "doc_id", "document id")
     body = await form(request, files=frozenset({"file"}))
     mode = body.fields.get("createDraft") or query(request, "createDraft")
+    if not version_at_least(request, versions.CREATE_DRAFT):
+        mode = None  # older versions only replace the file, raising the minor version
     description = body.fields.get("description__v")
-    major, minor = await vault.db.write(
-        changes.create_version,
-        who,
-        doc_id,
-        mode,
-        body.files.get("file"),
-        description,
-        vault.db.tick(),
-    )
+    file = body.files.get("file")
+    text = await file_text(vault, file)
+    now = vault.db.tick()
+
+    def create(conn: sqlite3.Connection) -> tuple[int, int]:
+        numbers = changes.create_version(conn, who, doc_id, mode, file, description, now)
+        if file is not None:
+            search.index_text(conn, file.blob.sha256, text)
+        return numbers
+
+    major, minor = await vault.db.write(create)
     return success(
         responseMessage="New draft successfully created",
         major_version_number__v=major,
@@ -197,7 +252,7 @@ async def deleted_documents(request: Request) -> Response:
     offset = _int_param(request, "offset", 0, 0)
     limit = min(_int_param(request, "limit", 1000, 1), 1000)
     data, total = await state(request).db.read(
-        documents.deleted_documents, who.vault_id, start, end, offset, limit
+        documents.deleted_documents, who, start, end, offset, limit
     )
     return success(
         responseMessage="Success",
@@ -212,7 +267,12 @@ def routes() -> list[BaseRoute]:
     return [
         Route(_DOCS, list_documents, methods=["GET"]),
         Route(_DOCS, create_document, methods=["POST"]),
-        Route("/objects/deletions/documents", deleted_documents, methods=["GET"]),
+        Route("/objects/binders", create_binder, methods=["POST"]),
+        Route(
+            "/objects/deletions/documents",
+            since(versions.DELETED_DOCUMENTS)(deleted_documents),
+            methods=["GET"],
+        ),
         Route(doc, get_document, methods=["GET"]),
         Route(doc, update_document, methods=["PUT"]),
         Route(doc, create_version, methods=["POST"]),

@@ -8,11 +8,21 @@ from starlette.routing import BaseRoute, Route
 
 from vaultfs.errors import MalformedUrl
 
+from .. import versions
 from ..downloads import file_response
 from ..permissions import Permission
 from ..storage import documents, locks
 from ..thumbnails import thumbnail_png
-from .common import bool_param, caller, path_int, query, state, version_path
+from .common import (
+    bool_param,
+    caller,
+    path_int,
+    query,
+    since,
+    state,
+    version_at_least,
+    version_path,
+)
 
 __all__ = ["routes"]
 
@@ -22,7 +32,9 @@ async def download_file(request: Request) -> Response:
     vault = state(request)
     doc_id = path_int(request, "doc_id", "document id")
     version = version_path(request) if "major" in request.path_params else None
-    if bool_param(query(request, "lockDocument"), "lockDocument"):
+    # lockDocument came with v6: older versions do not know the parameter.
+    lock = version_at_least(request, versions.LOCK_ON_DOWNLOAD)
+    if lock and bool_param(query(request, "lockDocument"), "lockDocument"):
         caller(request, Permission.LOCK)
         await vault.db.write(locks.lock_document, who, doc_id, vault.db.tick())
     if version is None:
@@ -51,5 +63,5 @@ def routes() -> list[BaseRoute]:
     return [
         Route(doc + "/file", download_file, methods=["GET"]),
         Route(version + "/file", download_file, methods=["GET"]),
-        Route(version + "/thumbnail", thumbnail, methods=["GET"]),
+        Route(version + "/thumbnail", since(versions.THUMBNAILS)(thumbnail), methods=["GET"]),
     ]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Callable
 from typing import Any
@@ -11,10 +10,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from vaultfs.errors import MalformedUrl, ParameterRequired
+
+from .. import versions
 from ..envelope import success
-from ..storage import metadata
+from ..storage import access, documents, metadata, relationships
 from ..storage.fields import field
-from .common import api_url, bool_param, caller, query, state
+from .common import api_url, bool_param, caller, form, query, since, state
 
 __all__ = ["routes"]
 
@@ -70,7 +72,7 @@ def _type_record(
         ],
         "relationshipTypes": [
             {"label": row["label"], "value": url_for(f"{url}/relationships/{row['value']}")}
-            for row in _relationship_types(conn)
+            for row in relationships.relationship_types(conn)
         ],
         "processes": [],
         "defaultWorkflows": [],
@@ -90,9 +92,45 @@ def _type_record(
     return record
 
 
-def _relationship_types(conn: sqlite3.Connection) -> list[dict[str, Any]]:
-    rows = conn.execute("SELECT spec FROM relationship_types ORDER BY position").fetchall()
-    return [json.loads(r[0]) for r in rows]
+async def relationship_metadata(request: Request) -> Response:
+    """Relationship fields and types of a document type (one type when in the path)."""
+    caller(request)
+    wanted = request.path_params.get("relationship_type")
+
+    def read(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+        metadata.resolve_path(conn, request.path_params["type"])
+        types = relationships.relationship_types(conn)
+        return [t for t in types if wanted is None or t["value"] == wanted]
+
+    types = await state(request).db.read(read)
+    if wanted is not None and not types:
+        raise MalformedUrl(f"Unknown relationship type [{wanted}]")
+    return success(
+        properties=relationships.FIELD_METADATA,
+        relationshipTypes=types,
+        relationships=[
+            {
+                "relationship_name": name,
+                "relationship_label": label,
+                "relationship_type": "reference_outbound",
+                "object": {"name": "documents"},
+            }
+            for name, label in (("source__vr", "Source"), ("target__vr", "Target"))
+        ],
+    )
+
+
+async def find_common(request: Request) -> Response:
+    who = caller(request)
+    body = await form(request)
+    text = body.fields.get("docIds", "").strip()
+    if not text:
+        raise ParameterRequired("Missing required parameter [docIds]")
+    doc_ids = access.parse_ids(text, "docIds")
+    if not doc_ids:
+        raise ParameterRequired("Missing required parameter [docIds]")
+    properties = await state(request).db.read(documents.find_common, who.vault_id, doc_ids)
+    return success(properties=properties)
 
 
 async def type_metadata(request: Request) -> Response:
@@ -141,6 +179,21 @@ def routes() -> list[BaseRoute]:
     return [
         Route("/metadata/objects", metadata_index, methods=["GET"]),
         Route("/metadata/objects/documents/properties", properties, methods=["GET"]),
+        Route(
+            "/metadata/objects/documents/properties/find_common",
+            since(versions.FIND_COMMON)(find_common),
+            methods=["POST"],
+        ),
+        Route(
+            t + "/relationships",
+            since(versions.RELATIONSHIPS)(relationship_metadata),
+            methods=["GET"],
+        ),
+        Route(
+            t + "/relationships/{relationship_type}",
+            since(versions.RELATIONSHIPS)(relationship_metadata),
+            methods=["GET"],
+        ),
         Route("/metadata/objects/documents/types", types, methods=["GET"]),
         Route("/metadata/objects/documents", types, methods=["GET"]),
         Route("/metadata/objects/documents/lock", lock_metadata, methods=["GET"]),

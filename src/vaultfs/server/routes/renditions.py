@@ -8,11 +8,23 @@ from starlette.routing import BaseRoute, Route
 
 from vaultfs.errors import ParameterRequired
 
+from .. import versions
 from ..downloads import file_response
 from ..envelope import success
 from ..permissions import Permission
 from ..storage import renditions
-from .common import api_url, bool_param, caller, form, path_int, query, state, version_path
+from .common import (
+    api_url,
+    bool_param,
+    caller,
+    form,
+    path_int,
+    query,
+    since,
+    state,
+    version_at_least,
+    version_path,
+)
 
 __all__ = ["routes"]
 
@@ -41,7 +53,10 @@ async def download_rendition(request: Request) -> Response:
     who = caller(request)
     vault = state(request)
     doc_id = path_int(request, "doc_id", "document id")
-    steady = bool_param(query(request, "steadyState"), "steadyState")
+    # steadyState came with v6: older versions do not know the parameter.
+    steady = version_at_least(request, versions.STEADY_STATE) and bool_param(
+        query(request, "steadyState"), "steadyState"
+    )
     row = await vault.db.read(
         renditions.get_rendition,
         who.vault_id,
@@ -94,15 +109,16 @@ async def delete_rendition(request: Request) -> Response:
 
 def routes() -> list[BaseRoute]:
     result: list[BaseRoute] = []
-    for base in (
-        "/objects/documents/{doc_id}",
-        "/objects/documents/{doc_id}/versions/{major}/{minor}",
+    document = "/objects/documents/{doc_id}"
+    for base, gate in (
+        (document, since(versions.API_VERSIONS[0])),
+        (document + "/versions/{major}/{minor}", since(versions.VERSION_RENDITIONS)),
     ):
         one = base + "/renditions/{rendition_type}"
         result += [
-            Route(base + "/renditions", list_renditions, methods=["GET"]),
-            Route(one, download_rendition, methods=["GET"]),
-            Route(one, put_rendition, methods=["POST", "PUT"]),
-            Route(one, delete_rendition, methods=["DELETE"]),
+            Route(base + "/renditions", gate(list_renditions), methods=["GET"]),
+            Route(one, gate(download_rendition), methods=["GET"]),
+            Route(one, gate(put_rendition), methods=["POST", "PUT"]),
+            Route(one, gate(delete_rendition), methods=["DELETE"]),
         ]
     return result

@@ -16,7 +16,7 @@ from typing import Any
 
 from vaultfs.errors import InvalidData, OperationNotAllowed, ParameterRequired
 
-from . import metadata
+from . import access, metadata
 from .blobs import StoredFile
 from .documents import get_document, get_version, latest_version
 from .fields import FieldSpec, is_list, parse_value
@@ -24,11 +24,14 @@ from .users import SessionUser
 
 __all__ = [
     "CREATE_PARAMETERS",
+    "CROSSLINK_FIELDS",
     "check_not_locked_by_other",
     "create_document",
     "create_version",
     "delete_document",
     "delete_version",
+    "insert_version",
+    "parse_fields",
     "reclassify",
     "touch_version",
     "update_fields",
@@ -36,6 +39,20 @@ __all__ = [
 
 #: Parameters of a create that are not fields.
 CREATE_PARAMETERS = frozenset({"file", "suppressRendition"})
+#: Fields that make a CrossLink document (create only).
+CROSSLINK_FIELDS = (
+    "source_vault_id__v",
+    "source_document_id__v",
+    "source_binding_rule__v",
+    "bound_source_major_version__v",
+    "bound_source_minor_version__v",
+)
+#: Binding rules of CrossLinks: label -> whether it binds a specific version.
+_BINDING_RULES = {
+    "Latest version": False,
+    "Latest Steady State version": False,
+    "Specific Document version": True,
+}
 _CLASSIFYING = ("type__v", "subtype__v", "classification__v", "lifecycle__v")
 
 
@@ -74,7 +91,7 @@ def _default_name(rule: str, file: StoredFile | None) -> str | None:
     return rule
 
 
-def _parse_fields(
+def parse_fields(
     specs: Mapping[str, FieldSpec], form: Mapping[str, str], *, creating: bool
 ) -> dict[str, Any]:
     """Parsed editable field values of a form; INVALID_DATA names a field that is not."""
@@ -111,22 +128,85 @@ def _check_required(
         )
 
 
+def _crosslink(
+    conn: sqlite3.Connection, given: dict[str, str], file: StoredFile | None
+) -> tuple[int, int, str, int | None, int | None] | None:
+    """The validated CrossLink fields of a create (popped from ``given``), or None."""
+    link = {name: given.pop(name) for name in CROSSLINK_FIELDS if name in given}
+    if not link:
+        return None
+    for name in CROSSLINK_FIELDS[:3]:
+        if name not in link:
+            raise ParameterRequired(f"Missing required parameter [{name}] of a CrossLink")
+    if file is not None:
+        raise InvalidData("A CrossLink document takes its content from its source: no [file]")
+    numbers: dict[str, int] = {}
+    for name, text in link.items():
+        if name != "source_binding_rule__v":
+            if not (text.isascii() and text.strip().isdigit()):
+                raise InvalidData(f"Invalid value for [{name}]: '{text}' is not a number")
+            numbers[name] = int(text)
+    given_rule = link["source_binding_rule__v"].strip().lower()
+    rule = next((r for r in _BINDING_RULES if r.lower() == given_rule), None)
+    if rule is None:
+        raise InvalidData(
+            f"Invalid value for [source_binding_rule__v]: '{given_rule}' (Latest version, "
+            "Latest Steady State version or Specific Document version)"
+        )
+    vault_id, source_id = numbers["source_vault_id__v"], numbers["source_document_id__v"]
+    source = conn.execute(
+        "SELECT id FROM documents WHERE id = ? AND vault_id = ?", (source_id, vault_id)
+    ).fetchone()
+    if source is None:
+        raise InvalidData(
+            f"Invalid value for [source_document_id__v]: no document [{source_id}] in vault "
+            f"[{vault_id}]"
+        )
+    major = minor = None
+    if _BINDING_RULES[rule]:
+        if "bound_source_major_version__v" not in numbers:
+            raise ParameterRequired("Missing required parameter [bound_source_major_version__v]")
+        major = numbers["bound_source_major_version__v"]
+        minor = numbers.get("bound_source_minor_version__v", 0)
+        exists = conn.execute(
+            "SELECT 1 FROM versions WHERE doc_id = ? AND major = ? AND minor = ?",
+            (source_id, major, minor),
+        ).fetchone()
+        if exists is None:
+            raise InvalidData(
+                f"Invalid value for [bound_source_major_version__v]: document [{source_id}] "
+                f"has no version [{major}.{minor}]"
+            )
+    return vault_id, source_id, rule, major, minor
+
+
 def create_document(
     conn: sqlite3.Connection,
     caller: SessionUser,
     form: Mapping[str, str],
     file: StoredFile | None,
     now: int,
+    *,
+    binder: bool = False,
 ) -> int:
-    """Create a document from the text parts of a create request; returns its id."""
-    given = {k: v for k, v in form.items() if v != "" and k not in CREATE_PARAMETERS}
+    """Create a document (or binder) from the text parts of a create request; its id.
+
+    Besides fields the form may carry role assignments (``viewer__v.users=1,2``) and
+    CrossLink fields (``CROSSLINK_FIELDS``).
+    """
+    given = {
+        k: v
+        for k, v in form.items()
+        if v != "" and k not in CREATE_PARAMETERS and access.parse_role_key(k) is None
+    }
+    link = _crosslink(conn, given, file)
     where = metadata.resolve_classification(
         conn, given.get("type__v"), given.get("subtype__v"), given.get("classification__v")
     )
     specs = metadata.leaf_fields(conn, where)
     lifecycles = where.leaf.lifecycles or where.type.lifecycles
     rest = {k: v for k, v in given.items() if k not in _CLASSIFYING}
-    values = _parse_fields(specs, rest, creating=True)
+    values = parse_fields(specs, rest, creating=True)
     for name, spec in specs.items():
         if name not in values and spec.get("defaultValue") is not None:
             default = spec["defaultValue"]
@@ -150,8 +230,8 @@ def create_document(
     name = str(values.pop("name__v"))
     cur = conn.execute(
         "INSERT INTO documents (vault_id, document_number, type, subtype, classification,"
-        " lifecycle, created_by, created_ms, latest_major, latest_minor)"
-        " VALUES (?, '', ?, ?, ?, ?, ?, ?, ?, ?)",
+        " lifecycle, created_by, created_ms, latest_major, latest_minor, binder)"
+        " VALUES (?, '', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             caller.vault_id,
             where.type.name,
@@ -162,17 +242,30 @@ def create_document(
             now,
             major,
             minor,
+            int(binder),
         ),
     )
     doc_id = int(cur.lastrowid or 0)
     conn.execute(
         "UPDATE documents SET document_number = ? WHERE id = ?", (f"VV-{doc_id:06d}", doc_id)
     )
-    _insert_version(conn, doc_id, major, minor, values, name, status, file, caller, now)
+    insert_version(conn, doc_id, major, minor, values, name, status, file, caller, now)
+    conn.execute(
+        "INSERT INTO document_roles (doc_id, role, kind, principal)"
+        " VALUES (?, 'owner__v', 'users', ?)",
+        (doc_id, caller.user.id),
+    )
+    access.add_roles(conn, caller.vault_id, doc_id, dict(form))
+    if link is not None:
+        conn.execute(
+            "INSERT INTO crosslinks (doc_id, source_vault_id, source_doc_id, binding_rule,"
+            " bound_major, bound_minor) VALUES (?, ?, ?, ?, ?, ?)",
+            (doc_id, *link),
+        )
     return doc_id
 
 
-def _insert_version(
+def insert_version(
     conn: sqlite3.Connection,
     doc_id: int,
     major: int,
@@ -223,7 +316,7 @@ def update_fields(
         doc, ver = get_version(conn, caller.vault_id, doc_id, *version)
     check_not_locked_by_other(doc, caller)
     specs = metadata.leaf_fields(conn, metadata.classification_of(conn, doc))
-    changes = _parse_fields(specs, form, creating=False)
+    changes = parse_fields(specs, form, creating=False)
     if not changes:
         raise ParameterRequired("No fields to update were given")
     values: dict[str, Any] = json.loads(ver["fields"])
@@ -236,6 +329,9 @@ def update_fields(
             name = value
         elif field_name == "status__v":
             status = metadata.resolve_status(conn, doc["lifecycle"], str(value))
+            # Setting the state by hand ends the document's workflow (the local vault
+            # has no workflow tasks to complete it otherwise).
+            conn.execute("UPDATE workflows SET active = 0 WHERE doc_id = ?", (doc_id,))
         elif value is None:
             values.pop(field_name, None)
         else:
@@ -266,7 +362,7 @@ def reclassify(
         conn, given.get("type__v"), given.get("subtype__v"), given.get("classification__v")
     )
     specs = metadata.leaf_fields(conn, where)
-    changes = _parse_fields(
+    changes = parse_fields(
         specs, {k: v for k, v in given.items() if k not in _CLASSIFYING}, creating=False
     )
     values: dict[str, Any] = {**json.loads(ver["fields"]), **changes}
@@ -334,7 +430,7 @@ def create_version(
     if (major, minor) <= (latest["major"], latest["minor"]):
         raise InvalidData(f"Version [{major}.{minor}] is not after the latest version")
     status = status or metadata.initial_state(conn, doc["lifecycle"])
-    _insert_version(conn, doc_id, major, minor, values, latest["name"], status, file, caller, now)
+    insert_version(conn, doc_id, major, minor, values, latest["name"], status, file, caller, now)
     if file is None:
         conn.execute(
             "UPDATE versions SET blob = ?, md5 = ?, size = ?, filename = ?, format = ?"

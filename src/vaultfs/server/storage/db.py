@@ -200,8 +200,122 @@ CREATE TABLE deletions (
 CREATE INDEX deletions_when ON deletions (deleted_ms);
 """
 
+# Platform: domains, vault status and application, domain admins, login lockout.
+_SCHEMA_V2 = """
+CREATE TABLE domains (
+    name TEXT PRIMARY KEY,
+    -- Production | Sandbox | Demo | Test
+    type TEXT NOT NULL
+);
+INSERT INTO domains (name, type) VALUES ('vaultfs', 'Demo');
+ALTER TABLE vaults ADD COLUMN domain TEXT NOT NULL DEFAULT 'vaultfs';
+ALTER TABLE vaults ADD COLUMN status TEXT NOT NULL DEFAULT 'Active';
+ALTER TABLE vaults ADD COLUMN application TEXT NOT NULL DEFAULT 'Platform';
+ALTER TABLE vaults ADD COLUMN family_name TEXT;
+ALTER TABLE vaults ADD COLUMN family_label TEXT;
+ALTER TABLE users ADD COLUMN domain_admin INTEGER NOT NULL DEFAULT 0;
+-- consecutive failed password checks (locked_out once they reach the limit)
+ALTER TABLE users ADD COLUMN failed_logins INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE users ADD COLUMN locked_out INTEGER NOT NULL DEFAULT 0;
+"""
+
+# Document features and access: groups, document roles, relationships, events,
+# workflows, favourites, CrossLinks, binders, content text for search, vault settings.
+_SCHEMA_V3 = """
+CREATE TABLE vault_settings (
+    vault_id INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY (vault_id, name)
+);
+CREATE TABLE groups (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    vault_id INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    label TEXT NOT NULL,
+    UNIQUE (vault_id, name)
+);
+CREATE TABLE group_members (
+    group_id INTEGER NOT NULL REFERENCES groups(id) ON DELETE CASCADE,
+    user_id INTEGER NOT NULL,
+    PRIMARY KEY (group_id, user_id)
+);
+-- role assignments of documents; no foreign key on purpose: they outlive the document
+-- (ids are never reused) so that the list of deletions honours who could see it
+CREATE TABLE document_roles (
+    doc_id INTEGER NOT NULL,
+    role TEXT NOT NULL,
+    kind TEXT NOT NULL CHECK (kind IN ('users', 'groups')),
+    principal INTEGER NOT NULL,
+    PRIMARY KEY (doc_id, role, kind, principal)
+);
+CREATE INDEX document_roles_principal ON document_roles (kind, principal);
+INSERT INTO document_roles (doc_id, role, kind, principal)
+    SELECT id, 'owner__v', 'users', created_by FROM documents;
+CREATE TABLE relationships (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    source_doc INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    source_major INTEGER NOT NULL,
+    source_minor INTEGER NOT NULL,
+    target_doc INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    target_major INTEGER,
+    target_minor INTEGER,
+    relationship_type TEXT NOT NULL,
+    created_by INTEGER NOT NULL,
+    created_ms INTEGER NOT NULL,
+    FOREIGN KEY (source_doc, source_major, source_minor)
+        REFERENCES versions(doc_id, major, minor) ON DELETE CASCADE,
+    FOREIGN KEY (target_doc, target_major, target_minor)
+        REFERENCES versions(doc_id, major, minor) ON DELETE CASCADE
+);
+CREATE INDEX relationships_target ON relationships (target_doc);
+CREATE TABLE document_events (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    doc_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    major INTEGER NOT NULL,
+    minor INTEGER NOT NULL,
+    event_type TEXT NOT NULL,
+    event_subtype TEXT NOT NULL,
+    classification TEXT NOT NULL,
+    event_ms INTEGER NOT NULL,
+    created_by INTEGER NOT NULL,
+    -- the other properties of the event (JSON object)
+    properties TEXT NOT NULL
+);
+CREATE INDEX document_events_doc ON document_events (doc_id, event_ms);
+CREATE TABLE workflows (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    doc_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    major INTEGER NOT NULL,
+    minor INTEGER NOT NULL,
+    action TEXT NOT NULL,
+    -- the values of the WorkflowActivation entry requirements (JSON object)
+    inputs TEXT NOT NULL,
+    started_by INTEGER NOT NULL,
+    started_ms INTEGER NOT NULL,
+    active INTEGER NOT NULL DEFAULT 1
+);
+CREATE INDEX workflows_doc ON workflows (doc_id, active);
+CREATE TABLE favorites (
+    user_id INTEGER NOT NULL,
+    doc_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    PRIMARY KEY (user_id, doc_id)
+);
+CREATE TABLE crosslinks (
+    doc_id INTEGER PRIMARY KEY REFERENCES documents(id) ON DELETE CASCADE,
+    source_vault_id INTEGER NOT NULL,
+    source_doc_id INTEGER NOT NULL,
+    binding_rule TEXT NOT NULL,
+    bound_major INTEGER,
+    bound_minor INTEGER
+);
+ALTER TABLE documents ADD COLUMN binder INTEGER NOT NULL DEFAULT 0;
+-- text of stored files, by blob (identical content is indexed once)
+CREATE VIRTUAL TABLE blob_text USING fts5(sha256 UNINDEXED, body);
+"""
+
 #: Schema migrations in order; entry i brings user_version from i to i + 1.
-MIGRATIONS: list[str] = [_SCHEMA_V1]
+MIGRATIONS: list[str] = [_SCHEMA_V1, _SCHEMA_V2, _SCHEMA_V3]
 
 _READ_POOL = 4
 
@@ -316,5 +430,7 @@ class Database:
 
 
 def _statements(script: str) -> list[str]:
-    """Split a schema script into statements (the schema has no ';' inside strings)."""
-    return [s.strip() for s in script.split(";") if s.strip()]
+    """Split a schema script into statements (the schema has no ';' inside strings;
+    ``--`` comments are dropped first, so they may contain one)."""
+    code = "\n".join(line.partition("--")[0] for line in script.splitlines())
+    return [s.strip() for s in code.split(";") if s.strip()]

@@ -2,7 +2,8 @@
 and the list of deleted documents.
 
 Every function takes the caller's vault id: documents of other vaults do not exist
-for the caller (``INVALID_DOCUMENT``).
+for the caller (``INVALID_DOCUMENT``), and neither do documents their document roles
+hide from the acting user (storage/access.py); lists leave those out.
 """
 
 from __future__ import annotations
@@ -13,11 +14,16 @@ from typing import Any
 
 from vaultfs.errors import InvalidData, InvalidDocument
 
+from . import access, metadata, search
 from .records import MetaSnapshot, document_record, format_ms
+from .users import SessionUser
 
 __all__ = [
     "ListQuery",
+    "decorate",
     "deleted_documents",
+    "find_common",
+    "get_binder",
     "get_document",
     "get_version",
     "latest_version",
@@ -27,13 +33,47 @@ __all__ = [
 ]
 
 
-def get_document(conn: sqlite3.Connection, vault_id: int, doc_id: int) -> sqlite3.Row:
+def get_document(
+    conn: sqlite3.Connection, vault_id: int, doc_id: int, *, changes: bool | None = None
+) -> sqlite3.Row:
+    """The document row, after the acting user's access check (see access.check)."""
     row = conn.execute(
         "SELECT * FROM documents WHERE id = ? AND vault_id = ?", (doc_id, vault_id)
     ).fetchone()
     if row is None:
         raise InvalidDocument(f"Document [{doc_id}] does not exist")
+    access.check(conn, doc_id, changes=changes)
     return row
+
+
+def get_binder(conn: sqlite3.Connection, vault_id: int, binder_id: int) -> sqlite3.Row:
+    """A document addressed under ``/objects/binders``: it must be a binder."""
+    row = get_document(conn, vault_id, binder_id)
+    if not row["binder"]:
+        raise InvalidDocument(f"Binder [{binder_id}] does not exist (a document, not a binder)")
+    return row
+
+
+def decorate(conn: sqlite3.Connection, doc: sqlite3.Row, record: dict[str, Any]) -> dict[str, Any]:
+    """Add what records.py does not know: roles, binder and CrossLink fields."""
+    roles = access.document_roles(conn, doc["id"])
+    for role in access.ROLE_FIELDS:
+        if role in roles or role in record:
+            record[role] = roles.get(role, {"users": [], "groups": []})
+    record["binder__v"] = bool(doc["binder"])
+    link = conn.execute("SELECT * FROM crosslinks WHERE doc_id = ?", (doc["id"],)).fetchone()
+    if link is not None:
+        record.update(
+            {
+                "crosslink__v": True,
+                "source_vault_id__v": link["source_vault_id"],
+                "source_document_id__v": link["source_doc_id"],
+                "source_binding_rule__v": link["binding_rule"],
+                "bound_source_major_version__v": link["bound_major"],
+                "bound_source_minor_version__v": link["bound_minor"],
+            }
+        )
+    return record
 
 
 def get_version(
@@ -83,7 +123,7 @@ def read_document(
         "SELECT attachments_enabled FROM doc_types WHERE name = ?", (doc["type"],)
     ).fetchone()
     return {
-        "document": document_record(MetaSnapshot.load(conn), doc, ver),
+        "document": decorate(conn, doc, document_record(MetaSnapshot.load(conn), doc, ver)),
         "versions": version_numbers(conn, doc_id) if version is None else [version],
         "renditions": [r["rendition_type"] for r in renditions],
         "attachments": [r["id"] for r in attachments] if enabled and enabled[0] else None,
@@ -116,13 +156,35 @@ _SORT_COLUMNS = {
 
 @dataclass(frozen=True)
 class ListQuery:
+    caller: SessionUser
     start: int = 0
     limit: int = 200
     sort: str | None = None
     search: str | None = None
+    #: None: fields only; ``contents``: file text only; ``all``: fields or file text
+    scope: str | None = None
     all_versions: bool = False
     named_filter: str | None = None
-    user_id: int = 0
+
+
+_FIELD_MATCH = (
+    "(v.name LIKE ? ESCAPE '\\' OR v.filename LIKE ? ESCAPE '\\'"
+    " OR json_extract(v.fields, '$.title__v') LIKE ? ESCAPE '\\')"
+)
+_CONTENT_MATCH = "v.blob IN (SELECT sha256 FROM blob_text WHERE blob_text MATCH ?)"
+
+
+def _keyword(word: str, scope: str | None) -> tuple[str, list[Any]]:
+    """The condition that one search keyword matches (every keyword must)."""
+    pattern = "%" + word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    fields = (_FIELD_MATCH, [pattern, pattern, pattern])
+    if scope is None:
+        return fields
+    phrase = search.fts_phrase(word)
+    content = (_CONTENT_MATCH, [phrase]) if phrase is not None else ("0", [])
+    if scope == "contents":
+        return content
+    return f"({fields[0]} OR {content[0]})", fields[1] + content[1]
 
 
 def _order_by(conn: sqlite3.Connection, sort: str | None) -> tuple[str, list[Any]]:
@@ -150,27 +212,30 @@ def list_documents(
     conn: sqlite3.Connection, vault_id: int, query: ListQuery
 ) -> tuple[list[dict[str, Any]], int]:
     """One page of document records and the total number matching."""
-    where = ["d.vault_id = ?"]
-    params: list[Any] = [vault_id]
+    visible, visible_params = access.visible_sql(query.caller)
+    where = ["d.vault_id = ?", visible]
+    params: list[Any] = [vault_id, *visible_params]
     if not query.all_versions:
         where.append("v.major = d.latest_major AND v.minor = d.latest_minor")
-    for word in (query.search or "").split():
-        where.append(
-            "(v.name LIKE ? ESCAPE '\\' OR v.filename LIKE ? ESCAPE '\\'"
-            " OR json_extract(v.fields, '$.title__v') LIKE ? ESCAPE '\\')"
-        )
-        pattern = "%" + word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        params += [pattern, pattern, pattern]
+    words = (query.search or "").split()
+    for word in words:
+        condition, condition_params = _keyword(word, query.scope)
+        where.append(condition)
+        params += condition_params
+    user_id = query.caller.user.id
     filter_name = (query.named_filter or "").strip().lower()
     if filter_name == "my documents":
-        where.append("d.created_by = ?")
-        params.append(query.user_id)
+        where.append(
+            "(d.created_by = ? OR EXISTS (SELECT 1 FROM document_roles o WHERE o.doc_id = d.id"
+            " AND o.role = 'owner__v' AND o.kind = 'users' AND o.principal = ?))"
+        )
+        params += [user_id, user_id]
     elif filter_name == "recent documents":
         where.append("(v.modified_by = ? OR d.created_by = ?)")
-        params += [query.user_id, query.user_id]
+        params += [user_id, user_id]
     elif filter_name == "favorites":
-        # Favourites are not kept by the local vault: nobody has any.
-        where.append("0")
+        where.append("d.id IN (SELECT doc_id FROM favorites WHERE user_id = ?)")
+        params.append(user_id)
     elif filter_name:
         raise InvalidData(f"Invalid value for [named_filter]: '{query.named_filter}'")
     order, order_params = _order_by(conn, query.sort)
@@ -188,8 +253,37 @@ def list_documents(
     records = []
     for row in rows:
         doc, ver = get_version(conn, vault_id, row["d_id"], row["v_major"], row["v_minor"])
-        records.append(document_record(meta, doc, ver))
+        record = decorate(conn, doc, document_record(meta, doc, ver))
+        if query.scope is not None and words:
+            highlights = _term_highlights(conn, doc["id"], words)
+            if highlights:
+                record["term_highlights"] = highlights
+        records.append(record)
     return records, int(total)
+
+
+def _term_highlights(
+    conn: sqlite3.Connection, doc_id: int, words: list[str]
+) -> list[dict[str, Any]]:
+    """Per version whose file text matches: the keywords found in it."""
+    rows = conn.execute(
+        "SELECT major, minor, blob FROM versions WHERE doc_id = ? AND blob IS NOT NULL"
+        " ORDER BY major, minor",
+        (doc_id,),
+    ).fetchall()
+    result = []
+    for row in rows:
+        terms = search.matched_terms(conn, row["blob"], words)
+        if terms:
+            result.append(
+                {
+                    "name": "content",
+                    "highlight": terms,
+                    "major_version_number__v": row["major"],
+                    "minor_version_number__v": row["minor"],
+                }
+            )
+    return result
 
 
 # --- deletions ----------------------------------------------------------------------
@@ -197,14 +291,18 @@ def list_documents(
 
 def deleted_documents(
     conn: sqlite3.Connection,
-    vault_id: int,
+    caller: SessionUser,
     start_ms: int,
     end_ms: int,
     offset: int,
     limit: int,
 ) -> tuple[list[dict[str, Any]], int]:
-    base = "FROM deletions WHERE vault_id = ? AND deleted_ms >= ? AND deleted_ms <= ?"
-    params = [vault_id, start_ms, end_ms]
+    """Deleted versions in the window (those of documents the caller could see)."""
+    visible, visible_params = access.visible_sql(caller, "deletions.doc_id")
+    base = (
+        "FROM deletions WHERE vault_id = ? AND deleted_ms >= ? AND deleted_ms <= ? AND " + visible
+    )
+    params = [caller.vault_id, start_ms, end_ms, *visible_params]
     total = conn.execute("SELECT count(*) " + base, params).fetchone()[0]
     rows = conn.execute(
         "SELECT * " + base + " ORDER BY deleted_ms, doc_id, major, minor LIMIT ? OFFSET ?",
@@ -220,3 +318,26 @@ def deleted_documents(
         for r in rows
     ]
     return data, int(total)
+
+
+def find_common(
+    conn: sqlite3.Connection, vault_id: int, doc_ids: list[int]
+) -> list[dict[str, Any]]:
+    """Fields every listed document has; ``shared`` with ``usedIn`` across their types."""
+    leaves: dict[str, metadata.Classification] = {}
+    for doc_id in doc_ids:
+        where = metadata.classification_of(conn, get_document(conn, vault_id, doc_id))
+        leaves[where.leaf.name] = where
+    first, *others = leaves.values()
+    common = metadata.fields_for(conn, first.path)
+    for where in others:
+        names = set(metadata.leaf_fields(conn, where))
+        common = [spec for spec in common if spec["name"] in names]
+    result = []
+    for spec in common:
+        if len(leaves) > 1:
+            spec = {k: v for k, v in spec.items() if k not in ("definedIn", "definedInType")}
+            spec["shared"] = True
+            spec["usedIn"] = [{"key": name, "type": w.leaf.level} for name, w in leaves.items()]
+        result.append(spec)
+    return result

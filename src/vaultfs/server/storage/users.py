@@ -1,7 +1,10 @@
-"""Users, vault membership, password checks and sessions.
+"""Users, vault membership, password checks, lockout and sessions.
 
 Passwords are stored as salted scrypt hashes. Session ids are long random tokens;
 only their sha256 is stored, so a copy of the database does not hand out sessions.
+Consecutive failed password checks are counted per user; reaching the configured
+number locks the account (``USER_LOCKED_OUT``, even with the right password) until an
+admin unlocks it (``vaultfs serve-admin unlock``). A successful login resets the count.
 """
 
 from __future__ import annotations
@@ -12,7 +15,12 @@ import secrets
 import sqlite3
 from dataclasses import dataclass
 
-from vaultfs.errors import InvalidSessionId, UsernameOrPasswordIncorrect
+from vaultfs.errors import (
+    InsufficientAccess,
+    InvalidSessionId,
+    UserLockedOut,
+    UsernameOrPasswordIncorrect,
+)
 
 __all__ = [
     "SessionUser",
@@ -22,8 +30,12 @@ __all__ = [
     "end_session",
     "hash_password",
     "login",
+    "raise_if_locked_out",
+    "record_failed_login",
     "resolve_session",
+    "token_user",
     "touch_session",
+    "unlock_user",
     "user_vaults",
 ]
 
@@ -39,6 +51,8 @@ class User:
     username: str
     display_name: str
     role: str
+    #: may read the domain information of every vault in the domain
+    domain_admin: bool = False
 
 
 @dataclass(frozen=True)
@@ -64,7 +78,11 @@ def _token_hash(token: str) -> str:
 
 def _user(row: sqlite3.Row) -> User:
     return User(
-        id=row["id"], username=row["username"], display_name=row["display_name"], role=row["role"]
+        id=row["id"],
+        username=row["username"],
+        display_name=row["display_name"],
+        role=row["role"],
+        domain_admin=bool(row["domain_admin"]),
     )
 
 
@@ -90,21 +108,70 @@ def add_user(
     return user_id
 
 
+def _locked_out(username: str) -> UserLockedOut:
+    return UserLockedOut(
+        f"User [{username}] is locked out after repeated failed logins; ask an admin to unlock"
+    )
+
+
+def token_user(conn: sqlite3.Connection, username: str) -> User:
+    """The user an identity provider vouched for (no password), unless locked out."""
+    row = conn.execute("SELECT * FROM users WHERE username = ?", (username.lower(),)).fetchone()
+    if row is None:
+        raise UsernameOrPasswordIncorrect("No vault user matches the access token")
+    if row["locked_out"]:
+        raise _locked_out(username)
+    return _user(row)
+
+
 def check_password(conn: sqlite3.Connection, username: str, password: str) -> User:
     """The user with these credentials (blocking: runs scrypt)."""
     row = conn.execute("SELECT * FROM users WHERE username = ?", (username.lower(),)).fetchone()
     # Hash even for unknown users so timing does not tell which user names exist.
     salt = bytes.fromhex(row["password_salt"]) if row else b"\0" * 16
     computed = hash_password(password, salt)
+    if row is not None and row["locked_out"]:
+        raise _locked_out(username)
     if row is None or not hmac.compare_digest(computed, row["password_hash"]):
         raise UsernameOrPasswordIncorrect("Authentication failed for user: " + username)
     return _user(row)
 
 
+def record_failed_login(conn: sqlite3.Connection, username: str, attempts: int) -> None:
+    """Count a failed password check (in its own transaction, which must commit).
+
+    ``attempts`` is the number of consecutive failures that lock (0: never). Unknown
+    user names are not recorded (there is no account to lock).
+    """
+    conn.execute(
+        "UPDATE users SET failed_logins = failed_logins + 1,"
+        " locked_out = (? > 0 AND failed_logins + 1 >= ?) WHERE username = ?",
+        (attempts, attempts, username.lower()),
+    )
+
+
+def raise_if_locked_out(conn: sqlite3.Connection, username: str) -> None:
+    row = conn.execute(
+        "SELECT locked_out FROM users WHERE username = ?", (username.lower(),)
+    ).fetchone()
+    if row is not None and row["locked_out"]:
+        raise _locked_out(username)
+
+
+def unlock_user(conn: sqlite3.Connection, username: str) -> bool:
+    """Unlock an account and reset its failure count; False when there is no such user."""
+    cur = conn.execute(
+        "UPDATE users SET locked_out = 0, failed_logins = 0 WHERE username = ?",
+        (username.lower(),),
+    )
+    return cur.rowcount > 0
+
+
 def user_vaults(conn: sqlite3.Connection, user_id: int) -> list[sqlite3.Row]:
+    """The active vaults the user is a member of, oldest first."""
     return conn.execute(
         "SELECT v.* FROM vaults v JOIN vault_members m ON m.vault_id = v.id"
-        " WHERE m.user_id = ? ORDER BY v.id",
+        " WHERE m.user_id = ? AND v.status = 'Active' ORDER BY v.id",
         (user_id,),
     ).fetchall()
 
@@ -112,14 +179,15 @@ def user_vaults(conn: sqlite3.Connection, user_id: int) -> list[sqlite3.Row]:
 def login(
     conn: sqlite3.Connection, user: User, wanted_dns: str | None, now: int
 ) -> tuple[str, int, list[sqlite3.Row]]:
-    """Issue a session; returns (session id, vault id, the user's vaults).
+    """Issue a session; returns (session id, vault id, the user's active vaults).
 
-    Vault choice follows the spec: the vault at ``wanted_dns`` when the user is a
-    member, else the vault of the last login, else the oldest membership.
+    Vault choice follows the spec: the active vault at ``wanted_dns`` when the user is
+    a member, else the vault of the last login when still active, else the oldest
+    active membership; a successful login also resets the failed-login count.
     """
     vaults = user_vaults(conn, user.id)
     if not vaults:
-        raise UsernameOrPasswordIncorrect("The user is not a member of any active vault")
+        raise InsufficientAccess(f"User [{user.username}] is not a member of any active vault")
     by_dns = {row["dns"].lower(): row["id"] for row in vaults}
     last = conn.execute("SELECT last_vault_id FROM users WHERE id = ?", (user.id,)).fetchone()[0]
     ids = {row["id"] for row in vaults}
@@ -135,7 +203,9 @@ def login(
         " VALUES (?, ?, ?, ?, ?)",
         (_token_hash(token), user.id, vault_id, now, now),
     )
-    conn.execute("UPDATE users SET last_vault_id = ? WHERE id = ?", (vault_id, user.id))
+    conn.execute(
+        "UPDATE users SET last_vault_id = ?, failed_logins = 0 WHERE id = ?", (vault_id, user.id)
+    )
     return token, vault_id, vaults
 
 

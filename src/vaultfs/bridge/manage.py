@@ -1,0 +1,273 @@
+"""The commands that manage a running mount: ``status``, ``flush`` and ``umount``.
+
+Owns what a user sees of a running daemon: the status table (or its json), uploading
+pending work now with progress until it is in the vault, and an unmount that never
+drops work silently: ``umount`` first waits for every pending upload, and without
+``--force`` it refuses (exit 1, naming the documents) when they do not get through in
+time. Work left behind by ``--force`` is still safe in the spool and is checked in at
+the next mount. How to reach the daemon is ``control``'s business.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from vaultfs.profiles import ProfileError, load_profile, names_profile
+
+from . import control
+
+__all__ = ["format_status", "register"]
+
+#: how often progress is polled from the status file, and how often a flush that is
+#: still waiting asks the daemon again (a failed try backs off for minutes otherwise)
+_POLL = 0.2
+_RESIGNAL = 10.0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    status = sub.add_parser("status", help="show what a mount is doing (every mount by default)")
+    status.add_argument("target", nargs="?", metavar="MOUNTPOINT|PROFILE")
+    status.add_argument("--json", action="store_true", help="print the status as json")
+    status.set_defaults(handler=_status)
+
+    flush = sub.add_parser("flush", help="upload a mount's pending work now and wait for it")
+    flush.add_argument("target", metavar="MOUNTPOINT|PROFILE")
+    flush.add_argument("--timeout", type=float, default=60.0, help="seconds to wait (60)")
+    flush.set_defaults(handler=_flush)
+
+    umount = sub.add_parser("umount", help="upload pending work, then unmount")
+    umount.add_argument("target", metavar="MOUNTPOINT|PROFILE")
+    umount.add_argument(
+        "--timeout", type=float, default=60.0, help="seconds to wait for pending uploads (60)"
+    )
+    umount.add_argument(
+        "--force",
+        action="store_true",
+        help="unmount even with uploads pending (they stay in the spool for the next mount)",
+    )
+    umount.set_defaults(handler=_umount)
+
+
+def _mountpoint(target: str) -> Path:
+    if names_profile(target):
+        return load_profile(target).mountpoint.resolve()
+    return Path(target).expanduser().resolve()
+
+
+# --- status -----------------------------------------------------------------------
+
+
+def _status(args: argparse.Namespace) -> int:
+    try:
+        mountpoints = [_mountpoint(args.target)] if args.target else control.vaultfs_mounts()
+    except (ProfileError, OSError) as exc:
+        print(f"vaultfs status: {exc}", file=sys.stderr)
+        return 2
+    results: list[dict[str, Any]] = []
+    for mountpoint in mountpoints:
+        try:
+            results.append(control.read_status(mountpoint))
+        except (OSError, ValueError) as exc:
+            results.append({"mountpoint": str(mountpoint), "error": str(exc)})
+    if args.json:
+        print(json.dumps(results[0] if args.target else results, indent=2, sort_keys=True))
+    elif not results:
+        print("no vaultfs mounts")
+    else:
+        print("\n\n".join(format_status(status) for status in results))
+    return 1 if any("error" in status for status in results) else 0
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    raise AssertionError("unreachable")
+
+
+def _age(seconds: float | None) -> str:
+    if seconds is None:
+        return "never"
+    s = int(seconds)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+
+def _pending_table(entries: list[dict[str, Any]]) -> list[str]:
+    rows = [("DOC", "FILE", "STATE", "AGE", "TRIES", "LAST ERROR")]
+    rows += [
+        (
+            str(e.get("doc_id")),
+            str(e.get("filename")),
+            str(e.get("state")),
+            _age(e.get("age_seconds")),
+            str(e.get("attempts")),
+            str(e.get("last_error") or ""),
+        )
+        for e in entries
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    return [
+        "    " + "".join(cell.ljust(w + 2) for cell, w in zip(row, widths, strict=False)) + row[-1]
+        for row in rows
+    ]
+
+
+def format_status(status: dict[str, Any]) -> str:
+    """The human form of one mount's status."""
+    if "error" in status:
+        return f"{status['mountpoint']}\n  not answering: {status['error']}"
+    index = status.get("index", {})
+    cache = status.get("cache", {})
+    budget = status.get("budget_remaining", {})
+    pending = control.not_in_vault(status)
+    lost = status.get("lost_and_found", [])
+    rows = [
+        ("vault", status.get("vault_url")),
+        ("user", status.get("user")),
+        ("session", status.get("session_state")),
+        ("mode", "read-only" if status.get("read_only") else "read-write"),
+        (
+            "index",
+            f"{index.get('documents')} documents, refreshed {_age(index.get('age_seconds'))}"
+            + (" ago" if index.get("age_seconds") is not None else ""),
+        ),
+        (
+            "cache",
+            f"{_size(cache.get('bytes', 0))} of {_size(cache.get('limit', 0))} "
+            f"in {cache.get('files', 0)} files",
+        ),
+        (
+            "API budget left",
+            f"burst {budget.get('burst', '?')}, daily {budget.get('daily', '?')} "
+            f"({status.get('api_calls', 0)} calls made)",
+        ),
+        ("pending uploads", str(len(pending)) if pending else "none"),
+    ]
+    lines = [f"{status.get('mountpoint')}  (daemon pid {status.get('pid')})"]
+    lines += [f"  {name:<16} {value}" for name, value in rows]
+    if pending:
+        lines += _pending_table(pending)
+    lines.append(f"  {'lost+found':<16} {len(lost) if lost else 'none'}")
+    for item in lost:
+        # the mount lists files; a record may also say which document and why
+        why = f"  doc {item.get('doc_id')}: {item['error']}" if item.get("error") else ""
+        lines.append(f"    {item.get('path') or item.get('file')}{why}")
+    return "\n".join(lines)
+
+
+# --- flush and umount -------------------------------------------------------------
+
+
+def _describe(entries: list[dict[str, Any]]) -> str:
+    return "\n".join(
+        f"  doc {e.get('doc_id')} {e.get('filename')}: {e.get('state')}, "
+        f"{e.get('attempts')} tries"
+        + (f", last error: {e['last_error']}" if e.get("last_error") else "")
+        for e in entries
+    )
+
+
+def _drain(
+    mountpoint: Path, pid: int, timeout: float, what: str
+) -> tuple[bool, list[dict[str, Any]]]:
+    """Ask the daemon to upload, printing progress, until nothing is pending or the
+    timeout passes; (drained, what is still pending)."""
+    deadline = time.monotonic() + timeout
+    asked = -_RESIGNAL
+    shown: int | None = None
+    while True:
+        entries = control.not_in_vault(control.read_status(mountpoint))
+        if not entries:
+            return True, []
+        if len(entries) != shown:
+            editing = sum(e.get("state") == "editing" for e in entries)
+            note = f" ({editing} open for writing)" if editing else ""
+            print(f"{what}: {len(entries)} upload(s) pending{note}", flush=True)
+            shown = len(entries)
+        now = time.monotonic()
+        if now >= deadline:
+            return False, entries
+        if now - asked >= _RESIGNAL:
+            control.send(pid, control.FLUSH_SIGNAL)
+            asked = now
+        time.sleep(_POLL)
+
+
+def _flush(args: argparse.Namespace) -> int:
+    try:
+        mountpoint = _mountpoint(args.target)
+        status = control.read_status(mountpoint)
+        drained, left = _drain(mountpoint, status["pid"], args.timeout, "vaultfs flush")
+    except (ProfileError, OSError, ValueError) as exc:
+        print(f"vaultfs flush: {exc}", file=sys.stderr)
+        return 2
+    if drained:
+        print(f"vaultfs flush: everything written to {mountpoint} is in the vault")
+        return 0
+    print(
+        f"vaultfs flush: {len(left)} upload(s) still pending after {args.timeout:g}s:\n"
+        + _describe(left),
+        file=sys.stderr,
+    )
+    return 1
+
+
+def _umount(args: argparse.Namespace) -> int:
+    try:
+        mountpoint = _mountpoint(args.target)
+    except ProfileError as exc:
+        print(f"vaultfs umount: {exc}", file=sys.stderr)
+        return 2
+    try:
+        status = control.read_status(mountpoint)
+    except (OSError, ValueError) as exc:
+        if mountpoint not in control.vaultfs_mounts():
+            print(f"vaultfs umount: {mountpoint} is not a vaultfs mount ({exc})", file=sys.stderr)
+            return 1
+        # A mount whose daemon is gone or hangs: only the kernel's side is left to undo.
+        return _fusermount(mountpoint, lazy=True)
+    pid: int = status["pid"]
+    try:
+        if not args.force:
+            drained, left = _drain(mountpoint, pid, args.timeout, "vaultfs umount")
+            if not drained:
+                print(
+                    f"vaultfs umount: not unmounting {mountpoint}: {len(left)} document(s) "
+                    f"are not in the vault yet:\n{_describe(left)}\n"
+                    "Try again once the vault is reachable, or use --force to unmount now "
+                    "(the spool keeps the content and uploads it at the next mount).",
+                    file=sys.stderr,
+                )
+                return 1
+        else:
+            left = control.not_in_vault(status)
+            if left:
+                print(
+                    f"vaultfs umount: {len(left)} upload(s) kept in the spool for the next "
+                    f"mount:\n{_describe(left)}",
+                    file=sys.stderr,
+                )
+        control.send(pid, control.STOP_NOW_SIGNAL if args.force else control.STOP_SIGNAL)
+    except OSError as exc:  # PermissionError: a daemon of another user
+        print(f"vaultfs umount: cannot signal the daemon (pid {pid}): {exc}", file=sys.stderr)
+        return 1
+    if control.wait_gone(pid, args.timeout):
+        return 0
+    print(f"vaultfs umount: daemon {pid} still running; unmounting anyway", file=sys.stderr)
+    return _fusermount(mountpoint, lazy=args.force)
+
+
+def _fusermount(mountpoint: Path, *, lazy: bool) -> int:
+    argv = ["fusermount3", "-u", *(["-z"] if lazy else []), str(mountpoint)]
+    return 0 if subprocess.run(argv, check=False).returncode == 0 else 1

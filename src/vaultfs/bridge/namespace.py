@@ -1,0 +1,346 @@
+"""The names of the tree as the user changes them: create, mkdir, rename, unlink, rmdir.
+
+Owns what a name means beyond the vault's own tree (``tree``): scratch files and new
+folders (``scratch``), lost+found under ``.vaultfs``, entries hidden by an ``rm -r``
+walk or by a rename of the source file, and the node aliases a rename or a new
+document leaves behind (the kernel keeps the inode it knew under the new name). The
+decisions, written down for users in docs/writing.md:
+
+* Any new name in a document directory is a scratch file; renaming one over the
+  source file checks its content in (lock, upload, unlock) before rename() returns.
+* Renaming the source file away (vim's ``name~`` backup) keeps a scratch copy of its
+  content under the new name and hides the source name until a file is created under
+  it again (which checks out the document, starting empty) or a minute passes.
+* A new file in a type/subtype/classification folder, or in a directory made there
+  with mkdir, becomes a new document when its last writer closes it, unless its name
+  is a temporary one (``scratch.is_temporary_name``).
+* Deleting (``-o allow_delete``): unlink of a version file deletes that version (the
+  only version of a document cannot be: it is hidden, and goes with the document);
+  unlink of other files of a document and rmdir of its subdirectories hide them for a
+  minute, so ``rm -r`` can walk the directory; rmdir of the document directory deletes
+  the document. Without the option all of these are EPERM.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import trio
+
+from vaultfs import errors
+
+from . import spool_store
+from .blobcache import BlobCache
+from .content import content_of
+from .creating import Creator
+from .editing import Editing
+from .inodes import NodeKey
+from .names import unescape
+from .scratch import Scratch, ScratchFile, is_temporary_name
+from .tree import Tree, parse_version
+
+if TYPE_CHECKING:
+    from .spool import Spool
+
+__all__ = ["FOLDERS", "Namespace"]
+
+log = logging.getLogger(__name__)
+
+FOLDERS = frozenset({"type", "sub", "cls"})
+LOST_DIR = "lost+found"
+#: how long an entry hidden by unlink/rmdir or a rename of the source file stays hidden
+_HIDE_FOR = 60.0
+#: directories inside a document directory, hidden by rmdir in an rm -r walk
+_DOC_DIRS = frozenset({"vers", "ver", "vrends", "rends", "atts"})
+
+
+class Namespace:
+    def __init__(
+        self,
+        tree: Tree,
+        blobs: BlobCache,
+        editing: Editing,
+        spool: Spool | None,
+        *,
+        allow_delete: bool,
+    ) -> None:
+        self.tree = tree
+        self.blobs = blobs
+        self.editing = editing
+        self.spool = spool
+        self.allow_delete = allow_delete
+        self.scratch = Scratch(spool.directory / "scratch") if spool is not None else None
+        self.creator = Creator(tree, blobs, spool) if spool is not None else None
+        #: node -> monotonic time until which it is left out of its directory
+        self._hidden: dict[NodeKey, float] = {}
+        #: node the kernel still knows -> the node it now stands for
+        self.aliases: dict[NodeKey, NodeKey] = {}
+        #: versions deleted by unlink of their file: (doc id, major, minor)
+        self._deleted: set[tuple[int, int, int]] = set()
+
+    # --- names -------------------------------------------------------------------
+
+    def resolve(self, key: NodeKey) -> NodeKey:
+        return self.aliases.get(key, key)
+
+    def hidden(self, key: NodeKey) -> bool:
+        until = self._hidden.get(key)
+        if until is None:
+            return False
+        if time.monotonic() < until:
+            return True
+        del self._hidden[key]
+        return False
+
+    def _hide(self, key: NodeKey) -> None:
+        self._hidden[key] = time.monotonic() + _HIDE_FOR
+
+    async def child(self, parent: NodeKey, name: str) -> NodeKey | None:
+        if self.scratch is not None:
+            found = self.scratch.lookup(parent, name)
+            if found is not None:
+                return found
+        kind = parent[0]
+        if kind == "ctl" and name == LOST_DIR:
+            return ("lost",)
+        if kind == "lost":
+            return ("lostf", name) if name in self._lost_names() else None
+        if kind == "newdir":
+            return None
+        child = await self.tree.lookup(parent, name)
+        if child is None or self.hidden(child):
+            return None
+        return child
+
+    async def children(self, parent: NodeKey) -> dict[str, NodeKey]:
+        kind = parent[0]
+        if kind == "lost":
+            return {name: ("lostf", name) for name in self._lost_names()}
+        listing = {} if kind == "newdir" else await self.tree.children(parent)
+        listing = {n: k for n, k in listing.items() if not self.hidden(k)}
+        if kind == "ctl":
+            listing[LOST_DIR] = ("lost",)
+        if self.scratch is not None:
+            listing.update(self.scratch.names_in(parent))
+        return listing
+
+    def _lost_names(self) -> list[str]:
+        return [p.name for p in self.spool.lost_and_found()] if self.spool is not None else []
+
+    def lost_path(self, key: NodeKey) -> Path:
+        if self.spool is None:
+            raise OSError(errno.ENOENT, "no lost+found")
+        return self.spool.directory / spool_store.LOST_AND_FOUND / str(key[1])
+
+    async def source_name(self, doc_id: int) -> str | None:
+        """The name of the document's source file in its directory (hidden or not)."""
+        listing = await self.tree.children(("doc", doc_id))
+        return next((n for n, k in listing.items() if k == ("src", doc_id)), None)
+
+    # --- making things -------------------------------------------------------------
+
+    def _scratch(self) -> Scratch:
+        if self.scratch is None:
+            raise OSError(errno.EROFS, "this mount has no write-back spool")
+        return self.scratch
+
+    async def create(self, parent: NodeKey, name: str, mode: int) -> NodeKey:
+        """The node a new file ``name`` in ``parent`` stands for (made now)."""
+        kind = parent[0]
+        if kind == "doc":
+            doc_id = int(parent[1])  # type: ignore[call-overload]
+            if name == await self.source_name(doc_id):
+                # The source file was renamed away (vim) and is written anew.
+                self._hidden.pop(("src", doc_id), None)
+                return ("src", doc_id)
+        elif kind not in FOLDERS and kind != "newdir":
+            raise OSError(errno.EACCES, "files are made in type folders and documents only")
+        return self._scratch().create(parent, name, mode).key
+
+    def mkdir(self, parent: NodeKey, name: str) -> NodeKey:
+        if parent[0] not in FOLDERS:
+            raise errors.OperationNotPermitted("directories are made in type folders only")
+        return self._scratch().mkdir(parent, name).key
+
+    def makes_document(self, scratch: ScratchFile) -> bool:
+        """Whether closing ``scratch`` creates a new document."""
+        parent = scratch.parent[0]
+        return (parent in FOLDERS or parent == "newdir") and not is_temporary_name(scratch.name)
+
+    async def take(self, scratch: ScratchFile) -> None:
+        """The last writer closed ``scratch``: create the document it stands for."""
+        if not scratch.linked or not self.makes_document(scratch):
+            return
+        assert self.scratch is not None and self.creator is not None
+        scratch.dirty = scratch.written = False
+        folder = self.scratch.folder(scratch.parent)
+        filename = unescape(scratch.name)
+        if folder is not None:
+            where, name = folder.parent, unescape(folder.name)
+        else:
+            where, name = scratch.parent, os.path.splitext(filename)[0] or filename
+        try:
+            doc_id = await self.creator.create(where, name, filename, scratch.path)
+        except errors.VaultError:
+            self.scratch.unname(scratch.key)  # the content is in lost+found now
+            raise
+        self.aliases[scratch.key] = ("src", doc_id)
+        self.scratch.unname(scratch.key)
+        if folder is not None:
+            # The folder is the document now: its other files stay its scratch files.
+            self.aliases[folder.key] = ("doc", doc_id)
+            self.scratch.move_children(folder.key, ("doc", doc_id))
+            self.scratch.unname(folder.key)
+
+    # --- renaming ------------------------------------------------------------------
+
+    async def rename(self, old: NodeKey, old_name: str, new: NodeKey, new_name: str) -> None:
+        source = await self.child(old, old_name)
+        if source is None:
+            raise OSError(errno.ENOENT, old_name)
+        target = await self.child(new, new_name)
+        if source == target:
+            return
+        scratch = self.scratch.file(source) if self.scratch is not None else None
+        if scratch is not None:
+            await self._rename_scratch(scratch, target, new, new_name)
+        elif source[0] == "src":
+            await self._rename_source(int(source[1]), target, new, new_name)  # type: ignore[call-overload]
+        elif source[0] == "newdir" and target is None and new == old:
+            self._scratch().rename(source, new, new_name)
+        elif source[0] == "doc" and target is None and new == old:
+            await self._rename_document(int(source[1]), new_name)  # type: ignore[call-overload]
+        else:
+            raise errors.OperationNotPermitted("only files and new folders can be renamed")
+
+    async def _rename_scratch(
+        self, scratch: ScratchFile, target: NodeKey | None, new: NodeKey, new_name: str
+    ) -> None:
+        store = self._scratch()
+        if new[0] == "doc":
+            doc_id = int(new[1])  # type: ignore[call-overload]
+            if target == ("src", doc_id) or new_name == await self.source_name(doc_id):
+                # The save of an editor, sed -i or rsync: check the content in.
+                self._hidden.pop(("src", doc_id), None)
+                await self.editing.check_in_file(doc_id, scratch.path)
+                self.aliases[scratch.key] = ("src", doc_id)
+                store.unname(scratch.key)
+                return
+        if target is not None:
+            if store.file(target) is None:
+                raise OSError(errno.EISDIR if target[0] != "src" else errno.EPERM, new_name)
+            store.unname(target)
+        if new[0] not in FOLDERS and new[0] not in ("doc", "newdir"):
+            raise OSError(errno.EXDEV, "scratch files stay in document and type folders")
+        store.rename(scratch.key, new, new_name)
+        if scratch.writers == 0 and self.makes_document(scratch):
+            await self.take(scratch)
+
+    async def _rename_source(
+        self, doc_id: int, target: NodeKey | None, new: NodeKey, new_name: str
+    ) -> None:
+        if new != ("doc", doc_id):
+            raise OSError(errno.EXDEV, "a source file stays in its document directory")
+        store = self._scratch()
+        if target is not None:
+            if store.file(target) is None:
+                raise errors.OperationNotPermitted(f"{new_name} belongs to the vault")
+            store.unname(target)
+        entry = self.editing.entry(doc_id)
+        if entry is not None:
+            path: Path | None = entry.path
+        else:
+            content = await content_of(self.tree, ("src", doc_id))
+            path = await self.blobs.cached_path(content.key, content.fetch)
+        await trio.to_thread.run_sync(store.copy_of, new, new_name, path, 0o644)
+        self._hide(("src", doc_id))
+        log.info("document %d: source file renamed to scratch %r", doc_id, new_name)
+
+    async def _rename_document(self, doc_id: int, new_name: str) -> None:
+        await self.tree.client.update_document(doc_id, {"name__v": unescape(new_name)})
+        self.tree.invalidate(doc_id)
+        await self.tree.reload(doc_id)
+
+    # --- removing ------------------------------------------------------------------
+
+    def _deleting(self) -> None:
+        if not self.allow_delete:
+            raise errors.OperationNotPermitted("deleting is off (mount with -o allow_delete)")
+
+    async def unlink(self, parent: NodeKey, name: str) -> None:
+        key = await self.child(parent, name)
+        if key is None:
+            raise OSError(errno.ENOENT, name)
+        kind = key[0]
+        if kind == "scratch":
+            self._scratch().unname(key)
+        elif kind == "lostf":
+            assert self.spool is not None
+            await trio.to_thread.run_sync(spool_store.remove_lost, self.spool.directory, name)
+        elif kind == "vsrc":
+            self._deleting()
+            await self._delete_version(key)
+        elif kind in ("src", "rend", "vrend", "att"):
+            self._deleting()
+            self._hide(key)  # the document goes with rmdir of its directory
+        elif kind == "status":
+            raise errors.OperationNotPermitted("status files cannot be removed")
+        else:
+            raise OSError(errno.EISDIR, name)
+
+    async def _delete_version(self, key: NodeKey) -> None:
+        doc_id, major, minor = (int(k) for k in key[1:4])  # type: ignore[call-overload]
+        details = await self.tree.details(doc_id)
+        if len(details.versions) <= 1:
+            # The vault keeps a document's only version: it goes with the document.
+            self._hide(key)
+            return
+        await self.tree.client.delete_version(doc_id, major, minor)
+        self._deleted.add((doc_id, major, minor))
+        log.info("deleted version %d.%d of document %d", major, minor, doc_id)
+        self.tree.invalidate(doc_id)
+        await self.tree.reload(doc_id)
+
+    def _deleted_version(self, parent: NodeKey, name: str) -> bool:
+        version = parse_version(name)
+        return (
+            parent[0] == "vers"
+            and version is not None
+            and (int(parent[1]), *version) in self._deleted  # type: ignore[call-overload]
+        )
+
+    async def rmdir(self, parent: NodeKey, name: str) -> None:
+        key = await self.child(parent, name)
+        if key is None:
+            if self._deleted_version(parent, name):
+                return  # its file's removal deleted it, in the same rm -r walk
+            raise OSError(errno.ENOENT, name)
+        kind = key[0]
+        if kind == "newdir":
+            if self._scratch().names_in(key):
+                raise OSError(errno.ENOTEMPTY, name)
+            self._scratch().unname(key)
+            return
+        if kind in ("scratch", "lostf", "src", "vsrc", "rend", "vrend", "att", "status"):
+            raise OSError(errno.ENOTDIR, name)
+        if kind not in FOLDERS and kind not in _DOC_DIRS and kind != "doc":
+            raise errors.OperationNotPermitted(f"{name} cannot be removed")
+        self._deleting()
+        if kind in FOLDERS and not self.tree.folder_exists(key):
+            return  # its last document is gone: so is the folder
+        if await self.children(key):
+            raise OSError(errno.ENOTEMPTY, name)
+        if kind == "doc":
+            doc_id = int(key[1])  # type: ignore[call-overload]
+            await self.tree.client.delete_document(doc_id)
+            log.info("deleted document %d", doc_id)
+            self.tree.index.forget(doc_id)
+            for hidden in [k for k in self._hidden if len(k) > 1 and k[1] == doc_id]:
+                del self._hidden[hidden]
+        else:
+            self._hide(key)

@@ -1,0 +1,210 @@
+"""Scratch files: the files a mount holds locally and never uploads as they are.
+
+Editors and tools invent file names next to the file they save: swap files
+(``.name.swp``), vim's ``4913`` probe, backups (``name~``), ``sed -i``'s
+``sedXXXXXX``, rsync's ``.name.XXXXXX``, LibreOffice's ``.~lock.name#``. Any new name
+in a document directory, and any new file in a type folder, is such a scratch file:
+its content lives in ``<spool>/scratch/<n>`` (mode 0600), its name and attributes in
+memory. Nothing of it is uploaded until it is renamed over a document's source file
+(a check-in) or, in a folder, becomes a new document. Scratch files vanish on unmount
+(the directory is emptied when the mount starts).
+
+Owns the names (directory key + name -> scratch file), the content files and the
+attributes; the decisions what a scratch file means are ``core``'s and ``editing``'s.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .inodes import NodeKey
+
+__all__ = ["NewFolder", "Scratch", "ScratchFile", "is_temporary_name"]
+
+_DIR_MODE = 0o700
+_FILE_MODE = 0o600
+
+
+def is_temporary_name(name: str) -> bool:
+    """Names that tools give temporary files: never a new document in a folder."""
+    return (
+        name.startswith((".", "#", "~"))
+        or name.endswith(("~", ".swp", ".swx", ".tmp", ".part", "#"))
+        or name.isdigit()  # vim's "4913" probe
+        or (name.startswith("sed") and len(name) == 9)  # sed -i's sedXXXXXX
+    )
+
+
+@dataclass
+class ScratchFile:
+    """One scratch file: its content file (kept open) and attributes."""
+
+    number: int
+    parent: NodeKey
+    name: str
+    path: Path
+    fd: int
+    mode: int
+    mtime_ns: int = field(default_factory=time.time_ns)
+    ctime_ns: int = field(default_factory=time.time_ns)
+    #: open handles (readers and writers) and writers among them
+    handles: int = 0
+    writers: int = 0
+    #: created or changed since its content was last taken (check-in, new document)
+    dirty: bool = True
+    #: written or truncated since then: a flush (close) takes the content only then, as
+    #: a shell's ``>`` closes a duplicate descriptor before anything is written
+    written: bool = False
+    #: still reachable by its name (False once unlinked or renamed over a source file)
+    linked: bool = True
+
+    @property
+    def key(self) -> NodeKey:
+        return ("scratch", self.number)
+
+    def size(self) -> int:
+        return os.fstat(self.fd).st_size
+
+    def pread(self, offset: int, size: int) -> bytes:
+        return os.pread(self.fd, size, offset)
+
+    def pwrite(self, offset: int, data: bytes) -> int:
+        view = memoryview(data)
+        written = 0
+        while written < len(view):
+            written += os.pwrite(self.fd, view[written:], offset + written)
+        self.touch()
+        return written
+
+    def truncate(self, size: int) -> None:
+        os.ftruncate(self.fd, size)
+        self.touch()
+
+    def touch(self) -> None:
+        self.dirty = self.written = True
+        self.mtime_ns = self.ctime_ns = time.time_ns()
+
+    def fsync(self) -> None:
+        os.fsync(self.fd)
+
+
+@dataclass
+class NewFolder:
+    """A directory made with mkdir in a folder: a document waiting for its file."""
+
+    number: int
+    parent: NodeKey
+    name: str
+    ctime_ns: int = field(default_factory=time.time_ns)
+
+    @property
+    def key(self) -> NodeKey:
+        return ("newdir", self.number)
+
+
+class Scratch:
+    """All scratch files and new folders of one mount."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        # What an earlier mount left is nobody's any more: scratch never outlives one.
+        shutil.rmtree(directory, ignore_errors=True)
+        directory.mkdir(mode=_DIR_MODE, parents=True)
+        os.chmod(directory, _DIR_MODE)
+        self._next = 1
+        self.files: dict[int, ScratchFile] = {}
+        self.folders: dict[int, NewFolder] = {}
+        self._names: dict[tuple[NodeKey, str], NodeKey] = {}
+
+    # --- names -------------------------------------------------------------------
+
+    def lookup(self, parent: NodeKey, name: str) -> NodeKey | None:
+        return self._names.get((parent, name))
+
+    def names_in(self, parent: NodeKey) -> dict[str, NodeKey]:
+        return {name: key for (p, name), key in self._names.items() if p == parent}
+
+    def file(self, key: NodeKey) -> ScratchFile | None:
+        return self.files.get(int(key[1])) if key[0] == "scratch" else None  # type: ignore[call-overload]
+
+    def folder(self, key: NodeKey) -> NewFolder | None:
+        return self.folders.get(int(key[1])) if key[0] == "newdir" else None  # type: ignore[call-overload]
+
+    # --- changes -----------------------------------------------------------------
+
+    def create(self, parent: NodeKey, name: str, mode: int) -> ScratchFile:
+        number = self._take_number()
+        path = self.directory / str(number)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, _FILE_MODE)
+        os.fchmod(fd, _FILE_MODE)
+        scratch = ScratchFile(number, parent, name, path, fd, stat.S_IMODE(mode) or 0o644)
+        self.files[number] = scratch
+        self._names[(parent, name)] = scratch.key
+        return scratch
+
+    def copy_of(self, parent: NodeKey, name: str, source: Path | None, mode: int) -> ScratchFile:
+        """A scratch file holding a copy of ``source`` (empty for None). Blocking."""
+        scratch = self.create(parent, name, mode)
+        if source is not None:
+            # copyfile rewrites the same inode, which the scratch file's fd keeps open.
+            shutil.copyfile(source, scratch.path)
+        return scratch
+
+    def mkdir(self, parent: NodeKey, name: str) -> NewFolder:
+        folder = NewFolder(self._take_number(), parent, name)
+        self.folders[folder.number] = folder
+        self._names[(parent, name)] = folder.key
+        return folder
+
+    def unname(self, key: NodeKey) -> None:
+        """Take ``key`` off its name; a scratch file's content goes once nothing has it
+        open (``closed``)."""
+        for mark, value in list(self._names.items()):
+            if value == key:
+                del self._names[mark]
+        scratch = self.file(key)
+        if scratch is not None:
+            scratch.linked = False
+            self._drop_if_unused(scratch)
+        folder = self.folder(key)
+        if folder is not None:
+            del self.folders[folder.number]
+
+    def rename(self, key: NodeKey, parent: NodeKey, name: str) -> None:
+        """Give ``key`` a new name (whatever had that name must be gone already)."""
+        for mark, value in list(self._names.items()):
+            if value == key:
+                del self._names[mark]
+        self._names[(parent, name)] = key
+        item = self.file(key) or self.folder(key)
+        if item is not None:
+            item.parent, item.name = parent, name
+
+    def move_children(self, old: NodeKey, new: NodeKey) -> None:
+        """The files of a new folder now belong to the document made from it."""
+        for (parent, name), key in list(self._names.items()):
+            if parent == old:
+                del self._names[(parent, name)]
+                self.rename(key, new, name)
+
+    def closed(self, scratch: ScratchFile) -> None:
+        self._drop_if_unused(scratch)
+
+    def _drop_if_unused(self, scratch: ScratchFile) -> None:
+        if scratch.linked or scratch.handles > 0:
+            return
+        self.files.pop(scratch.number, None)
+        if scratch.fd >= 0:
+            os.close(scratch.fd)
+            scratch.fd = -1
+        scratch.path.unlink(missing_ok=True)
+
+    def _take_number(self) -> int:
+        number = self._next
+        self._next += 1
+        return number

@@ -1,0 +1,85 @@
+"""Relationship routes: create, list, read and delete the relationships of a version.
+
+The same paths serve documents (``/objects/documents/...``) and binders
+(``/objects/binders/...``); a binder path needs a binder. Relationships exist since
+API v3.
+"""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+
+from .. import versions
+from ..envelope import success
+from ..permissions import Permission
+from ..state import VaultState
+from ..storage import documents, relationships
+from ..storage.users import SessionUser
+from .common import caller, form, path_int, since, state, version_path
+
+__all__ = ["routes", "subject"]
+
+
+async def subject(
+    request: Request, permission: Permission
+) -> tuple[SessionUser, VaultState, int, tuple[int, int]]:
+    """Caller, vault, document id and version of a ``.../versions/{M}/{m}/...`` path.
+
+    Under ``/objects/binders`` the id must be a binder's.
+    """
+    who = caller(request, permission)
+    vault = state(request)
+    doc_id = path_int(request, "doc_id", "document id")
+    version = version_path(request)
+    if "/objects/binders/" in request.url.path:
+        await vault.db.read(documents.get_binder, who.vault_id, doc_id)
+    return who, vault, doc_id, version
+
+
+async def create_relationship(request: Request) -> Response:
+    who, vault, doc_id, version = await subject(request, Permission.EDIT)
+    body = await form(request)
+    rel_id = await vault.db.write(
+        relationships.create_relationship, who, doc_id, version, body.fields, vault.db.tick()
+    )
+    return success(responseMessage="Document relationship successfully created.", id=rel_id)
+
+
+async def list_relationships(request: Request) -> Response:
+    who, vault, doc_id, version = await subject(request, Permission.VIEW)
+    records = await vault.db.read(relationships.list_relationships, who, doc_id, version)
+    return success(responseMessage="Success", relationships=[{"relationship": r} for r in records])
+
+
+async def get_relationship(request: Request) -> Response:
+    who, vault, doc_id, version = await subject(request, Permission.VIEW)
+    rel_id = path_int(request, "rel_id", "relationship id")
+    record = await vault.db.read(
+        relationships.get_relationship, who.vault_id, doc_id, version, rel_id
+    )
+    return success(responseMessage="Success", relationships=[{"relationship": record}])
+
+
+async def delete_relationship(request: Request) -> Response:
+    who, vault, doc_id, version = await subject(request, Permission.EDIT)
+    rel_id = path_int(request, "rel_id", "relationship id")
+    await vault.db.write(
+        relationships.delete_relationship, who, doc_id, version, rel_id, vault.db.tick()
+    )
+    return success(responseMessage="Document relationship successfully deleted.", id=rel_id)
+
+
+def routes() -> list[BaseRoute]:
+    gate = since(versions.RELATIONSHIPS)
+    result: list[BaseRoute] = []
+    for kind in ("documents", "binders"):
+        base = f"/objects/{kind}/{{doc_id}}/versions/{{major}}/{{minor}}/relationships"
+        result += [
+            Route(base, gate(list_relationships), methods=["GET"]),
+            Route(base, gate(create_relationship), methods=["POST"]),
+            Route(base + "/{rel_id}", gate(get_relationship), methods=["GET"]),
+            Route(base + "/{rel_id}", gate(delete_relationship), methods=["DELETE"]),
+        ]
+    return result

@@ -1,0 +1,103 @@
+"""Full-text search of file content: text extraction at upload time and the FTS5 index.
+
+The text of a stored file is extracted once, when it is uploaded (in a worker thread,
+before the write transaction), and kept in the FTS5 table ``blob_text`` under the
+file's sha256, so identical content is indexed once. Text-like files (``text/*``,
+JSON, XML, CSV, Markdown) are decoded as UTF-8; PDFs give the strings of their text
+operators (best effort: enough for simple PDFs such as the demo's); .docx files the
+text of their paragraphs; other formats have no text.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import zipfile
+import zlib
+from pathlib import Path
+from xml.etree import ElementTree
+
+from .blobs import media_type
+
+__all__ = ["content_matches", "extract_text", "fts_phrase", "index_text", "matched_terms"]
+
+#: Text beyond this many bytes of a file is not indexed.
+_MAX_TEXT = 8 * 1024 * 1024
+_TEXT_TYPES = ("application/json", "application/xml", "application/csv", "text/")
+_TEXT_SUFFIXES = (".md", ".markdown", ".csv", ".txt", ".json", ".xml", ".yaml", ".yml")
+_PDF_STREAM = re.compile(rb"<<(.*?)>>\s*stream\r?\n(.*?)\r?\nendstream", re.S)
+_PDF_STRING = re.compile(rb"\((?:\\.|[^\\)])*\)")
+_WORD = re.compile(r"\w+")
+
+
+def _pdf_text(data: bytes) -> str:
+    parts: list[str] = []
+    for header, stream in _PDF_STREAM.findall(data):
+        if b"/FlateDecode" in header:
+            try:
+                stream = zlib.decompress(stream)
+            except zlib.error:
+                continue
+        for literal in _PDF_STRING.findall(stream):
+            body = literal[1:-1]
+            body = re.sub(rb"\\([()\\])", rb"\1", body)
+            parts.append(body.decode("latin-1"))
+    return "\n".join(parts)
+
+
+def _docx_text(path: Path) -> str:
+    with zipfile.ZipFile(path) as archive:
+        xml = archive.read("word/document.xml")
+    root = ElementTree.fromstring(xml)
+    return "\n".join(node.text or "" for node in root.iter() if node.tag.endswith("}t"))
+
+
+def extract_text(path: Path, filename: str) -> str | None:
+    """The searchable text of a stored file, or None (blocking; never raises)."""
+    kind = media_type(filename)
+    try:
+        if kind.startswith(_TEXT_TYPES) or filename.lower().endswith(_TEXT_SUFFIXES):
+            with path.open("rb") as f:
+                return f.read(_MAX_TEXT).decode("utf-8", errors="replace")
+        if kind == "application/pdf":
+            with path.open("rb") as f:
+                return _pdf_text(f.read(_MAX_TEXT * 4)) or None
+        if filename.lower().endswith(".docx"):
+            return _docx_text(path)[:_MAX_TEXT] or None
+    except (OSError, zipfile.BadZipFile, KeyError, ElementTree.ParseError, ValueError):
+        # Unreadable or malformed content is simply not searchable.
+        return None
+    return None
+
+
+def index_text(conn: sqlite3.Connection, sha256: str, text: str | None) -> None:
+    if text is None:
+        return
+    if conn.execute("SELECT 1 FROM blob_text WHERE sha256 = ?", (sha256,)).fetchone():
+        return
+    conn.execute("INSERT INTO blob_text (sha256, body) VALUES (?, ?)", (sha256, text))
+
+
+def fts_phrase(word: str) -> str | None:
+    """The FTS5 query for one search keyword (a prefix phrase), None when it has no word."""
+    tokens = _WORD.findall(word)
+    if not tokens:
+        return None
+    return '"' + " ".join(tokens) + '"*'
+
+
+def content_matches(conn: sqlite3.Connection, sha256: str, word: str) -> bool:
+    phrase = fts_phrase(word)
+    if phrase is None:
+        return False
+    row = conn.execute(
+        "SELECT 1 FROM blob_text WHERE blob_text MATCH ? AND sha256 = ?", (phrase, sha256)
+    ).fetchone()
+    return row is not None
+
+
+def matched_terms(conn: sqlite3.Connection, sha256: str | None, words: list[str]) -> list[str]:
+    """The keywords found in a file's text (for ``term_highlights``)."""
+    if sha256 is None:
+        return []
+    return [w for w in words if content_matches(conn, sha256, w)]

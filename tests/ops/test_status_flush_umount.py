@@ -1,0 +1,113 @@
+"""A pending upload seen through ``vaultfs status``, cured by ``vaultfs flush``, and an
+unmount that refuses to leave it behind unless ``--force`` (which keeps it in the
+spool for the next mount). Real daemons, a real server stopped and started."""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.ops.conftest import Daemon, alive, documents, latest_file, needs_mount, run_vaultfs
+from tests.vaultproc import VaultProcess, wait_until
+
+pytestmark = [pytest.mark.mount, needs_mount]
+
+#: retries=0: an outage reaches the spool (and close()) at once
+OPTIONS = "retries=0"
+
+
+def leave_pending(daemon: Daemon, vault: VaultProcess) -> tuple[dict[str, Any], bytes]:
+    """Append to a document with the vault stopped before close(): close() gives EIO
+    and the content waits in the spool. Returns the document and the new content."""
+    doc = next(d for d in documents(vault) if d.get("md5checksum__v") and not d.get("locked__v"))
+    path = latest_file(daemon.mountpoint, int(doc["id"]))
+    original = path.read_bytes()
+    handle = path.open("ab")  # checks the document out while the vault is up
+    handle.write(b"\nadded while the vault was away\n")
+    vault.stop()
+    with pytest.raises(OSError) as failure:
+        handle.close()
+    assert failure.value.errno == errno.EIO
+    return doc, original + b"\nadded while the vault was away\n"
+
+
+def vault_md5(vault: VaultProcess, doc_id: int) -> str:
+    return str(next(d for d in documents(vault) if d["id"] == doc_id)["md5checksum__v"])
+
+
+def test_status_shows_the_pending_upload_and_flush_sends_it(
+    fresh_vault: VaultProcess, daemon_factory: Any
+) -> None:
+    daemon: Daemon = daemon_factory(fresh_vault.url, OPTIONS)
+    doc, content = leave_pending(daemon, fresh_vault)
+    doc_id = int(doc["id"])
+
+    shown = run_vaultfs("status", str(daemon.mountpoint), "--json")
+    assert shown.returncode == 0, shown.stderr
+    status = json.loads(shown.stdout)
+    [entry] = status["pending_uploads"]
+    assert entry["doc_id"] == doc_id and entry["state"] != "editing"
+    assert entry["last_error"] and entry["attempts"] >= 1
+    table = run_vaultfs("status", str(daemon.mountpoint)).stdout
+    assert "pending uploads  1" in table and str(doc_id) in table
+    assert entry["filename"] in table and entry["last_error"].split(":")[0] in table
+    listed = run_vaultfs("status", "--json")  # every vaultfs mount of /proc/mounts
+    assert str(daemon.mountpoint) in [s.get("mountpoint") for s in json.loads(listed.stdout)]
+
+    refused = run_vaultfs("flush", str(daemon.mountpoint), "--timeout", "1")
+    assert refused.returncode == 1 and f"doc {doc_id}" in refused.stderr
+
+    fresh_vault.start()
+    flushed = run_vaultfs("flush", str(daemon.mountpoint), "--timeout", "60")
+    assert flushed.returncode == 0, flushed.stderr + daemon.log()
+    assert daemon.status()["pending_uploads"] == []
+    assert vault_md5(fresh_vault, doc_id) == hashlib.md5(content).hexdigest()
+
+    done = run_vaultfs("umount", str(daemon.mountpoint))
+    assert done.returncode == 0, done.stderr
+    assert not os.path.ismount(daemon.mountpoint)
+    assert daemon.pid is not None and not alive(daemon.pid)
+
+
+def test_umount_refuses_to_drop_pending_work_unless_forced(
+    fresh_vault: VaultProcess, daemon_factory: Any
+) -> None:
+    daemon: Daemon = daemon_factory(fresh_vault.url, OPTIONS)
+    doc, content = leave_pending(daemon, fresh_vault)
+    doc_id = int(doc["id"])
+
+    refused = run_vaultfs("umount", str(daemon.mountpoint), "--timeout", "1")
+    assert refused.returncode == 1
+    assert f"doc {doc_id}" in refused.stderr and "--force" in refused.stderr
+    assert "1 upload(s) pending" in refused.stdout  # progress while it waited
+    assert os.path.ismount(daemon.mountpoint) and daemon.status()["pending_uploads"]
+
+    forced = run_vaultfs("umount", str(daemon.mountpoint), "--force", "--timeout", "30")
+    assert forced.returncode == 0, forced.stderr
+    assert f"doc {doc_id}" in forced.stderr  # says what stays in the spool
+    assert not os.path.ismount(daemon.mountpoint)
+    assert daemon.pid is not None and not alive(daemon.pid)
+    assert (daemon.cache_dir / "spool" / f"{doc_id}.json").exists()
+
+    # The next mount checks the kept content in by itself.
+    fresh_vault.start()
+    daemon.start()
+    wait_until(
+        lambda: vault_md5(fresh_vault, doc_id) == hashlib.md5(content).hexdigest(),
+        timeout=60,
+        what="the spool's check-in at the next mount",
+    )
+    wait_until(lambda: daemon.status()["pending_uploads"] == [], what="an empty spool")
+
+
+def test_status_of_a_path_that_is_no_mount_fails_clearly(tmp_path: Path) -> None:
+    result = run_vaultfs("status", str(tmp_path))
+    assert result.returncode == 1 and "not answering" in result.stdout
+    result = run_vaultfs("umount", str(tmp_path))
+    assert result.returncode == 1 and "not a vaultfs mount" in result.stderr
