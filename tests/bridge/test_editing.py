@@ -293,7 +293,7 @@ async def test_rm_of_a_version_and_rm_r_of_a_document(deleting: Setup) -> None:
     folder = await walk(core, "Reference")
     await rm_r(core, folder, "Guide")
     assert deleting.doc_id not in vault.docs
-    assert "Guide" not in await names(core, folder)
+    assert "Reference" not in await names(core, ROOT_INODE)  # its only document is gone
     assert vault.calls["delete_document"] == 1
 
 
@@ -321,7 +321,7 @@ async def test_checkin_failure_keeps_the_content_pending(setup: Setup) -> None:
         await core.flush(opened.fh)
     await core.release(opened.fh)
     [pending] = core.status()["pending_uploads"]
-    assert pending["doc_id"] == setup.doc_id and pending["state"] == "pending"
+    assert pending["doc_id"] == setup.doc_id and pending["state"] in ("pending", "uploading")
     assert "VAULT_UNAVAILABLE" in pending["last_error"]
     data = (setup.spool.directory / f"{setup.doc_id}.data").read_bytes()
     assert hashlib.md5(data).hexdigest() == hashlib.md5(b"offline work").hexdigest()

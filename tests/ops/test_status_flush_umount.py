@@ -8,6 +8,7 @@ import errno
 import hashlib
 import json
 import os
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -111,3 +112,17 @@ def test_status_of_a_path_that_is_no_mount_fails_clearly(tmp_path: Path) -> None
     assert result.returncode == 1 and "not answering" in result.stdout
     result = run_vaultfs("umount", str(tmp_path))
     assert result.returncode == 1 and "not a vaultfs mount" in result.stderr
+
+
+def test_a_mount_left_dead_by_a_crash_is_cleared_by_the_next_mount(
+    vault_server: VaultProcess, daemon_factory: Any
+) -> None:
+    daemon: Daemon = daemon_factory(vault_server.url)
+    assert daemon.pid is not None
+    os.kill(daemon.pid, signal.SIGKILL)
+    wait_until(lambda: not alive(daemon.pid or 0), what="the killed daemon's exit")
+    with pytest.raises(OSError) as dead:
+        os.statvfs(daemon.mountpoint)
+    assert dead.value.errno in (errno.ENOTCONN, errno.ECONNABORTED)
+    daemon.start()  # as Restart=on-failure would
+    assert os.listdir(daemon.mountpoint)

@@ -70,7 +70,11 @@ def test_log_and_read(client: httpx.Client, doc: int) -> None:
     }
     assert_ok(client.post(url, data=crm))
     events = assert_ok(client.get(f"/objects/documents/{doc}/events"))["events"]
-    assert [e["event_subtype__v"] for e in events] == ["approved_email__v", "irep__v", "controlled_copy__v"]
+    assert [e["event_subtype__v"] for e in events] == [
+        "approved_email__v",
+        "irep__v",
+        "controlled_copy__v",
+    ]
     assert events[0]["recipient_email__v"] == "a@example.com"
     assert events[0]["document_version_id__v"] == f"{doc}_0_1"
     # false and null properties are omitted
@@ -95,9 +99,13 @@ def test_log_and_read(client: httpx.Client, doc: int) -> None:
 
 def test_log_errors(client: httpx.Client, doc: int, vault_server: VaultProcess) -> None:
     url = f"/objects/documents/{doc}/versions/0/1/events"
-    body = assert_error(client.post(url, data={"event_type__v": "distribution__v",
-                                              "event_subtype__v": "approved_email__v"}),
-                        "PARAMETER_REQUIRED", 400)
+    body = assert_error(
+        client.post(
+            url, data={"event_type__v": "distribution__v", "event_subtype__v": "approved_email__v"}
+        ),
+        "PARAMETER_REQUIRED",
+        400,
+    )
     # every missing property is listed
     messages = " ".join(e["message"] for e in body["errors"])
     assert "classification__v" in messages and "recipient_email__v" in messages
@@ -106,14 +114,20 @@ def test_log_errors(client: httpx.Client, doc: int, vault_server: VaultProcess) 
     body = assert_error(client.post(url, data=bad), "INVALID_DATA", 400)
     messages = " ".join(e["message"] for e in body["errors"])
     assert "classification__v" in messages and "nonsense__v" in messages
-    copy = {**EMAIL, "event_subtype__v": "controlled_copy__v", "classification__v": "issued__v",
-            "copy_number__v": "many"}
+    copy = {
+        **EMAIL,
+        "event_subtype__v": "controlled_copy__v",
+        "classification__v": "issued__v",
+        "copy_number__v": "many",
+    }
     copy.pop("recipient_email__v")
     assert_error(client.post(url, data=copy), "INVALID_DATA", mentions="copy_number__v")
-    assert_error(client.post(url, data={**EMAIL, "event_type__v": "party__v"}),
-                 "METHOD_NOT_SUPPORTED", 405)
-    assert_error(client.post(f"/objects/documents/{doc}/versions/5/5/events", data=EMAIL),
-                 "INVALID_DOCUMENT")
+    assert_error(
+        client.post(url, data={**EMAIL, "event_type__v": "party__v"}), "METHOD_NOT_SUPPORTED", 405
+    )
+    assert_error(
+        client.post(f"/objects/documents/{doc}/versions/5/5/events", data=EMAIL), "INVALID_DOCUMENT"
+    )
     viewer = api_client(vault_server.url, VIEWER)
     assert_error(viewer.post(url, data=EMAIL), "INSUFFICIENT_ACCESS", 403)
     assert assert_ok(client.get(f"/objects/documents/{doc}/events"))["events"] == []

@@ -7,6 +7,7 @@ import pytest
 
 from tests.conftest import EDITOR, VIEWER
 from tests.server.helpers import api_client, assert_error, assert_ok, upload
+from tests.server.versioned import at_version
 from tests.vaultproc import VaultProcess
 
 GENERAL = {"type__v": "General", "lifecycle__v": "General Lifecycle", "name__v": "lc"}
@@ -65,19 +66,31 @@ def test_workflow_start(client: httpx.Client, vault_server: VaultProcess) -> Non
     }
     body = assert_error(client.put(url, data={}), "PARAMETER_REQUIRED", 400)
     assert len(body["errors"]) == 2
-    assert_error(client.put(url, data={"dueDate": "tomorrow", "Approver": "user:1"}), "INVALID_DATA",
-                 mentions="dueDate")
-    assert_error(client.put(url, data={"dueDate": "2030-01-01", "Approver": "bob"}), "INVALID_DATA",
-                 mentions="Approver")
-    assert_error(client.put(url, data={"dueDate": "2030-01-01", "Approver": "user:999"}),
-                 "INVALID_DATA", mentions="999")
+    assert_error(
+        client.put(url, data={"dueDate": "tomorrow", "Approver": "user:1"}),
+        "INVALID_DATA",
+        mentions="dueDate",
+    )
+    assert_error(
+        client.put(url, data={"dueDate": "2030-01-01", "Approver": "bob"}),
+        "INVALID_DATA",
+        mentions="Approver",
+    )
+    assert_error(
+        client.put(url, data={"dueDate": "2030-01-01", "Approver": "user:999"}),
+        "INVALID_DATA",
+        mentions="999",
+    )
     # nothing started by the failures
     assert assert_ok(client.get(f"/objects/documents/{doc_id}"))["document"]["status__v"] == "Draft"
     groups = assert_ok(client.get("/objects/groups"))["groups"]
     group_id = groups[0]["group"]["id"]
     viewer = api_client(vault_server.url, VIEWER)
-    assert_error(viewer.put(url, data={"dueDate": "2030-01-01", "Approver": "user:1"}),
-                 "INSUFFICIENT_ACCESS", 403)
+    assert_error(
+        viewer.put(url, data={"dueDate": "2030-01-01", "Approver": "user:1"}),
+        "INSUFFICIENT_ACCESS",
+        403,
+    )
     started = assert_ok(
         client.put(url, data={"dueDate": "2030-01-01", "Approver": f"user:1,group:{group_id}"})
     )
@@ -89,15 +102,16 @@ def test_workflow_start(client: httpx.Client, vault_server: VaultProcess) -> Non
     assert_error(client.put(actions_url(doc_id) + "/approve"), "OPERATION_NOT_ALLOWED", 409)
     # Setting the state by hand ends the workflow.
     assert_ok(client.put(f"/objects/documents/{doc_id}", data={"status__v": "Draft"}))
-    names = {a["name__v"] for a in assert_ok(client.get(actions_url(doc_id)))["lifecycle_actions__v"]}
+    names = {
+        a["name__v"] for a in assert_ok(client.get(actions_url(doc_id)))["lifecycle_actions__v"]
+    }
     assert names == {"approve", "startApproval"}
 
 
 def test_binder_paths_need_a_binder(client: httpx.Client) -> None:
     doc_id = new_doc(client)
     assert_error(client.get(actions_url(doc_id, "binders")), "INVALID_DOCUMENT", 404)
-    old = httpx.get(
-        str(client.base_url).replace("v25.1", "v5.0") + actions_url(doc_id),
-        headers=client.headers,
+    old = at_version(client, "v5.0").get(
+        actions_url(doc_id),
     )
     assert_error(old, "MALFORMED_URL", 404)

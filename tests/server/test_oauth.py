@@ -3,6 +3,7 @@ against a small RFC 7662 introspection endpoint run by the test."""
 
 from __future__ import annotations
 
+import base64
 import json
 import threading
 from collections.abc import Iterator
@@ -21,6 +22,7 @@ from tests.vaultproc import VaultProcess
 TOKENS = {
     "admin-token": {"active": True, "sub": "admin-sub", "email": ADMIN, "client_id": "app-1"},
     "viewer-token": {"active": True, "email": VIEWER},
+    "editor-token": {"active": True, "email": EDITOR},
     "expired-token": {"active": True, "email": ADMIN, "exp": 1},
     "ghost-token": {"active": True, "email": "ghost@vaultfs.demo"},
 }
@@ -32,6 +34,7 @@ class Introspection(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length", 0))
         form = parse_qs(self.rfile.read(length).decode())
+        form["authorization"] = [self.headers.get("Authorization", "")]
         Introspection.seen.append(form)
         answer = TOKENS.get(form.get("token", [""])[0], {"active": False})
         data = json.dumps(answer).encode()
@@ -68,6 +71,8 @@ def sso_vault(introspection: str, tmp_path_factory: pytest.TempPathFactory) -> I
 label = "Corporate IdP"
 description = "Sign in with the corporate account"
 introspection_endpoint = "{introspection}"
+introspection_client_id = "vault"
+introspection_client_secret = "s3cret"
 issuer = "https://idp.example"
 authorization_endpoint = "https://idp.example/authorize"
 token_endpoint = "https://idp.example/token"
@@ -94,7 +99,9 @@ def _exchange(url: str, token: str | None, profile: str = "corp", **form: str) -
 
 def test_discovery_names_the_profiles_of_sso_users(sso_vault: str) -> None:
     body = assert_ok(
-        httpx.post(sso_vault + "/auth/discovery", data={"username": ADMIN, "client_id": "vaultfs-app"})
+        httpx.post(
+            sso_vault + "/auth/discovery", data={"username": ADMIN, "client_id": "vaultfs-app"}
+        )
     )
     assert body["data"]["auth_type"] == "sso"
     profiles = {p["id"]: p for p in body["data"]["auth_profiles"]}
@@ -122,6 +129,9 @@ def test_token_exchange(sso_vault: str) -> None:
     body = assert_ok(_exchange(sso_vault, "admin-token", client_id="app-1"))
     assert Introspection.seen[-1]["token"] == ["admin-token"]
     assert Introspection.seen[-1]["client_id"] == ["app-1"]
+    # The vault authenticates itself at the introspection endpoint when configured.
+    basic = base64.b64encode(b"vault:s3cret").decode()
+    assert Introspection.seen[-1]["authorization"] == [f"Basic {basic}"]
     session = body["sessionId"]
     assert body["vaultId"] in [v["id"] for v in body["vaultIds"]]
     assert_ok(httpx.get(sso_vault + API + "/limits", headers={"Authorization": session}))
@@ -151,13 +161,20 @@ def test_refused_tokens(sso_vault: str) -> None:
     down = _exchange(sso_vault, "admin-token", profile="down")
     assert down.status_code == 500
     assert down.json()["responseStatus"] == "EXCEPTION"
-    # The user of a valid token must use the profile (the editor has none).
+    # The user of a valid token must use the profile (the editor's policy has none).
+    assert_error(_exchange(sso_vault, "editor-token"), incorrect, 401, mentions="policy")
     viewer = assert_ok(_exchange(sso_vault, "viewer-token"))
     assert viewer["userId"] != assert_ok(_exchange(sso_vault, "admin-token"))["userId"]
+    # A locked-out account gets no session through a token either.
+    for _ in range(5):
+        httpx.post(sso_vault + API + "/auth", data={"username": VIEWER, "password": "wrong"})
+    assert_error(_exchange(sso_vault, "viewer-token"), "USER_LOCKED_OUT", 403)
 
 
 def test_profiles_file_is_optional(vault_server: VaultProcess) -> None:
-    r = httpx.post(vault_server.url + "/auth/oauth/session/corp", headers={"Authorization": "Bearer x"})
+    r = httpx.post(
+        vault_server.url + "/auth/oauth/session/corp", headers={"Authorization": "Bearer x"}
+    )
     assert_error(r, "INVALID_DATA", 400, mentions="corp")
 
 

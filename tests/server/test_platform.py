@@ -24,13 +24,17 @@ def test_domain_information_for_domain_admins(vault_server: VaultProcess) -> Non
         "label__v": "Clinical Operations",
     }
     with_apps = assert_ok(admin.get("/objects/domain", params={"include_application": "true"}))
-    apps = {v["vault_name__v"]: v["vault_application__v"] for v in with_apps["domain__v"]["vaults__v"]}
+    apps = {
+        v["vault_name__v"]: v["vault_application__v"] for v in with_apps["domain__v"]["vaults__v"]
+    }
     assert apps == {"vaultfs Demo Vault": "PromoMats", "vaultfs Clinical Vault": "eTMF"}
     assert_error(
         admin.get("/objects/domain", params={"include_application": "maybe"}), "INVALID_DATA"
     )
     # Only domain admins.
-    assert_error(api_client(vault_server.url, EDITOR).get("/objects/domain"), "INSUFFICIENT_ACCESS", 403)
+    assert_error(
+        api_client(vault_server.url, EDITOR).get("/objects/domain"), "INSUFFICIENT_ACCESS", 403
+    )
 
 
 def test_domains_of_the_caller(vault_server: VaultProcess) -> None:

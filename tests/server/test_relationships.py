@@ -7,6 +7,7 @@ import pytest
 
 from tests.conftest import EDITOR, VIEWER
 from tests.server.helpers import api_client, assert_error, assert_ok, upload
+from tests.server.versioned import at_version
 from tests.vaultproc import VaultProcess
 
 GENERAL = {"type__v": "General", "lifecycle__v": "General Lifecycle"}
@@ -50,12 +51,12 @@ def test_metadata_lists_fields_and_type_rules(client: httpx.Client) -> None:
         client.get("/metadata/objects/documents/types/General/relationships/references__vs")
     )
     assert [t["value"] for t in one["relationshipTypes"]] == ["references__vs"]
-    assert_error(client.get("/metadata/objects/documents/types/Nope/relationships"), "MALFORMED_URL")
+    assert_error(
+        client.get("/metadata/objects/documents/types/Nope/relationships"), "MALFORMED_URL"
+    )
     # Relationships came with v3.
-    old = httpx.get(
-        str(client.base_url).replace("v25.1", "v2.0")
-        + "/metadata/objects/documents/types/General/relationships",
-        headers=client.headers,
+    old = at_version(client, "v2.0").get(
+        "/metadata/objects/documents/types/General/relationships",
     )
     assert_error(old, "MALFORMED_URL", 404)
 
@@ -73,9 +74,10 @@ def test_create_list_read_delete(client: httpx.Client) -> None:
     assert (record["source_major_version__v"], record["source_minor_version__v"]) == (0, 1)
     assert record["relationship_type__v"] == "references__vs"
     # The target sees it too.
-    assert [r["relationship"]["id"] for r in assert_ok(client.get(rels(client, target)))[
-        "relationships"
-    ]] == [rel_id]
+    assert [
+        r["relationship"]["id"]
+        for r in assert_ok(client.get(rels(client, target)))["relationships"]
+    ] == [rel_id]
     one = assert_ok(client.get(f"{rels(client, source)}/{rel_id}"))["relationships"]
     assert one[0]["relationship"]["id"] == rel_id
     # The same relationship again is INVALID_DATA.
@@ -102,7 +104,9 @@ def test_create_rules(client: httpx.Client) -> None:
         mentions="nope",
     )
     assert_error(
-        client.post(url, data={"target_doc_id__v": "999999", "relationship_type__v": "references__vs"}),
+        client.post(
+            url, data={"target_doc_id__v": "999999", "relationship_type__v": "references__vs"}
+        ),
         "INVALID_DATA",
         mentions="999999",
     )
@@ -129,9 +133,7 @@ def test_create_rules(client: httpx.Client) -> None:
     assert_ok(client.post(url, data=single))
     again = {**single, "target_doc_id__v": str(clinical)}
     assert_error(client.post(url, data=again), "INVALID_DATA", mentions="single-use")
-    assert_error(
-        client.post(rels(client, source, "9/9"), data=single), "INVALID_DOCUMENT", 404
-    )
+    assert_error(client.post(rels(client, source, "9/9"), data=single), "INVALID_DOCUMENT", 404)
 
 
 def test_viewer_may_read_but_not_create(vault_server: VaultProcess, client: httpx.Client) -> None:

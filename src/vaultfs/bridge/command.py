@@ -31,7 +31,7 @@ from vaultfs.profiles import ProfileError, load_profile, names_profile
 from . import control, manage
 from .credentials import CredentialError, find_password, store_in_keyring
 from .demo import run_demo
-from .logs import setup_logging, stderr_is_journal, under_systemd
+from .logs import setup_logging, stderr_is_journal
 from .mount import MountConfig, default_cache_dir, run_mount
 
 __all__ = ["parse_mount_options", "parse_size", "register"]
@@ -276,8 +276,7 @@ def _run_foreground(args: argparse.Namespace, config: MountConfig) -> int:
         log.error("%s", message)
         if ready_fd is not None:
             os.write(ready_fd, f"error: {message}\n".encode())
-        elif args.log_file is not None or not under_systemd():
-            # Under systemd the log line above already went to the journal.
+        elif args.log_file is not None:  # else the log line above went to stderr
             print(f"vaultfs mount: {message}", file=sys.stderr)
         return 1
     return 0

@@ -108,10 +108,12 @@ def clear_dead_mount(mountpoint: Path) -> bool:
     """Lazily unmount a vaultfs mount whose daemon died ("transport endpoint is not
     connected"), so that a restart can mount there again; whether one was cleared."""
     try:
-        os.stat(mountpoint)
+        # statfs always asks the daemon; a stat may be answered from the kernel's cache.
+        os.statvfs(mountpoint)
         return False
     except OSError as exc:
-        if exc.errno != errno.ENOTCONN:
+        # ENOTCONN once the daemon is gone; ECONNABORTED while the kernel aborts it
+        if exc.errno not in (errno.ENOTCONN, errno.ECONNABORTED):
             return False
     if mountpoint not in vaultfs_mounts():
         return False

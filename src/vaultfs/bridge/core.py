@@ -375,8 +375,7 @@ class Core:
 
     async def create(self, parent: int, name: str, mode: int, flags: int) -> tuple[Opened, Attr]:
         """A new file ``name`` in ``parent``, opened with ``flags``."""
-        if self.options.read_only:
-            raise OSError(errno.EROFS, "mounted read-only")
+        self._writable()
         await self._ready()
         key = await self.namespace.create(self._key(parent), name, mode)
         if key[0] == "src":  # the source file written anew after a rename: starts empty
@@ -537,8 +536,7 @@ class Core:
 
     async def setxattr(self, ino: int, name: str, value: bytes | None) -> None:
         """Set (or with None remove) a field."""
-        if self.options.read_only:
-            raise OSError(errno.EROFS, "mounted read-only")
+        self._writable()
         key = self._key(ino)
         await self.fields.set(key, await self._fields(key), name, value)
 
@@ -614,8 +612,8 @@ class Core:
             "lost_and_found": self.editing.lost_records(),
             "inodes": len(self.inodes),
         }
-        status.update(self.status_extra())
-        return status
+        # What the mount adds never replaces what the core reports itself.
+        return {**self.status_extra(), **status}
 
     def status_bytes(self) -> bytes:
         return (json.dumps(self.status(), indent=2, sort_keys=True) + "\n").encode()

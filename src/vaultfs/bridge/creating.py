@@ -66,11 +66,11 @@ class Creator:
         return doc_id
 
     async def _send(self, fields: dict[str, str], filename: str, content: Path) -> int:
-        named = await trio.to_thread.run_sync(spool_store.upload_name, content, filename)
+        named = spool_store.upload_name(content, filename)  # a link: quick
         try:
             return await self.tree.client.create_document(fields, named)
         finally:
-            await trio.to_thread.run_sync(spool_store.drop_upload_name, content)
+            spool_store.drop_upload_name(content)
 
     async def _fields(self, folder: NodeKey, name: str) -> dict[str, str]:
         catalog = self.tree.catalog

@@ -125,8 +125,10 @@ class Editing:
         if handle.entry.state != EDITING:
             return  # a check-in was tried already; the spool's worker carries on
         self._dirty.discard(handle.doc_id)
-        size = handle.entry.size()
+        size, base = handle.entry.size(), handle.entry.record.base_md5
         await self.spool.commit(handle.entry)
+        if handle.entry.record.base_md5 == base:
+            return  # unchanged: nothing was uploaded, the index is still right
         try:
             # Show the new draft now rather than at the next poll, with its exact size.
             await self.tree.reload(handle.doc_id)

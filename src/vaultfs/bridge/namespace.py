@@ -47,7 +47,7 @@ from .tree import Tree, parse_version
 if TYPE_CHECKING:
     from .spool import Spool
 
-__all__ = ["FOLDERS", "Namespace"]
+__all__ = ["Namespace"]
 
 log = logging.getLogger(__name__)
 

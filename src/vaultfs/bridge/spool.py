@@ -393,7 +393,8 @@ class Spool:
         await self._set_state(entry, UPLOADING)
         log.info("spool: doc %d uploading draft (try %d)", doc_id, record.attempts)
         # The upload carries the file's name: send the content under the document's.
-        named = await trio.to_thread.run_sync(store.upload_name, entry.path, record.filename)
+        # (A link in a directory: too quick to be worth a worker thread.)
+        named = store.upload_name(entry.path, record.filename)
         try:
             major, minor = await self.client.create_draft(doc_id, named)
         except _NOT_PROCESSED:
@@ -401,8 +402,7 @@ class Spool:
             await self._set_state(entry, PENDING)
             raise
         finally:
-            with trio.CancelScope(shield=True):
-                await trio.to_thread.run_sync(store.drop_upload_name, entry.path)
+            store.drop_upload_name(entry.path)
         log.info("spool: doc %d draft %d.%d created", doc_id, major, minor)
         await self._uploaded(entry, md5)
 

@@ -235,7 +235,7 @@ def upload_name(source: Path, filename: str) -> Path:
     """A hard link to ``source`` called ``filename``, for an upload that sends the name.
 
     The link lives in ``<source>.upload/`` next to ``source``; ``drop_upload_name``
-    removes it. Blocking: run in a worker thread.
+    removes it. Blocking, but only a mkdir and a link.
     """
     folder = source.with_name(source.name + _UPLOAD_SUFFIX)
     shutil.rmtree(folder, ignore_errors=True)
@@ -337,6 +337,7 @@ def lost_records(directory: Path) -> list[dict[str, Any]]:
     return [
         {
             "file": path.name,
+            "path": str(path),
             "doc_id": why.get("doc_id"),
             "filename": why.get("filename"),
             "error": f"{why.get('error_type')}: {why.get('error_message')}",

@@ -58,23 +58,23 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument(
         "--auth-burst-limit",
         type=int,
-        default=300,
+        default=ServerConfig.auth_burst_limit,
         metavar="N",
-        help="password logins per user name and vault DNS per minute (default: 300)",
+        help="password logins per user name and vault DNS per minute (default: %(default)s)",
     )
     parser.add_argument(
         "--auth-delay-ms",
         type=int,
-        default=500,
+        default=ServerConfig.auth_delay_ms,
         metavar="MS",
-        help="delay of logins once half the auth limit is used (default: 500)",
+        help="delay of logins once half the auth limit is used (default: %(default)s)",
     )
     parser.add_argument(
         "--lockout-attempts",
         type=int,
-        default=5,
+        default=ServerConfig.lockout_attempts,
         metavar="N",
-        help="consecutive failed logins that lock an account; 0 = never (default: 5)",
+        help="consecutive failed logins that lock an account; 0 = never (default: %(default)s)",
     )
     parser.add_argument(
         "--log-level", default="info", choices=["debug", "info", "warning", "error"]

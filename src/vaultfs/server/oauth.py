@@ -125,12 +125,14 @@ async def check_token(profile: OAuthProfile, token: str, client_id: str | None) 
     form = {"token": token, "token_type_hint": "access_token"}
     if client_id:
         form["client_id"] = client_id
-    auth = None
+    auth: httpx.Auth | None = None
     if profile.introspection_client_id:
-        auth = (profile.introspection_client_id, profile.introspection_client_secret or "")
+        auth = httpx.BasicAuth(
+            profile.introspection_client_id, profile.introspection_client_secret or ""
+        )
     try:
-        async with httpx.AsyncClient(timeout=_INTROSPECTION_TIMEOUT) as http:
-            response = await http.post(profile.introspection_endpoint, data=form, auth=auth)
+        async with httpx.AsyncClient(timeout=_INTROSPECTION_TIMEOUT, auth=auth) as http:
+            response = await http.post(profile.introspection_endpoint, data=form)
             response.raise_for_status()
             claims = response.json()
     except (httpx.HTTPError, ValueError) as exc:

@@ -1,0 +1,344 @@
+"""Writing through a real mount with real programs: every save ends as exactly one new
+draft holding exactly the bytes written, with the lock released."""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import signal
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.conftest import EDITOR, login
+from tests.vaultproc import VaultProcess, wait_until
+
+from .conftest import MountProcess, _can_mount
+
+pytestmark = pytest.mark.mount
+
+API = "/api/v25.1"
+
+
+# --- fixtures and helpers ---------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VaultProcess]:
+    """A vault of this module's own: its tests change documents (each its own)."""
+    with VaultProcess(tmp_path_factory.mktemp("write-vault") / "data") as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def mount(vault: VaultProcess, tmp_path_factory: pytest.TempPathFactory) -> Iterator[MountProcess]:
+    if not _can_mount():
+        pytest.skip("needs /dev/fuse and fusermount3")
+    process = MountProcess(vault.url, tmp_path_factory.mktemp("write-mount"))
+    try:
+        yield process.start()
+    finally:
+        process.stop()
+
+
+@pytest.fixture(scope="module")
+def api(vault: VaultProcess) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=vault.url + API, headers={"Authorization": login(vault.url)}) as c:
+        yield c
+
+
+def run(*argv: str | Path, cwd: Path | None = None, check: bool = True) -> str:
+    result = subprocess.run(
+        [str(a) for a in argv], cwd=cwd, capture_output=True, text=True, timeout=120
+    )
+    if check:
+        assert result.returncode == 0, f"{argv}: {result.returncode}\n{result.stderr}"
+    return result.stdout + result.stderr
+
+
+def record(api: httpx.Client, doc_id: int) -> dict[str, Any]:
+    body = api.get(f"/objects/documents/{doc_id}").json()
+    assert body["responseStatus"] == "SUCCESS", body
+    return body
+
+
+def version_count(api: httpx.Client, doc_id: int) -> int:
+    return len(record(api, doc_id)["versions"])
+
+
+def latest_bytes(api: httpx.Client, doc_id: int) -> bytes:
+    return api.get(f"/objects/documents/{doc_id}/file").content
+
+
+def lock_holder(api: httpx.Client, doc_id: int) -> Any:
+    return (api.get(f"/objects/documents/{doc_id}/lock").json().get("lock") or {}).get(
+        "locked_by__v"
+    )
+
+
+def source_file(mount: MountProcess, doc_id: int) -> Path:
+    """The latest source file of document ``doc_id`` in the mount."""
+    for doc_dir in mount.mountpoint.glob("*/**/"):
+        is_doc = (doc_dir / "versions").is_dir()
+        if is_doc and os.getxattr(doc_dir, "user.vault.id") == str(doc_id).encode():
+            filename = os.getxattr(doc_dir, "user.vault.filename__v").decode()
+            return doc_dir / filename
+    raise AssertionError(f"document {doc_id} not in the mount")
+
+
+class Save:
+    """Before/after of one save of a document: exactly one new draft, these bytes."""
+
+    def __init__(self, mount: MountProcess, api: httpx.Client, doc_id: int) -> None:
+        self.api, self.doc_id = api, doc_id
+        self.path = source_file(mount, doc_id)
+        self.original = self.path.read_bytes()
+        self.versions = version_count(api, doc_id)
+
+    def check(self, expected: bytes) -> None:
+        assert version_count(self.api, self.doc_id) == self.versions + 1
+        assert hashlib.md5(latest_bytes(self.api, self.doc_id)).hexdigest() == (
+            hashlib.md5(expected).hexdigest()
+        )
+        assert record(self.api, self.doc_id)["document"]["filename__v"] == self.path.name
+        assert lock_holder(self.api, self.doc_id) is None
+        assert self.path.read_bytes() == expected
+
+
+# --- save patterns ----------------------------------------------------------------------
+
+
+def test_cp_over_the_source_file(mount: MountProcess, api: httpx.Client, tmp_path: Path) -> None:
+    save = Save(mount, api, 2)
+    local = tmp_path / "new.txt"
+    local.write_bytes(b"copied in\n" * 1000)
+    run("cp", local, save.path)
+    save.check(local.read_bytes())
+
+
+def test_shell_redirections(mount: MountProcess, api: httpx.Client) -> None:
+    save = Save(mount, api, 3)
+    run("sh", "-c", f"echo 'replaced' > '{save.path}'")
+    save.check(b"replaced\n")
+    save = Save(mount, api, 3)
+    run("sh", "-c", f"echo 'appended' >> '{save.path}'")
+    save.check(b"replaced\nappended\n")
+
+
+def test_sed_in_place(mount: MountProcess, api: httpx.Client) -> None:
+    save = Save(mount, api, 8)
+    run("sed", "-i", "s/^/> /", save.path)
+    expected = b"".join(b"> " + line for line in save.original.splitlines(keepends=True))
+    save.check(expected)
+    assert not [p for p in save.path.parent.iterdir() if p.name.startswith("sed")]
+
+
+@pytest.mark.parametrize(("doc_id", "mode"), [(11, "yes"), (17, "no")])
+def test_vim_writes_in_place_and_by_rename(
+    mount: MountProcess, api: httpx.Client, doc_id: int, mode: str
+) -> None:
+    save = Save(mount, api, doc_id)
+    run(
+        "vim",
+        "-es",
+        "-u",
+        "NONE",
+        "-c",
+        f"set backupskip= backupcopy={mode} writebackup swapfile",
+        "-c",
+        "1s/^/vim was here: /",
+        "-c",
+        "wq",
+        save.path,
+    )
+    save.check(b"vim was here: " + save.original)
+    assert sorted(p.name for p in save.path.parent.iterdir()) == sorted(
+        [save.path.name, "attachments", "renditions", "versions"]
+    )
+
+
+def test_rsync_into_the_mount(mount: MountProcess, api: httpx.Client, tmp_path: Path) -> None:
+    save = Save(mount, api, 20)
+    local = tmp_path / save.path.name
+    local.write_bytes(b"synced\n" * 300)
+    run("rsync", local, save.path)
+    save.check(local.read_bytes())
+
+
+def test_dd_truncate_and_seek_write(mount: MountProcess, api: httpx.Client) -> None:
+    save = Save(mount, api, 4)
+    subprocess.run(
+        ["dd", f"of={save.path}", "bs=1", "seek=2", "conv=notrunc", "status=none"],
+        input=b"XY",
+        check=True,
+    )
+    save.check(save.original[:2] + b"XY" + save.original[4:])
+    save = Save(mount, api, 4)
+    run("truncate", "-s", "5", save.path)
+    save.check(save.original[:5])
+    save = Save(mount, api, 4)
+    with open(save.path, "r+b") as f:
+        f.seek(3)
+        f.write(b"!")
+        f.seek(0, os.SEEK_END)
+        f.write(b"end")
+    save.check(save.original[:3] + b"!" + save.original[4:] + b"end")
+
+
+def test_a_document_locked_by_another_user_is_busy_but_readable(
+    mount: MountProcess, api: httpx.Client, vault: VaultProcess
+) -> None:
+    path = source_file(mount, 9)
+    editor = {"Authorization": login(vault.url, EDITOR)}
+    r = httpx.post(f"{vault.url}{API}/objects/documents/9/lock", headers=editor)
+    assert r.json()["responseStatus"] == "SUCCESS", r.text
+    try:
+        versions = version_count(api, 9)
+        with pytest.raises(OSError) as info:
+            open(path, "ab").close()
+        assert info.value.errno == errno.EBUSY
+        assert path.read_bytes() == latest_bytes(api, 9)
+        assert version_count(api, 9) == versions
+        assert lock_holder(api, 9) != lock_holder(api, 1)  # still the editor's
+    finally:
+        httpx.delete(f"{vault.url}{API}/objects/documents/9/lock", headers=editor)
+
+
+# --- new documents ----------------------------------------------------------------------
+
+
+def test_cp_into_a_type_folder_creates_a_document(
+    mount: MountProcess, api: httpx.Client, tmp_path: Path
+) -> None:
+    local = tmp_path / "Fresh Report.txt"
+    local.write_bytes(b"a new document\n")
+    run("cp", local, mount.mountpoint / "General")
+    created = mount.mountpoint / "General" / "Fresh Report" / "Fresh Report.txt"
+    assert created.read_bytes() == local.read_bytes()  # known at once, no poll needed
+    doc_id = int(os.getxattr(created, "user.vault.id"))
+    assert latest_bytes(api, doc_id) == local.read_bytes()
+    assert record(api, doc_id)["document"]["type__v"] == "General"
+
+    folder = mount.mountpoint / "General" / "Minutes 7"
+    folder.mkdir()
+    run("cp", local, folder / "minutes.txt")
+    assert int(os.getxattr(folder, "user.vault.id")) != doc_id
+    assert (folder / "minutes.txt").read_bytes() == local.read_bytes()
+
+
+def test_a_required_field_without_default_is_einval_and_lost_and_found(
+    mount: MountProcess, api: httpx.Client, tmp_path: Path
+) -> None:
+    folder = mount.mountpoint / "Clinical" / "Protocol" / "Final Protocol"
+    count = len(api.get("/objects/documents").json()["documents"])
+    with pytest.raises(OSError) as info, open(folder / "Study Draft.txt", "wb") as f:
+        f.write(b"do not lose me")
+    assert info.value.errno == errno.EINVAL
+    assert len(api.get("/objects/documents").json()["documents"]) == count
+    assert not (folder / "Study Draft.txt").exists()
+    lost = mount.mountpoint / ".vaultfs" / "lost+found" / "new-Study Draft.txt"
+    assert lost.read_bytes() == b"do not lose me"
+    assert "study_number__c" in str(mount.status()["lost_and_found"])
+    assert "study_number__c" in mount.log()
+
+
+# --- fields and deletion -------------------------------------------------------------------
+
+
+def test_fields_through_setfattr(mount: MountProcess, api: httpx.Client) -> None:
+    path = source_file(mount, 13)
+    run("setfattr", "-n", "user.vault.title__v", "-v", "Set from the mount", path)
+    assert record(api, 13)["document"]["title__v"] == "Set from the mount"
+    assert "Set from the mount" in run("getfattr", "-n", "user.vault.title__v", path)
+    run("setfattr", "-x", "user.vault.title__v", path.parent)
+    assert record(api, 13)["document"]["title__v"] is None
+    denied = run("setfattr", "-n", "user.vault.md5checksum__v", "-v", "0", path, check=False)
+    assert "Operation not permitted" in denied
+    unknown = run("setfattr", "-n", "user.vault.nothing__c", "-v", "0", path, check=False)
+    assert "Operation not supported" in unknown
+
+
+def test_deleting_is_off_without_the_option(mount: MountProcess, api: httpx.Client) -> None:
+    path = source_file(mount, 12)
+    out = run("rm", "-rf", path.parent, check=False)
+    assert "Operation not permitted" in out
+    assert version_count(api, 12) >= 1
+
+
+def test_rm_of_a_version_and_rm_r_of_a_document(
+    vault: VaultProcess, api: httpx.Client, tmp_path: Path
+) -> None:
+    if not _can_mount():
+        pytest.skip("needs /dev/fuse and fusermount3")
+    deleting = MountProcess(vault.url, tmp_path, options="poll_interval=1,allow_delete")
+    try:
+        deleting.start()
+        path = source_file(deleting, 7)  # Travel Policy: versions 0.1, 0.2, 1.0, 1.1
+        versions = version_count(api, 7)
+        run("rm", path.parent / "versions" / "0.2" / path.name)
+        assert version_count(api, 7) == versions - 1
+        assert not (path.parent / "versions" / "0.2").exists()
+        run("rm", "-r", path.parent)
+        assert api.get("/objects/documents/7").json()["responseStatus"] == "FAILURE"
+        assert not path.parent.exists()
+    finally:
+        deleting.stop()
+
+
+# --- faults ------------------------------------------------------------------------------
+
+
+def test_vault_down_at_close_then_back_and_a_killed_daemon(
+    fresh_vault: VaultProcess, tmp_path: Path
+) -> None:
+    if not _can_mount():
+        pytest.skip("needs /dev/fuse and fusermount3")
+    # Few client retries, so that the close gives up on the outage quickly.
+    options = "poll_interval=1,retries=1"
+    first = MountProcess(fresh_vault.url, tmp_path / "one", options=options).start()
+    spool = first.cache_dir / "spool"
+    try:
+        path = source_file(first, 2)
+        with httpx.Client(
+            base_url=fresh_vault.url + API, headers={"Authorization": login(fresh_vault.url)}
+        ) as api:
+            versions = version_count(api, 2)
+        # Close while the vault is down: EIO, and the bytes stay in the spool.
+        f = open(path, "ab")  # noqa: SIM115 - closed below, where the error is the test
+        f.write(b"written offline\n")
+        f.flush()
+        expected = path.read_bytes()
+        fresh_vault.stop()
+        with pytest.raises(OSError) as info:
+            f.close()
+        assert info.value.errno == errno.EIO
+        assert (spool / "2.data").read_bytes() == expected
+        [pending] = first.status()["pending_uploads"]
+        assert pending["doc_id"] == 2 and pending["attempts"] >= 1 and pending["last_error"]
+        # The daemon dies before the vault is back; a new mount checks the bytes in.
+        assert first.proc is not None
+        first.proc.send_signal(signal.SIGKILL)
+        first.proc.wait(timeout=10)
+        first.stop()
+        fresh_vault.start()
+        second = MountProcess(fresh_vault.url, tmp_path / "one", options=options).start()
+        try:
+            with httpx.Client(
+                base_url=fresh_vault.url + API, headers={"Authorization": login(fresh_vault.url)}
+            ) as api:
+                wait_until(lambda: version_count(api, 2) == versions + 1, timeout=30,
+                           what="the draft from the spool")  # fmt: skip
+                assert latest_bytes(api, 2) == expected
+                wait_until(lambda: lock_holder(api, 2) is None, timeout=10, what="the unlock")
+                wait_until(lambda: not second.status()["pending_uploads"], timeout=10,
+                           what="an empty spool")  # fmt: skip
+                assert version_count(api, 2) == versions + 1  # nothing uploaded twice
+        finally:
+            second.stop()
+    finally:
+        first.stop()
