@@ -79,8 +79,10 @@ class MountProcess:
             return ""
 
     def stop(self) -> None:
-        if os.path.ismount(self.mountpoint):
-            subprocess.run(["fusermount3", "-u", "-z", str(self.mountpoint)], check=False)
+        # A killed daemon leaves a mount that ismount() cannot stat: unmount regardless.
+        subprocess.run(
+            ["fusermount3", "-u", "-z", str(self.mountpoint)], check=False, capture_output=True
+        )
         proc, self.proc = self.proc, None
         if proc is not None and proc.poll() is None:
             proc.terminate()

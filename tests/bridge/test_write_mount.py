@@ -204,7 +204,7 @@ def test_a_document_locked_by_another_user_is_busy_but_readable(
         assert info.value.errno == errno.EBUSY
         assert path.read_bytes() == latest_bytes(api, 9)
         assert version_count(api, 9) == versions
-        assert lock_holder(api, 9) != lock_holder(api, 1)  # still the editor's
+        assert lock_holder(api, 9) is not None  # still held by the editor
     finally:
         httpx.delete(f"{vault.url}{API}/objects/documents/9/lock", headers=editor)
 

@@ -105,7 +105,7 @@ def test_groups_and_editor_role(fresh_vault: VaultProcess) -> None:
         upload(
             admin,
             "/objects/documents",
-            {**GENERAL, "name__v": "Grouped", f"viewer__v.groups": str(group)},
+            {**GENERAL, "name__v": "Grouped", "viewer__v.groups": str(group)},
             "g.txt",
             b"g",
         )

@@ -24,6 +24,7 @@ import re
 import uuid
 from urllib.parse import parse_qsl
 
+from starlette.datastructures import URL
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from vaultfs.errors import InvalidSessionId, MalformedUrl, VaultError
@@ -61,14 +62,8 @@ def session_token(scope: Scope) -> str | None:
 
 
 def _host(scope: Scope) -> str:
-    for key, value in scope.get("headers", []):
-        if key == b"host":
-            text = value.decode("latin-1")
-            # "[::1]:8817" -> "::1", "vault.example:8817" -> "vault.example"
-            if text.startswith("["):
-                return text[1:].partition("]")[0]
-            return text.rpartition(":")[0] if text.count(":") == 1 else text
-    return ""
+    """The host name the request was addressed to (no port)."""
+    return URL(scope=scope).hostname or ""
 
 
 class ApiMiddleware:

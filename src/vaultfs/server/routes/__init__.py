@@ -8,8 +8,21 @@ from __future__ import annotations
 
 from starlette.routing import BaseRoute, Mount
 
-from . import attachments, auth, documents, files, locks, metadata, platform, renditions
-from . import access, bulk, events, lifecycle, relationships
+from . import (
+    access,
+    attachments,
+    auth,
+    bulk,
+    documents,
+    events,
+    files,
+    lifecycle,
+    locks,
+    metadata,
+    platform,
+    relationships,
+    renditions,
+)
 
 __all__ = ["api_routes"]
 

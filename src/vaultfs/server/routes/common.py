@@ -33,7 +33,6 @@ __all__ = [
     "bool_param",
     "caller",
     "form",
-    "is_version_label",
     "path_int",
     "query",
     "since",
@@ -96,10 +95,6 @@ def version_path(request: Request) -> tuple[int, int]:
         path_int(request, "major", "major version number"),
         path_int(request, "minor", "minor version number"),
     )
-
-
-def is_version_label(label: str) -> bool:
-    return versions.parse(label) is not None
 
 
 def version_at_least(request: Request, since_label: str) -> bool:

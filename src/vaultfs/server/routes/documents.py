@@ -34,14 +34,14 @@ from .common import (
     version_path,
 )
 
-__all__ = ["routes"]
+__all__ = ["date_param", "int_param", "routes"]
 
 _DOCS = "/objects/documents"
 #: How far back deleted documents can be listed.
 _DELETIONS_WINDOW = timedelta(days=30)
 
 
-def _int_param(request: Request, name: str, default: int, minimum: int) -> int:
+def int_param(request: Request, name: str, default: int, minimum: int) -> int:
     text = query(request, name)
     if text is None:
         return default
@@ -53,8 +53,8 @@ def _int_param(request: Request, name: str, default: int, minimum: int) -> int:
 async def list_documents(request: Request) -> Response:
     who = caller(request)
     # "limit can only lower it": larger values are ignored, not refused.
-    limit = min(_int_param(request, "limit", PAGE_LIMIT, 1), PAGE_LIMIT)
-    start = _int_param(request, "start", 0, 0)
+    limit = min(int_param(request, "limit", PAGE_LIMIT, 1), PAGE_LIMIT)
+    start = int_param(request, "start", 0, 0)
     scope = query(request, "versionscope") or "latest"
     if scope not in ("latest", "all"):
         raise InvalidData(f"Invalid value for [versionscope]: '{scope}' (latest or all)")
@@ -230,7 +230,7 @@ async def delete_version(request: Request) -> Response:
     return success(id=doc_id)
 
 
-def _date_param(request: Request, name: str) -> int | None:
+def date_param(request: Request, name: str) -> int | None:
     text = query(request, name)
     if text is None:
         return None
@@ -247,10 +247,10 @@ async def deleted_documents(request: Request) -> Response:
     now = now_ms()
     oldest = now - int(_DELETIONS_WINDOW.total_seconds() * 1000)
     # Older start dates are moved to the edge of the window instead of refused.
-    start = max(_date_param(request, "start_date") or oldest, oldest)
-    end = _date_param(request, "end_date") or now
-    offset = _int_param(request, "offset", 0, 0)
-    limit = min(_int_param(request, "limit", 1000, 1), 1000)
+    start = max(date_param(request, "start_date") or oldest, oldest)
+    end = date_param(request, "end_date") or now
+    offset = int_param(request, "offset", 0, 0)
+    limit = min(int_param(request, "limit", 1000, 1), 1000)
     data, total = await state(request).db.read(
         documents.deleted_documents, who, start, end, offset, limit
     )

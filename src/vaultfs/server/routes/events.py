@@ -13,14 +13,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from vaultfs.errors import InvalidData, MethodNotSupported
-from vaultfs.wire import parse_datetime
+from vaultfs.errors import MethodNotSupported
 
 from .. import versions
 from ..envelope import success
 from ..permissions import Permission, allowed
 from ..storage import events
-from .common import api_url, caller, form, path_int, query, since, state
+from .common import api_url, caller, form, path_int, since, state
+from .documents import date_param, int_param
 from .relationships import subject
 
 __all__ = ["routes"]
@@ -94,36 +94,15 @@ async def log_event(request: Request) -> Response:
     return success(responseMessage="Successfully logged event.", id=event_id)
 
 
-def _int_param(request: Request, name: str, default: int, minimum: int) -> int:
-    text = query(request, name)
-    if text is None:
-        return default
-    if not (text.isascii() and text.isdigit()) or int(text) < minimum:
-        raise InvalidData(f"Invalid value for [{name}]: '{text}' (an integer >= {minimum})")
-    return int(text)
-
-
-def _date_param(request: Request, name: str) -> int | None:
-    text = query(request, name)
-    if text is None:
-        return None
-    try:
-        return int(parse_datetime(text).timestamp() * 1000)
-    except ValueError:
-        raise InvalidData(
-            f"Invalid value for [{name}]: '{text}' (YYYY-MM-DDTHH:MM:SSZ or YYYY-MM-DD)"
-        ) from None
-
-
 async def list_events(request: Request) -> Response:
     who = caller(request)
     doc_id = path_int(request, "doc_id", "document id")
-    limit = _int_param(request, "limit", 200, 1)
-    start = _int_param(request, "start", 0, 0)
+    limit = int_param(request, "limit", 200, 1)
+    start = int_param(request, "start", 0, 0)
     spec = events.EventQuery(
         filters={k: v for k, v in request.query_params.items() if k not in _NOT_FILTERS},
-        start_ms=_date_param(request, "startDate"),
-        end_ms=_date_param(request, "endDate"),
+        start_ms=date_param(request, "startDate"),
+        end_ms=date_param(request, "endDate"),
         start=start,
         limit=limit,
     )

@@ -111,6 +111,7 @@ def routes() -> list[BaseRoute]:
     result: list[BaseRoute] = []
     document = "/objects/documents/{doc_id}"
     for base, gate in (
+        # Renditions of the latest version came with v1: every served version has them.
         (document, since(versions.API_VERSIONS[0])),
         (document + "/versions/{major}/{minor}", since(versions.VERSION_RENDITIONS)),
     ):

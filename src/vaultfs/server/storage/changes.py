@@ -162,6 +162,7 @@ def _crosslink(
             f"Invalid value for [source_document_id__v]: no document [{source_id}] in vault "
             f"[{vault_id}]"
         )
+    access.check(conn, source_id, changes=False)  # a hidden source does not exist either
     major = minor = None
     if _BINDING_RULES[rule]:
         if "bound_source_major_version__v" not in numbers:

@@ -17,7 +17,6 @@ from .changes import create_document
 from .users import SessionUser, User
 
 __all__ = [
-    "DEMO_SECOND_VAULT_DNS",
     "add_second_demo_vault",
     "default_vault",
     "domain_information",
@@ -25,7 +24,7 @@ __all__ = [
     "vault_hosts",
 ]
 
-DEMO_SECOND_VAULT_DNS = "clinical.localhost"
+_SECOND_VAULT_DNS = "clinical.localhost"
 _SECOND_VAULT_DOCS = [
     ("Site Activation Checklist", "site-activation-checklist.txt"),
     ("Monitoring Plan", "monitoring-plan.txt"),
@@ -107,7 +106,7 @@ def add_second_demo_vault(
         "INSERT INTO vaults (name, dns, application, family_name, family_label)"
         " VALUES ('vaultfs Clinical Vault', ?, 'eTMF', 'clinical_operations__v',"
         " 'Clinical Operations')",
-        (DEMO_SECOND_VAULT_DNS,),
+        (_SECOND_VAULT_DNS,),
     )
     vault_id = int(cur.lastrowid or 0)
     conn.execute("UPDATE users SET domain_admin = 1 WHERE username = ?", (admin_name,))
