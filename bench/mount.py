@@ -27,6 +27,7 @@ __all__ = ["Mount"]
 #: no index polls during a run: their calls would blur the counts of a workload
 _OPTIONS = "poll_interval=3600"
 _counter = itertools.count()
+_LOGIN = "POST /auth"
 
 
 class Mount:
@@ -80,7 +81,12 @@ class Mount:
         return result
 
     def api_calls(self) -> int:
-        return int(self.status()["api_calls"])
+        """API calls made so far, logins left out (a session is not a workload's cost)."""
+        status = self.status()
+        return int(status["api_calls"]) - int(status["api_calls_by_endpoint"].get(_LOGIN, 0))
+
+    def indexed_documents(self) -> int:
+        return int(self.status()["index"]["documents"])
 
     def log(self) -> str:
         try:

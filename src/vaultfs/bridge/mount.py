@@ -125,7 +125,7 @@ async def run_mount(config: MountConfig, ready: Callable[[], None] | None = None
             attr_timeout=config.attr_timeout,
         )
         core = Core(tree, blobs, options, spool=spool)
-        core.status_extra = lambda: _status_extra(config, spool)
+        core.status_extra = lambda: _status_extra(config)
         fuse_ops.init(fuse_ops.FuseOps(core), str(config.mountpoint), _fuse_options(config))
         stack.callback(fuse_ops.close, unmount=True)
         nursery = await stack.enter_async_context(trio.open_nursery())
@@ -141,15 +141,13 @@ async def run_mount(config: MountConfig, ready: Callable[[], None] | None = None
         nursery.cancel_scope.cancel()
 
 
-def _status_extra(config: MountConfig, spool: Spool | None) -> dict[str, Any]:
-    """What the mount adds to ``.vaultfs/status``: who serves it, and where its spool
-    keeps what the vault will never take."""
-    lost = spool.lost_and_found() if spool is not None else []
+def _status_extra(config: MountConfig) -> dict[str, Any]:
+    """What the mount adds to ``.vaultfs/status``: who serves it and where it keeps
+    its files (the core reports pending uploads and lost+found itself)."""
     return {
         "pid": os.getpid(),
         "mountpoint": str(config.mountpoint),
         "cache_dir": str(config.cache_dir),
-        "lost_and_found": [{"file": path.name, "path": str(path)} for path in lost],
     }
 
 
