@@ -215,3 +215,12 @@ def test_migration_mode_vault_setting(fresh_vault: VaultProcess) -> None:
         db.execute("INSERT INTO vault_settings VALUES (1, 'migration_mode', 'true')")
     data = assert_ok(admin.post(url, content=rows, headers=CSV))["data"]
     assert data[0]["responseStatus"] == "SUCCESS", data
+
+
+def test_migration_mode_server_flag(tmp_path: Path) -> None:
+    """``vaultfs serve --migration-mode`` accepts imports without the header."""
+    rows = table(["id", "major_version_number__v", "minor_version_number__v"], ["1", "6", "0"])
+    with VaultProcess(tmp_path / "data", extra_args=["--migration-mode"]) as server:
+        admin = api_client(server.url)
+        data = assert_ok(admin.post("/objects/documents/versions/batch", content=rows, headers=CSV))
+        assert data["data"][0]["responseStatus"] == "SUCCESS", data

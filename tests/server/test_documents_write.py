@@ -7,7 +7,7 @@ import hashlib
 import httpx
 import pytest
 
-from tests.conftest import EDITOR, VIEWER
+from tests.conftest import EDITOR, VIEWER, login
 from tests.server.helpers import api_client, assert_error, assert_ok, upload
 from tests.vaultproc import VaultProcess
 
@@ -236,3 +236,20 @@ def test_reclassify(client: httpx.Client) -> None:
         "Amendment",
     )
     assert doc["study_number__c"] == "R-1" and doc["name__v"] == "Draft me"
+
+
+def test_deleted_documents_answer_csv_when_asked(fresh_vault: VaultProcess) -> None:
+    session = login(fresh_vault.url)
+    base = f"{fresh_vault.url}/api/v25.1"
+    headers = {"Authorization": session}
+    doc_id = httpx.get(f"{base}/objects/documents", headers=headers).json()["documents"][0][
+        "document"
+    ]["id"]
+    assert (
+        httpx.delete(f"{base}/objects/documents/{doc_id}", headers=headers).json()["responseStatus"]
+        == "SUCCESS"
+    )
+    r = httpx.get(f"{base}/objects/deletions/documents", headers={**headers, "Accept": "text/csv"})
+    assert r.headers["content-type"].startswith("text/csv")
+    lines = r.text.strip().splitlines()
+    assert "id" in lines[0].split(",") and any(line.startswith(f"{doc_id},") for line in lines[1:])

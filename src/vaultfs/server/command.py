@@ -77,6 +77,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="consecutive failed logins that lock an account; 0 = never (default: %(default)s)",
     )
     parser.add_argument(
+        "--migration-mode",
+        action="store_true",
+        help="accept migration-mode imports (bulk versions and renditions) in every vault",
+    )
+    parser.add_argument(
         "--log-level", default="info", choices=["debug", "info", "warning", "error"]
     )
     parser.set_defaults(handler=run)
@@ -138,6 +143,7 @@ def run(args: argparse.Namespace) -> int:
         session_timeout_minutes=args.session_timeout,
         burst_limit=args.burst_limit,
         daily_limit=args.daily_limit,
+        migration_mode=args.migration_mode,
         auth_burst_limit=args.auth_burst_limit,
         auth_delay_ms=args.auth_delay_ms,
         lockout_attempts=args.lockout_attempts,

@@ -39,6 +39,9 @@ class ServerConfig:
     #: certificate and key (PEM files) to serve HTTPS; None = plain HTTP
     tls_cert: Path | None = None
     tls_key: Path | None = None
+    #: every vault accepts migration-mode imports (bulk versions and renditions), as
+    #: if its ``migration_mode`` setting were on
+    migration_mode: bool = False
     #: password of the demo users; None = generate one on first start
     demo_password: str | None = None
     log_level: str = "info"

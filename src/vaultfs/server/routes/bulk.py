@@ -197,11 +197,15 @@ def _by_external(request: Request) -> bool:
 
 async def _require_migration_mode(request: Request, who: SessionUser) -> None:
     asked = request.headers.get(_MIGRATION_HEADER, "").strip().lower() == "true"
-    if asked or await state(request).db.read(bulk.migration_mode, who.vault_id):
+    if (
+        asked
+        or state(request).config.migration_mode
+        or await state(request).db.read(bulk.migration_mode, who.vault_id)
+    ):
         return
     raise OperationNotAllowed(
         "The vault is not in migration mode (send X-VaultAPI-MigrationMode: true as an admin,"
-        " or set the vault's migration_mode)"
+        " start the server with --migration-mode, or set the vault's migration_mode)"
     )
 
 

@@ -14,7 +14,7 @@ from starlette.routing import BaseRoute, Route
 from vaultfs.errors import InvalidData
 from vaultfs.wire import PAGE_LIMIT, parse_datetime
 
-from .. import versions
+from .. import formats, versions
 from ..envelope import success
 from ..permissions import Permission
 from ..state import VaultState
@@ -254,11 +254,13 @@ async def deleted_documents(request: Request) -> Response:
     data, total = await state(request).db.read(
         documents.deleted_documents, who, start, end, offset, limit
     )
-    return success(
-        responseMessage="Success",
-        responseDetails={"limit": limit, "size": len(data), "offset": offset, "total": total},
-        data=data,
-    )
+    body = {
+        "responseStatus": "SUCCESS",
+        "responseMessage": "Success",
+        "responseDetails": {"limit": limit, "size": len(data), "offset": offset, "total": total},
+        "data": data,
+    }
+    return formats.render(request, body, csv_rows=data)
 
 
 def routes() -> list[BaseRoute]:
