@@ -74,16 +74,20 @@ def main(argv: list[str] | None = None) -> int:
     )
     load_before = load_average()
     failed: list[str] = []
+    built = "data set: not built"
+    loads: list[str] = []
     workdir = Path(tempfile.mkdtemp(prefix="vaultfs-bench-"))
     vault = Vault(workdir)
     try:
         _log(f"starting a local vault in {workdir}")
         vault.start()
         data = dataset.build(vault, sizes, workdir, _log)
-        _log(f"data set built in {data.seconds_to_build:.1f} s")
+        built = f"data set: built through the API in {data.seconds_to_build:.0f} s"
+        _log(built)
         ctx = Context(vault, data, sizes, workdir, _log)
         for name in names:
             _log(f"workload {name}")
+            loads.append(f"{name} {os.getloadavg()[0]:.2f}")
             try:
                 report.rows += WORKLOADS[name](ctx)
             except Exception as exc:  # one broken workload must not hide the others
@@ -93,8 +97,9 @@ def main(argv: list[str] | None = None) -> int:
         vault.stop()
         _clean(workdir)
     report.notes += [
-        f"load average (1, 5, 15 min) before: {load_before}; after: {load_average()}"
-        " (2 or more on this machine means other work competed for the cores)",
+        f"load average (1, 5, 15 min) before: {load_before}; after: {load_average()};"
+        f" 1-min load as each workload began: {', '.join(loads)}. A load near or above the"
+        f" {machine['cores']} cores means other work competed with the run: figures are noisy",
         "cold: fresh mount and fresh cache directory, "
         + (
             "page cache dropped (echo 3 > /proc/sys/vm/drop_caches) before vaultfs and "
@@ -102,10 +107,10 @@ def main(argv: list[str] | None = None) -> int:
             if can_drop_caches()
             else "page cache NOT dropped (needs root): the server's files were warm"
         ),
-        f"every figure is the median of {sizes.repeats} runs, except the cold find -ls (one)",
-        f"data set: built through the API in {data.seconds_to_build:.0f} s"
-        if "data" in locals()
-        else "data set: not built",
+        f"every figure is the median of {sizes.repeats} runs, except the cold listings (one"
+        " run each)",
+        "API calls: from the mount's .vaultfs/status (api_calls), logins left out",
+        built,
         *failed,
     ]
     print(report.table())

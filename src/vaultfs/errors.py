@@ -91,6 +91,16 @@ class InsufficientAccess(VaultError):
 class ParameterRequired(VaultError):
     type = "PARAMETER_REQUIRED"
 
+    @classmethod
+    def naming(cls, names: list[str]) -> ParameterRequired:
+        """One error that names every missing parameter, with one entry per name."""
+        return cls(
+            "Missing required parameter(s): " + ", ".join(f"[{n}]" for n in names),
+            errors=[
+                {"type": cls.type, "message": f"Missing required parameter [{n}]"} for n in names
+            ],
+        )
+
 
 class InvalidData(VaultError):
     type = "INVALID_DATA"

@@ -119,13 +119,7 @@ def _check_required(
     if not lifecycle_given:
         missing.insert(0, "lifecycle__v")
     if missing:
-        raise ParameterRequired(
-            "Missing required parameter(s): " + ", ".join(f"[{m}]" for m in missing),
-            errors=[
-                {"type": "PARAMETER_REQUIRED", "message": f"Missing required parameter [{m}]"}
-                for m in missing
-            ],
-        )
+        raise ParameterRequired.naming(missing)
 
 
 def _crosslink(

@@ -193,13 +193,7 @@ def start_action(
         n for n, s in activation.items() if s.get("required") and not form.get(n, "").strip()
     ]
     if missing:
-        raise ParameterRequired(
-            "Missing required parameter(s): " + ", ".join(f"[{m}]" for m in missing),
-            errors=[
-                {"type": "PARAMETER_REQUIRED", "message": f"Missing required parameter [{m}]"}
-                for m in missing
-            ],
-        )
+        raise ParameterRequired.naming(missing)
     unknown = sorted(set(form) - set(activation))
     if unknown:
         raise InvalidData(f"Invalid parameter [{unknown[0]}] for lifecycle action [{name}]")

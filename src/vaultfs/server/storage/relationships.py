@@ -114,13 +114,7 @@ def create_relationship(
 ) -> int:
     missing = [n for n in ("target_doc_id__v", "relationship_type__v") if not form.get(n)]
     if missing:
-        raise ParameterRequired(
-            "Missing required parameter(s): " + ", ".join(f"[{m}]" for m in missing),
-            errors=[
-                {"type": "PARAMETER_REQUIRED", "message": f"Missing required parameter [{m}]"}
-                for m in missing
-            ],
-        )
+        raise ParameterRequired.naming(missing)
     unknown = sorted(
         set(form)
         - {
