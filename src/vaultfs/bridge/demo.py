@@ -17,10 +17,10 @@ import sys
 import time
 from pathlib import Path
 
-import httpx
 import trio
 
 from vaultfs import errors
+from vaultfs.client import vault_answers
 
 from .mount import MountConfig, default_cache_dir, run_mount
 
@@ -100,13 +100,10 @@ def _wait_for_server(server: subprocess.Popen[bytes], url: str, data_dir: Path) 
     while time.monotonic() < deadline:
         if server.poll() is not None:
             raise RuntimeError(f"the demo vault exited ({server.returncode}); see its log")
-        try:
-            if httpx.get(url + "/api/", timeout=1.0).status_code == 200 and (
-                os.environ.get("VAULTFS_DEMO_PASSWORD") or (data_dir / "demo-credentials").exists()
-            ):
-                return
-        except httpx.HTTPError:
-            pass
+        if vault_answers(url) and (
+            os.environ.get("VAULTFS_DEMO_PASSWORD") or (data_dir / "demo-credentials").exists()
+        ):
+            return
         time.sleep(0.1)
     raise RuntimeError(f"the demo vault did not answer on {url} within {_SERVER_START_TIMEOUT}s")
 

@@ -5,6 +5,7 @@ server or the bridge. Public names are re-exported here.
 """
 
 from ._client import VaultClient
+from ._probe import vault_answers
 from ._types import Budget, Credentials, DocumentPage, Download
 
-__all__ = ["Budget", "Credentials", "DocumentPage", "Download", "VaultClient"]
+__all__ = ["Budget", "Credentials", "DocumentPage", "Download", "VaultClient", "vault_answers"]
