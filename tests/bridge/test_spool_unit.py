@@ -126,11 +126,14 @@ class FakeVault:
 
 @pytest.fixture
 def clock(autojump_clock: MockClock) -> MockClock:
-    """Virtual time that jumps only once the loop has been idle for a moment of real
-    time: the spool hashes and fsyncs in worker threads, and a task waiting for a
-    thread looks idle to trio, so an immediate jump would skip ahead mid-operation."""
-    autojump_clock.autojump_threshold = 0.02
+    """Virtual time that jumps as soon as every task waits: exact, because the spools
+    made here run their disk steps inline (``run_inline``) instead of in threads, which
+    trio would take for idleness."""
     return autojump_clock
+
+
+async def run_inline(fn: Any, *args: Any) -> Any:
+    return fn(*args)
 
 
 @pytest.fixture
@@ -151,6 +154,7 @@ def original(tmp_path: Path) -> Path:
 
 
 def make_spool(directory: Path, vault: FakeVault, **kw: Any) -> Spool:
+    kw.setdefault("run_sync", run_inline)
     return Spool(directory, cast(VaultClient, vault), retry_initial=1.0, retry_max=60.0, **kw)
 
 

@@ -26,6 +26,7 @@ import math
 import os
 import random
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -152,8 +153,12 @@ class Spool:
         retry_initial: float = 1.0,
         retry_max: float = 300.0,
         keepalive_interval: float = 240.0,
+        run_sync: Callable[..., Awaitable[Any]] = trio.to_thread.run_sync,
     ) -> None:
         self.directory = directory
+        #: runs a blocking disk step (hashing, fsync, renames) off the trio loop; unit
+        #: tests run them inline so that virtual time never jumps mid-step
+        self._run_sync = run_sync
         self.client = client
         self._user_id = user_id
         self._retry_initial = retry_initial
@@ -221,7 +226,7 @@ class Spool:
             "lost": time.time(),
         }
         with trio.CancelScope(shield=True):
-            target = await trio.to_thread.run_sync(
+            target = await self._run_sync(
                 store.keep_in_lost, self.directory, source, "new", filename, why
             )
         log.error("spool: %s could not be created (%s); content kept in %s", filename, exc, target)
@@ -277,7 +282,7 @@ class Spool:
             created=time.time(),
         )
         try:
-            fd = await trio.to_thread.run_sync(store.create_entry, self.directory, record, initial)
+            fd = await self._run_sync(store.create_entry, self.directory, record, initial)
         except BaseException:
             if took_lock:  # leave the vault as we found it
                 with trio.CancelScope(shield=True):
@@ -327,7 +332,7 @@ class Spool:
         async with entry.lock:
             if self._entries.get(entry.doc_id) is not entry:
                 return  # already checked in
-            await trio.to_thread.run_sync(entry.fsync)
+            await self._run_sync(entry.fsync)
             await self._set_state(entry, PENDING)
             try:
                 await self._attempt_locked(entry)
@@ -376,7 +381,7 @@ class Spool:
     async def _upload(self, entry: SpoolEntry) -> None:
         """Upload the content as a draft unless the vault has it already."""
         doc_id, record = entry.doc_id, entry.record
-        md5 = await trio.to_thread.run_sync(store.md5_of, entry.path)
+        md5 = await self._run_sync(store.md5_of, entry.path)
         if record.unconfirmed:
             # An earlier upload may have reached the vault: never send it twice.
             response = await self.client.get_document(doc_id)
@@ -434,9 +439,7 @@ class Spool:
         entry.record.last_error = _describe(exc)
         reason = {"error_type": exc.type, "error_message": exc.message, "lost": time.time()}
         with trio.CancelScope(shield=True):  # disk and memory must agree afterwards
-            target = await trio.to_thread.run_sync(
-                store.move_to_lost, self.directory, entry.record, reason
-            )
+            target = await self._run_sync(store.move_to_lost, self.directory, entry.record, reason)
         self._forget(entry)
         log.error(
             "spool: doc %d cannot be checked in (%s); content kept in %s",
@@ -461,13 +464,13 @@ class Spool:
 
     async def _save(self, entry: SpoolEntry) -> None:
         """Make the record durable, then tell whoever waits on a change."""
-        await trio.to_thread.run_sync(store.write_record, self.directory, entry.record)
+        await self._run_sync(store.write_record, self.directory, entry.record)
         entry.poke()
         self._notify()
 
     async def _remove(self, entry: SpoolEntry) -> None:
         self._forget(entry)
-        await trio.to_thread.run_sync(store.remove_entry, self.directory, entry.doc_id)
+        await self._run_sync(store.remove_entry, self.directory, entry.doc_id)
 
     def _forget(self, entry: SpoolEntry) -> None:
         entry.close()
