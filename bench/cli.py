@@ -62,6 +62,19 @@ def _clean(workdir: Path) -> None:
     shutil.rmtree(workdir, ignore_errors=True)
 
 
+def _load_note(before: str, loads: list[tuple[str, float]], cores: int) -> str:
+    """The load average around the run. Only the load before it tells of other work: the
+    run's own server, daemon and tools load the machine by one to two on their own."""
+    during = ", ".join(f"{name} {load:.2f}" for name, load in loads)
+    busy = float(before.split()[0]) >= 0.5 * cores
+    verdict = "other work was running: figures are noisy" if busy else "the machine was quiet"
+    return (
+        f"load average (1, 5, 15 min) before: {before} ({cores} cores: {verdict}); after:"
+        f" {load_average()}; 1-min load as each workload began (this run's own work"
+        f" included): {during or 'none'}"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
     _preflight()
@@ -75,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     load_before = load_average()
     failed: list[str] = []
     built = "data set: not built"
-    loads: list[str] = []
+    loads: list[tuple[str, float]] = []
     workdir = Path(tempfile.mkdtemp(prefix="vaultfs-bench-"))
     vault = Vault(workdir)
     try:
@@ -84,10 +97,10 @@ def main(argv: list[str] | None = None) -> int:
         data = dataset.build(vault, sizes, workdir, _log)
         built = f"data set: built through the API in {data.seconds_to_build:.0f} s"
         _log(built)
-        ctx = Context(vault, data, sizes, workdir, _log)
+        ctx = Context(vault, data, sizes, workdir)
         for name in names:
             _log(f"workload {name}")
-            loads.append(f"{name} {os.getloadavg()[0]:.2f}")
+            loads.append((name, os.getloadavg()[0]))
             try:
                 report.rows += WORKLOADS[name](ctx)
             except Exception as exc:  # one broken workload must not hide the others
@@ -97,9 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         vault.stop()
         _clean(workdir)
     report.notes += [
-        f"load average (1, 5, 15 min) before: {load_before}; after: {load_average()};"
-        f" 1-min load as each workload began: {', '.join(loads)}. A load near or above the"
-        f" {machine['cores']} cores means other work competed with the run: figures are noisy",
+        _load_note(load_before, loads, int(machine["cores"])),
         "cold: fresh mount and fresh cache directory, "
         + (
             "page cache dropped (echo 3 > /proc/sys/vm/drop_caches) before vaultfs and "

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,7 +20,6 @@ class Context:
     data: Dataset
     sizes: Sizes
     workdir: Path
-    log: Callable[[str], None]
 
     def mount(self) -> Mount:
         """A new mount with a fresh cache: a cold mount (start it with ``with``)."""

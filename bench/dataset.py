@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,7 +85,7 @@ def _grep_text(number: int, sizes: Sizes) -> bytes:
     return text_bytes(SEED + 100_000 + number, sizes.grep_doc_bytes, number % _NEEDLE_EVERY == 0)
 
 
-def build(vault: Vault, sizes: Sizes, workdir: Path, log=print) -> Dataset:  # type: ignore[no-untyped-def]
+def build(vault: Vault, sizes: Sizes, workdir: Path, log: Callable[[str], None] = print) -> Dataset:
     """Create the data set in ``vault``; local copies go to ``workdir``."""
     started = time.perf_counter()
     big_local = random_file(workdir / "big.bin", sizes.big_bytes, SEED)

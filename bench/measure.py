@@ -11,7 +11,7 @@ import statistics
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,10 +34,10 @@ def median(values: Sequence[float]) -> float:
     return statistics.median(values)
 
 
-def timed_run(argv: Sequence[str], *, cwd: Path | None = None) -> float:
+def timed_run(argv: Sequence[str]) -> float:
     """Seconds ``argv`` took; its output is discarded, a failure raises."""
     started = time.perf_counter()
-    subprocess.run(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=True)
+    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=True)
     return time.perf_counter() - started
 
 
@@ -45,16 +45,11 @@ def can_drop_caches() -> bool:
     return os.geteuid() == 0 and os.access(_DROP_CACHES, os.W_OK)
 
 
-def drop_caches() -> bool:
-    """Empty the kernel's page cache (root only); False when not allowed."""
-    if not can_drop_caches():
-        return False
-    os.sync()
-    try:
+def drop_caches() -> None:
+    """Empty the kernel's page cache (root only; nothing happens otherwise)."""
+    if can_drop_caches():
+        os.sync()
         _DROP_CACHES.write_text("3\n")
-    except OSError:
-        return False
-    return True
 
 
 @dataclass
@@ -116,7 +111,3 @@ class RssSampler:
     def __exit__(self, *exc_info: object) -> None:
         self._stop.set()
         self._thread.join()
-
-
-def repeat(times: int, measure: Callable[[], float]) -> list[float]:
-    return [measure() for _ in range(times)]

@@ -8,12 +8,12 @@ new mount is a cold mount.
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -26,17 +26,16 @@ __all__ = ["Mount"]
 
 #: no index polls during a run: their calls would blur the counts of a workload
 _OPTIONS = "poll_interval=3600"
-_counter = itertools.count()
 _LOGIN = "POST /auth"
 
 
 class Mount:
     def __init__(self, url: str, workdir: Path) -> None:
-        number = next(_counter)
         self.url = url
         self.root = workdir / "mnt"
-        self.cache_dir = workdir / f"cache-{number}"
-        self.log_path = workdir / f"mount-{number}.log"
+        # A new, empty cache directory (mode 0700) for every mount: a cold start.
+        self.cache_dir = Path(tempfile.mkdtemp(prefix="cache-", dir=workdir))
+        self.log_path = self.cache_dir.with_suffix(".log")
         self.proc: subprocess.Popen[bytes] | None = None
         #: seconds from starting the process until its index was built
         self.seconds_to_index = 0.0

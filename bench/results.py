@@ -7,9 +7,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Aim", "Report", "Row", "seconds", "throughput"]
+from .sizes import MiB
 
-MiB = 1 << 20
+__all__ = ["Aim", "Report", "Row", "seconds", "throughput"]
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["FULL", "QUICK", "Sizes"]
+__all__ = ["FULL", "QUICK", "MiB", "Sizes"]
 
 MiB = 1 << 20
 

@@ -61,6 +61,8 @@ class Vault:
         self.session_id = ""
         self.header_file = workdir / "curl-headers"
         self._local = threading.local()
+        #: every thread's client, closed by ``stop``
+        self._clients: list[httpx.Client] = []
 
     @property
     def api(self) -> str:
@@ -81,6 +83,9 @@ class Vault:
         return self
 
     def stop(self) -> None:
+        for client in self._clients:
+            client.close()
+        self._clients.clear()
         self.server.stop()
 
     # --- the API, through httpx --------------------------------------------------
@@ -92,6 +97,7 @@ class Vault:
                 base_url=self.api, headers={"Authorization": self.session_id}, timeout=600
             )
             self._local.client = client
+            self._clients.append(client)  # list.append is atomic: no lock needed
         return client
 
     def _create(self, document: NewDocument) -> int:

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from ..context import Context
 from ..results import Row
-from . import copy, grep, listing, read
+from . import cp, grep, listing, read
 
 __all__ = ["WORKLOADS"]
 
@@ -18,5 +18,5 @@ WORKLOADS: dict[str, Callable[[Context], list[Row]]] = {
     "read": read.run,
     "listing": listing.run,
     "grep": grep.run,
-    "cp": copy.run,
+    "cp": cp.run,
 }

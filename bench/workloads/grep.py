@@ -3,7 +3,7 @@
 Cold grep: a new mount with a fresh cache after dropping the page cache; the reference
 downloads the same documents' files with 8 parallel transfers (curl), after dropping
 the page cache too. Warm grep and rsync: the same mount again; their references run
-over a copy of the mount's folder (made by the first rsync) on local disk.
+over a copy of the mount's folder (taken with rsync) on local disk.
 """
 
 from __future__ import annotations

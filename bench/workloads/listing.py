@@ -16,14 +16,13 @@ import os
 import subprocess
 from pathlib import Path
 
+from vaultfs.wire import PAGE_LIMIT
+
 from ..context import Context
 from ..measure import median, timed_run
 from ..results import Aim, Row, seconds
 
 __all__ = ["run"]
-
-#: documents per page of the document list: the least a full index build can cost
-_PAGE = 200
 
 
 def _find(directory: Path, *depth: str) -> list[str]:
@@ -84,7 +83,7 @@ def run(ctx: Context) -> list[Row]:
     local_s = median(find_local)
     # The API lists documents of every type together: a folder costs the whole index,
     # at best one call per (started) page of 200.
-    pages = math.ceil(indexed / _PAGE)
+    pages = math.ceil(indexed / PAGE_LIMIT)
     return [
         Row(
             f"find -maxdepth 2 -ls over {documents} documents (no versions/ etc.), cold",
@@ -92,7 +91,7 @@ def run(ctx: Context) -> list[Row]:
             f"local: {seconds(median(shallow_local))}",
             shallow_calls / pages,
             Aim(False, 1),
-            f"{shallow_calls} ({shallow_calls / pages:.2f} per page of {_PAGE})",
+            f"{shallow_calls} ({shallow_calls / pages:.2f} per page of {PAGE_LIMIT})",
         ),
         Row(
             f"find -ls over {documents} documents, cold",
@@ -100,7 +99,7 @@ def run(ctx: Context) -> list[Row]:
             f"local find -ls, warm: {seconds(local_s)}",
             cold_calls / pages,
             Aim(False, 1),
-            f"{cold_calls} ({cold_calls / pages:.1f} per page of {_PAGE})",
+            f"{cold_calls} ({cold_calls / pages:.1f} per page of {PAGE_LIMIT})",
         ),
         Row(
             f"find -ls over {documents} documents, warm",

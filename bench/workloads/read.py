@@ -13,10 +13,9 @@ from __future__ import annotations
 from ..context import Context
 from ..measure import ReadTiming, RssSampler, median, read_file
 from ..results import Aim, Row, seconds, throughput
+from ..sizes import MiB
 
 __all__ = ["run"]
-
-MiB = 1 << 20
 
 
 def _checked(timing: ReadTiming, size: int) -> ReadTiming:

@@ -16,18 +16,14 @@ from ..context import Context
 from ..dataset import SEED, random_file
 from ..measure import median, timed_run
 from ..results import Aim, Row, throughput
+from ..sizes import MiB
 
 __all__ = ["run"]
 
-MiB = 1 << 20
-
 
 def _md5(path: Path) -> str:
-    digest = hashlib.md5()
     with path.open("rb") as f:
-        while chunk := f.read(MiB):
-            digest.update(chunk)
-    return digest.hexdigest()
+        return hashlib.file_digest(f, "md5").hexdigest()
 
 
 def _source_file(document_dir: Path) -> Path:
