@@ -7,6 +7,7 @@ knows their names only.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from vaultfs import __version__
@@ -28,6 +29,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # Every file vaultfs keeps (vault records and blobs, SQLite's side files, caches,
+    # spool, logs) is its owner's alone, whatever the library creating it asks for.
+    # Files users create through a mount are not affected: the kernel applies the
+    # creating process's umask, not the daemon's.
+    os.umask(0o077)
     args = build_parser().parse_args(argv)
     result: int = args.handler(args)
     return result

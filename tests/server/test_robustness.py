@@ -115,3 +115,14 @@ def test_burst_limit_exceeded(tmp_path) -> None:
         body = assert_error(results[3], "API_LIMIT_EXCEEDED", 429)
         assert body["responseStatus"] == "FAILURE"
         assert 0 < int(results[3].headers["Retry-After"]) <= 300
+
+
+def test_every_file_of_the_data_directory_is_private(fresh_vault: VaultProcess) -> None:
+    """Records, SQLite's side files and blobs: 0600 files in 0700 directories."""
+    import stat
+
+    paths = [fresh_vault.data_dir, *fresh_vault.data_dir.rglob("*")]
+    assert any(p.name.endswith("-wal") for p in paths)
+    for path in paths:
+        mode = stat.S_IMODE(path.stat().st_mode)
+        assert mode & 0o077 == 0, f"{path} has mode {mode:o}"

@@ -7,9 +7,11 @@ sizes learned from downloads (``sizes.json``, no secrets in it).
 
 Reads stream: the first reader of a key starts one background download into a
 ``.part`` file; every reader waits only until the bytes it asks for have arrived (a
-``trio.Event`` replaced on every chunk), so the first bytes reach a reader long before
-the download completes, and several keys download in parallel. An open handle keeps
-its file descriptor, so eviction (unlink) never breaks a reader.
+``trio.Event`` replaced on every write), so the first bytes reach a reader long before
+the download completes, and several keys download in parallel. Disk writes run in a
+worker thread, fed through a bounded channel, so the trio loop keeps serving reads and
+receiving the next bytes while the disk writes the last ones. An open handle keeps its
+file descriptor, so eviction (unlink) never breaks a reader.
 """
 
 from __future__ import annotations
@@ -37,8 +39,14 @@ log = logging.getLogger(__name__)
 #: opens the download of a key's content from a byte offset
 Fetch = Callable[[int], AbstractAsyncContextManager[Download]]
 
-CHUNK = 1 << 20
+#: bytes handed from the network to the disk writer at a time; small, so that the first
+#: read (128 KiB from the kernel) waits for little more than the bytes it asks for
+CHUNK = 1 << 17
+#: chunks queued for the disk writer before the download waits for the disk (memory bound)
+_QUEUED_CHUNKS = 32
 _SIZES_FILE = "sizes.json"
+#: seconds between two saves of ``sizes.json`` while sizes keep being learned
+_SIZES_SAVE_INTERVAL = 2.0
 
 
 class _Lru(cachetools.LRUCache[str, int]):
@@ -63,6 +71,8 @@ class _Download:
         self.key = key
         self.part = part
         self.have = 0
+        #: the exact length, when the response said it
+        self.length: int | None = None
         #: the response has begun (its length, when sent, is remembered by then)
         self.started = False
         self.done = False
@@ -109,7 +119,11 @@ class BlobHandle:
         await self._wait(lambda dl: dl.done)
 
     async def read(self, offset: int, size: int) -> bytes:
-        await self._wait(lambda dl: dl.done or dl.have >= offset + size)
+        def ready(dl: _Download) -> bool:
+            end = offset + size if dl.length is None else min(offset + size, dl.length)
+            return dl.done or dl.have >= end
+
+        await self._wait(ready)
         return os.pread(self._fd, size, offset)
 
     def close(self) -> None:
@@ -131,6 +145,7 @@ class BlobCache:
         self._lru = _Lru(max_bytes, self._blobs)
         self._active: dict[str, _Download] = {}
         self._sizes: dict[str, int] = self._load_sizes()
+        self._sizes_dirty = trio.Event()
         self._nursery: trio.Nursery | None = None
         self._rebuild()
 
@@ -156,10 +171,20 @@ class BlobCache:
         return {str(k): int(v) for k, v in data.items()} if isinstance(data, dict) else {}
 
     def remember_size(self, key: str, size: int) -> None:
-        """Record ``key``'s exact size (told by a download, or known from an upload)."""
+        """Record ``key``'s exact size (told by a download, or known from an upload).
+
+        Saved to disk within ``_SIZES_SAVE_INTERVAL`` while the cache runs (and when it
+        stops), not on every call: a walk downloading many files would otherwise rewrite
+        the whole file once per file."""
         if self._sizes.get(key) == size:
             return
         self._sizes[key] = size
+        if self._nursery is None:
+            self._save_sizes()
+        else:
+            self._sizes_dirty.set()
+
+    def _save_sizes(self) -> None:
         target = self.directory / _SIZES_FILE
         tmp = target.with_suffix(".tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -200,9 +225,15 @@ class BlobCache:
             self._nursery = nursery
             task_status.started()
             try:
-                await trio.sleep_forever()
+                while True:
+                    await self._sizes_dirty.wait()
+                    self._sizes_dirty = trio.Event()
+                    self._save_sizes()
+                    await trio.sleep(_SIZES_SAVE_INTERVAL)
             finally:
                 self._nursery = None
+                if self._sizes_dirty.is_set():
+                    self._save_sizes()
 
     async def cached_path(self, key: str, fetch: Fetch) -> Path:
         """The path of ``key``'s complete content, downloading it first when needed."""
@@ -239,14 +270,17 @@ class BlobCache:
         final = self._blobs / self._name(dl.key)
         try:
             async with fetch(0) as download:
+                dl.length = download.length
                 if download.length is not None:
                     self.remember_size(dl.key, download.length)
                 dl.started = True
                 dl.notify()
-                async for chunk in download.chunks(CHUNK):
-                    os.write(wfd, chunk)
-                    dl.have += len(chunk)
-                    dl.notify()
+                send, receive = trio.open_memory_channel[bytes](_QUEUED_CHUNKS)
+                async with trio.open_nursery() as writer:
+                    writer.start_soon(_write_to_disk, dl, wfd, receive)
+                    async with send:
+                        async for chunk in download.chunks(CHUNK):
+                            await send.send(chunk)
             os.replace(dl.part, final)
             dl.done = True
             self.remember_size(dl.key, dl.have)
@@ -263,3 +297,30 @@ class BlobCache:
                 dl.part.unlink(missing_ok=True)
             self._active.pop(dl.key, None)
             dl.notify()
+
+
+async def _write_to_disk(
+    dl: _Download, wfd: int, receive: trio.MemoryReceiveChannel[bytes]
+) -> None:
+    """Write the chunks of ``dl`` in a worker thread, waking readers as bytes land.
+
+    What queued up while the disk was busy goes in one ``writev``, so a slow disk costs
+    fewer thread round trips rather than more."""
+    async with receive:
+        async for chunk in receive:
+            chunks = [chunk]
+            with contextlib.suppress(trio.WouldBlock, trio.EndOfChannel):
+                while True:
+                    chunks.append(receive.receive_nowait())
+            dl.have += await trio.to_thread.run_sync(_write_all, wfd, chunks)
+            dl.notify()
+
+
+def _write_all(fd: int, chunks: list[bytes]) -> int:
+    total = sum(len(c) for c in chunks)
+    written = os.writev(fd, chunks)
+    if written < total:  # a short write (rare on a regular file): finish it plainly
+        rest = memoryview(b"".join(chunks))[written:]
+        while rest:
+            rest = rest[os.write(fd, rest) :]
+    return total

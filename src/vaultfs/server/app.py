@@ -41,6 +41,9 @@ log = logging.getLogger("vaultfs.server")
 def open_state(config: ServerConfig) -> VaultState:
     """Open (and on first start, fill) the data directory (blocking)."""
     config.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    # A directory made beforehand (by a packager, a test) is tightened too: it holds
+    # password hashes, sessions and every document.
+    config.data_dir.chmod(0o700)
     db = Database(config.data_dir / "vault.sqlite3")
     db.open()
     blobs = BlobStore(config.data_dir / "blobs")
