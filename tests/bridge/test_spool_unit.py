@@ -8,17 +8,22 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import stat
 from collections import defaultdict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, cast
 
 import pytest
 import trio
+import trio.testing
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from trio.testing import MockClock
 
+from vaultfs.bridge import spool_store as store
 from vaultfs.bridge.spool import Spool, SpoolEntry
 from vaultfs.client import VaultClient
 from vaultfs.errors import (
@@ -536,9 +541,11 @@ async def test_replay_clears_leftovers_of_interrupted_writes(
     vault: FakeVault, spool_dir: Path
 ) -> None:
     await trio.Path(spool_dir).mkdir(mode=0o755)
-    # a check-out that died before its record, and a record write that never finished
+    # a check-out that died before its record, a record write that never finished
     await trio.Path(spool_dir / "7.data").write_bytes(b"copy of the vault's content")
     await trio.Path(spool_dir / "8.json.tmp").write_text("{")
+    # and the content of a check-in that was done, not yet deleted
+    await trio.Path(spool_dir / "9.1234.gone").write_bytes(b"in the vault already")
     spool = make_spool(spool_dir, vault)
     assert spool.pending() == []
     assert spool_files(spool_dir) == []
@@ -628,3 +635,230 @@ async def test_keep_alive_only_while_an_edit_is_open(
         calls = vault.calls["keep_alive"]
         await trio.sleep(350)
         assert vault.calls["keep_alive"] == calls
+
+
+# --- the md5 kept while writing, the fsync during the upload ------------------------
+
+
+MakeEntry = Callable[[Path | None], SpoolEntry]
+
+
+def hashed_entry(directory: Path, initial: Path | None) -> SpoolEntry:
+    """An entry made as a check-out makes it (without the vault: only its content
+    matters here); the caller closes it."""
+    store.ensure_private_dir(directory)
+    record = store.EntryRecord(doc_id=DOC, filename="a.bin", base_md5=None, state="editing")
+    fd, running_md5 = store.create_entry(directory, record, initial)
+    return SpoolEntry(directory, record, fd, running_md5)
+
+
+@pytest.fixture
+def make_entry(tmp_path: Path) -> Iterator[MakeEntry]:
+    made: list[SpoolEntry] = []
+
+    def make(initial: Path | None) -> SpoolEntry:
+        made.append(hashed_entry(tmp_path / "spool", initial))
+        return made[-1]
+
+    yield make
+    for entry in made:
+        entry.close()
+
+
+def file_md5(entry: SpoolEntry) -> str:
+    return md5(entry.path.read_bytes())
+
+
+def test_sequential_writes_keep_the_md5(make_entry: MakeEntry) -> None:
+    entry = make_entry(None)
+    assert entry.md5() == md5(b"")
+    for n in range(5):
+        entry.pwrite(entry.size(), bytes([n]) * (70_000 + n))
+    assert entry.md5() == file_md5(entry)
+
+
+def test_append_after_a_copy_keeps_the_md5(make_entry: MakeEntry, original: Path) -> None:
+    entry = make_entry(original)
+    assert entry.md5() == md5(ORIGINAL)
+    entry.pwrite(len(ORIGINAL), b"appended\n")
+    assert entry.md5() == file_md5(entry) == md5(ORIGINAL + b"appended\n")
+
+
+def test_an_entry_found_on_disk_has_no_md5_to_follow(make_entry: MakeEntry, original: Path) -> None:
+    entry = make_entry(original)
+    reloaded = SpoolEntry(entry.path.parent, entry.record, os.open(entry.path, os.O_RDWR))
+    try:
+        reloaded.pwrite(len(ORIGINAL), b"more")
+        assert reloaded.md5() is None
+    finally:
+        reloaded.close()
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        pytest.param(lambda e: e.pwrite(0, b"O"), id="overwrite"),
+        pytest.param(lambda e: e.pwrite(e.size() + 1, b"x"), id="hole"),
+        pytest.param(lambda e: e.truncate(3), id="shorter"),
+        pytest.param(lambda e: e.truncate(e.size() + 10), id="longer"),
+    ],
+)
+def test_any_other_change_gives_the_md5_up(
+    make_entry: MakeEntry, original: Path, change: Callable[[SpoolEntry], object]
+) -> None:
+    entry = make_entry(original)
+    change(entry)
+    assert entry.md5() is None
+    entry.pwrite(entry.size(), b"appended")  # never resumes past a change it missed
+    assert entry.md5() is None
+    entry.truncate(0)  # O_TRUNC, or a file renamed over the edit: starts over
+    entry.pwrite(0, b"new")
+    assert entry.md5() == file_md5(entry) == md5(b"new")
+
+
+def test_truncating_to_the_same_size_keeps_the_md5(make_entry: MakeEntry, original: Path) -> None:
+    entry = make_entry(original)
+    entry.truncate(len(ORIGINAL))
+    assert entry.md5() == md5(ORIGINAL)
+
+
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    ops=st.lists(
+        st.one_of(
+            st.tuples(st.just("append"), st.binary(max_size=40)),
+            st.tuples(st.just("write"), st.integers(0, 60), st.binary(max_size=40)),
+            st.tuples(st.just("truncate"), st.integers(0, 60)),
+        ),
+        max_size=12,
+    ),
+    copied=st.booleans(),
+)
+def test_a_known_md5_is_always_that_of_the_file(
+    tmp_path: Path, original: Path, ops: list[tuple[Any, ...]], copied: bool
+) -> None:
+    entry = hashed_entry(tmp_path / "spool", original if copied else None)
+    try:
+        for op in ops:
+            if op[0] == "append":
+                entry.pwrite(entry.size(), op[1])
+            elif op[0] == "write":
+                entry.pwrite(op[1], op[2])
+            else:
+                entry.truncate(op[1])
+            known = entry.md5()
+            assert known is None or known == file_md5(entry)
+    finally:
+        entry.close()
+
+
+async def test_a_check_in_after_sequential_writes_does_not_hash_the_file(
+    vault: FakeVault, spool_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_hashing_pass(path: Path) -> str:
+        raise AssertionError(f"{path} was hashed again")
+
+    monkeypatch.setattr(store, "md5_of", no_hashing_pass)
+    spool = make_spool(spool_dir, vault)
+    entry = await spool.begin(DOC, filename="a.txt", base_md5=md5(ORIGINAL), initial=None)
+    entry.truncate(0)
+    entry.pwrite(0, b"first ")
+    entry.pwrite(6, b"second")
+    await spool.commit(entry)
+    assert vault.drafts == [(DOC, b"first second")]
+    assert vault.locks == {}
+
+
+async def test_a_check_in_after_an_overwrite_hashes_the_file(
+    vault: FakeVault, spool_dir: Path, original: Path
+) -> None:
+    spool = make_spool(spool_dir, vault)
+    entry = await check_out(spool, original)
+    entry.pwrite(0, b"O")
+    entry.pwrite(0, ORIGINAL[:1])  # back to the content checked out
+    await spool.commit(entry)
+    assert vault.calls["create_draft"] == 0  # the md5 of the file says: unchanged
+
+
+class GatedSync:
+    """A ``run_sync`` that runs steps inline, except the check-in's fsync, which waits
+    until ``release`` (a slow disk)."""
+
+    def __init__(self) -> None:
+        self.release = trio.Event()
+        self.synced = False
+
+    async def __call__(self, fn: Any, *args: Any) -> Any:
+        if getattr(fn, "__name__", "") == "_fsync_and_close":
+            await self.release.wait()
+            fn(*args)
+            self.synced = True
+            return None
+        return fn(*args)
+
+
+async def test_the_upload_does_not_wait_for_the_fsync(
+    vault: FakeVault, spool_dir: Path, original: Path, clock: MockClock
+) -> None:
+    gate = GatedSync()
+    spool = make_spool(spool_dir, vault, run_sync=gate)
+    entry = await check_out(spool, original)
+    entry.truncate(0)
+    entry.pwrite(0, b"new")
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(spool.commit, entry)
+        await trio.testing.wait_all_tasks_blocked()
+        assert len(vault.drafts) == 1  # uploaded while the content was being synced
+        assert not gate.synced
+        gate.release.set()
+    assert gate.synced and vault.locks == {}
+
+
+async def test_a_failed_check_in_reports_only_once_the_content_is_durable(
+    vault: FakeVault, spool_dir: Path, original: Path, clock: MockClock
+) -> None:
+    gate = GatedSync()
+    spool = make_spool(spool_dir, vault, run_sync=gate)
+    entry = await check_out(spool, original)
+    entry.truncate(0)
+    entry.pwrite(0, b"new")
+    vault.down = True
+    failed_at: list[float] = []
+
+    async def close_it() -> None:
+        with pytest.raises(VaultUnavailable):
+            await spool.commit(entry)
+        failed_at.append(trio.current_time())
+        assert gate.synced
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(close_it)
+        await trio.sleep(10)
+        assert failed_at == [] and vault.calls["create_draft"] == 1  # tried at once
+        gate.release.set()
+    assert failed_at == [10.0]
+    assert spool.entry(DOC) is entry  # kept for the worker
+
+
+async def test_replay_after_a_power_loss_during_an_upload_that_arrived(
+    vault: FakeVault, spool_dir: Path, original: Path
+) -> None:
+    before = make_spool(spool_dir, vault)
+    entry = await check_out(before, original)
+    entry.truncate(0)
+    entry.pwrite(0, b"all of it")
+    vault.fail("create_draft", VaultUnavailable("reply lost"), delivered=True)
+    with pytest.raises(VaultUnavailable):
+        await before.commit(entry)
+    crash(before)
+    # The upload ran while the content was fsynced: a power loss may leave it torn.
+    (spool_dir / f"{DOC}.data").write_bytes(b"all \0\0\0\0\0")
+
+    after = make_spool(spool_dir, vault)
+    async with running(after):
+        assert await after.wait_idle(timeout=60)
+    assert vault.drafts == [(DOC, b"all of it")]  # the torn file is not sent
+    assert vault.locks == {}
+    assert spool_files(spool_dir) == []

@@ -13,18 +13,22 @@ An entry moves through these states (each one written to disk before it matters)
 ``editing``    open for writing; the worker leaves it alone
 ``pending``    closed; waiting to be uploaded (again)
 ``uploading``  an upload was sent and its outcome is unknown: before sending it again
-               the vault's checksum is compared with the content's (the record's
-               ``unconfirmed`` flag keeps that fact across a reopen)
+               the vault's checksum is compared with the content's and with that of
+               what was sent (the record's ``unconfirmed`` flag keeps that fact
+               across a reopen)
 ``unlocking``  the draft is in the vault; releasing the lock is left to do
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import math
 import os
+import queue
 import random
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -71,6 +75,15 @@ _PERMANENT: tuple[type[VaultError], ...] = (
 _NOT_PROCESSED: tuple[type[VaultError], ...] = (ApiLimitExceeded, InvalidSessionId)
 #: Background uploads at once (a check-in by close() does not wait for these).
 _BACKGROUND_UPLOADS = 4
+#: Writes the md5 thread of an entry may lag behind before a writer waits for it
+_HASH_BACKLOG = 32
+
+
+def _fsync_and_close(fd: int) -> None:
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _describe(exc: BaseException) -> str:
@@ -78,18 +91,76 @@ def _describe(exc: BaseException) -> str:
     return f"{kind}: {exc}"
 
 
+class _RunningMd5:
+    """The md5 of content that only grows at its end, hashed by a thread of its own a
+    few writes behind the writer: a write does not wait for its hashing, which runs
+    alongside the next one."""
+
+    def __init__(self, md5: hashlib._Hash, length: int) -> None:
+        self._md5 = md5
+        #: bytes appended so far (hashed, or queued for the thread)
+        self.length = length
+        # bounded: a writer faster than the hashing waits rather than filling memory
+        self._queue: queue.Queue[bytes | None] = queue.Queue(maxsize=_HASH_BACKLOG)
+        self._thread: threading.Thread | None = None
+
+    def append(self, data: bytes) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._hash, name="spool-md5", daemon=True)
+            self._thread.start()
+        self._queue.put(data)
+        self.length += len(data)
+
+    def _hash(self) -> None:
+        while (data := self._queue.get()) is not None:
+            self._md5.update(data)
+
+    def stop(self) -> None:
+        """End the thread once it has hashed what was appended (it starts again on the
+        next append); does not wait for that."""
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread = None
+
+    def hexdigest(self) -> str:
+        """The md5 of everything appended so far (blocking until it is hashed)."""
+        thread = self._thread
+        self.stop()
+        if thread is not None:
+            thread.join()
+        return self._md5.hexdigest()
+
+
 class SpoolEntry:
     """One checked-out document: its spool file (kept open) and its record.
 
     The I/O methods are plain blocking calls on the open fd, as fast as the page
     cache; several FUSE handles may share one entry.
+
+    While the content is only ever appended to (a copy made at check-out, then
+    sequential writes: ``cp``, a shell's ``>``), the entry keeps the md5 of the
+    content up to date as the writes arrive, so a check-in needs no hashing pass over
+    the file. Any other change (an overwrite, a hole, a truncation other than to 0)
+    gives that up, and the check-in hashes the file as before.
     """
 
-    def __init__(self, directory: Path, record: store.EntryRecord, fd: int) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        record: store.EntryRecord,
+        fd: int,
+        md5: hashlib._Hash | None = None,
+    ) -> None:
         self.doc_id = record.doc_id
         self.path = store.data_path(directory, record.doc_id)
         self.record = record
         self._fd = fd
+        #: md5 of the whole content while it is known (None: hash the file); its
+        #: ``length`` is then the file's size
+        self._md5 = _RunningMd5(md5, os.fstat(fd).st_size) if md5 is not None else None
+        #: a write and its hash update are one step: writes may come from worker threads
+        #: (a file renamed over an open edit is copied in one)
+        self._io = threading.Lock()
         #: held while the entry's content or state is being changed by the spool
         self.lock = trio.Lock()
         #: set (and replaced) whenever the state or the retry time changes
@@ -113,19 +184,55 @@ class SpoolEntry:
 
     def pwrite(self, offset: int, data: bytes) -> int:
         view = memoryview(data)
-        written = 0
-        while written < len(view):
-            written += os.pwrite(self._fd, view[written:], offset + written)
+        with self._io:
+            written = 0
+            while written < len(view):
+                written += os.pwrite(self._fd, view[written:], offset + written)
+            if self._md5 is not None:
+                if offset == self._md5.length:
+                    # bytes are immutable: the hashing thread may read them later
+                    self._md5.append(data if isinstance(data, bytes) else bytes(data))
+                else:
+                    self._drop_md5()  # an overwrite or a hole: hash the file at check-in
         return written
 
     def truncate(self, size: int) -> None:
-        os.ftruncate(self._fd, size)
+        with self._io:
+            os.ftruncate(self._fd, size)
+            if size == 0:  # O_TRUNC, or a replacement: the content starts over
+                self._drop_md5()
+                self._md5 = _RunningMd5(hashlib.md5(usedforsecurity=False), 0)
+            elif self._md5 is not None and size != self._md5.length:
+                self._drop_md5()
+
+    def _drop_md5(self) -> None:
+        if self._md5 is not None:
+            self._md5.stop()
+            self._md5 = None
+
+    def md5(self) -> str | None:
+        """The content's md5 when it was followed write by write, else None. Blocking
+        (the last writes may still be being hashed)."""
+        with self._io:
+            return self._md5.hexdigest() if self._md5 is not None else None
+
+    def content_md5(self) -> str:
+        """The content's md5, hashing the file when it was not followed. Blocking: run
+        in a worker thread."""
+        return self.md5() or store.md5_of(self.path)
 
     def fsync(self) -> None:
         # The record is made durable on every write of it, so only content remains.
         os.fsync(self._fd)
 
+    def dup_fd(self) -> int:
+        """A descriptor of the content of its own (the caller closes it): an fsync in a
+        worker thread through it goes on safely while the entry is closed and removed."""
+        return os.dup(self._fd)
+
     def close(self) -> None:
+        with self._io:
+            self._drop_md5()
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
@@ -255,6 +362,9 @@ class Spool:
                 async with existing.lock:
                     if self._entries.get(doc_id) is existing:
                         existing.failures = 0
+                        # What is sent next is what the user writes now; an upload
+                        # whose fate is unknown only counts if it holds that.
+                        existing.record.sent_md5 = None
                         await self._set_state(existing, EDITING)
                         log.info("spool: doc %d reopened from the spool", doc_id)
                         return existing
@@ -282,13 +392,13 @@ class Spool:
             created=time.time(),
         )
         try:
-            fd = await self._run_sync(store.create_entry, self.directory, record, initial)
+            fd, md5 = await self._run_sync(store.create_entry, self.directory, record, initial)
         except BaseException:
             if took_lock:  # leave the vault as we found it
                 with trio.CancelScope(shield=True):
                     await self._unlock_quietly(doc_id)
             raise
-        entry = SpoolEntry(self.directory, record, fd)
+        entry = SpoolEntry(self.directory, record, fd, md5)
         self._entries[doc_id] = entry
         self._notify()
         log.info(
@@ -332,20 +442,54 @@ class Spool:
         async with entry.lock:
             if self._entries.get(entry.doc_id) is not entry:
                 return  # already checked in
-            await self._run_sync(entry.fsync)
-            await self._set_state(entry, PENDING)
-            try:
-                await self._attempt_locked(entry)
-            finally:
-                if self._entries.get(entry.doc_id) is entry:
-                    self._schedule(entry)
+            # On disk the record says editing until the next state is written (the upload
+            # or a failure): a replay after a crash checks both in alike.
+            entry.record.state = PENDING
+            failure: Exception | None = None
+            async with trio.open_nursery() as nursery:
+                # A failed close() promises content that is durable in the spool, but the
+                # upload need not wait for the fsync: it runs alongside, from the moment
+                # the upload is sent (after the ``uploading`` record: an fsync under way
+                # would hold up the record's own), and a failure waits for it.
+                fd, syncing = entry.dup_fd(), False
+
+                def sync_alongside() -> None:
+                    nonlocal syncing
+                    if not syncing:
+                        syncing = True
+                        nursery.start_soon(self._sync, entry.doc_id, fd)
+
+                try:
+                    await self._attempt_locked(entry, on_send=sync_alongside)
+                except Exception as exc:  # raised once the content is durable (and as it
+                    failure = exc  # is: a nursery would wrap it in an exception group)
+                    sync_alongside()
+                finally:
+                    if not syncing:
+                        os.close(fd)  # checked in without an upload: nothing to keep
+                    if self._entries.get(entry.doc_id) is entry:
+                        self._schedule(entry)
+            if failure is not None:
+                raise failure
+
+    async def _sync(self, doc_id: int, fd: int) -> None:
+        """fsync and close ``fd``; a failure is logged (the upload may have made it moot;
+        if the upload failed too, close() fails anyway)."""
+        try:
+            with trio.CancelScope(shield=True):  # a promise to keep; it also closes ``fd``
+                await self._run_sync(_fsync_and_close, fd)
+        except OSError as exc:
+            log.error("spool: doc %d content could not be made durable: %s", doc_id, exc)
 
     async def _attempt(self, entry: SpoolEntry) -> None:
         async with entry.lock:
             await self._attempt_locked(entry)
 
-    async def _attempt_locked(self, entry: SpoolEntry) -> None:
-        """One try at checking ``entry`` in; ``entry.lock`` is held.
+    async def _attempt_locked(
+        self, entry: SpoolEntry, on_send: Callable[[], None] | None = None
+    ) -> None:
+        """One try at checking ``entry`` in; ``entry.lock`` is held. ``on_send`` is
+        called as the upload is sent.
 
         Raises the failure of the upload after recording it (retryable) or after
         moving the content to lost+found (permanent). A failure to unlock after the
@@ -356,7 +500,7 @@ class Spool:
         if entry.state != UNLOCKING:
             entry.record.attempts += 1
             try:
-                await self._upload(entry)
+                await self._upload(entry, on_send)
             except _PERMANENT as exc:
                 await self._to_lost_and_found(entry, exc)
                 raise
@@ -378,24 +522,29 @@ class Spool:
         await self._remove(entry)
         log.info("spool: doc %d checked in and unlocked", entry.doc_id)
 
-    async def _upload(self, entry: SpoolEntry) -> None:
+    async def _upload(self, entry: SpoolEntry, on_send: Callable[[], None] | None) -> None:
         """Upload the content as a draft unless the vault has it already."""
         doc_id, record = entry.doc_id, entry.record
-        md5 = await self._run_sync(store.md5_of, entry.path)
+        md5 = await self._run_sync(entry.content_md5)
         if record.unconfirmed:
             # An earlier upload may have reached the vault: never send it twice.
             response = await self.client.get_document(doc_id)
             in_vault = str(response.get("document", {}).get("md5checksum__v") or "").lower()
-            if in_vault == md5:
+            # ``sent_md5`` (kept until a reopen) also covers content on disk that differs
+            # from what was sent: the upload runs while the content is being fsynced, and
+            # a power loss then may leave the file torn even though the vault has it all.
+            if in_vault in (md5, record.sent_md5):
                 log.info("spool: doc %d earlier upload had arrived; not sent again", doc_id)
-                await self._uploaded(entry, md5)
+                await self._uploaded(entry, in_vault)
                 return
         elif md5 == (record.base_md5 or "").lower():
             log.info("spool: doc %d unchanged; nothing uploaded", doc_id)
             await self._set_state(entry, UNLOCKING)
             return
-        record.unconfirmed = True
+        record.unconfirmed, record.sent_md5 = True, md5
         await self._set_state(entry, UPLOADING)
+        if on_send is not None:
+            on_send()
         log.info("spool: doc %d uploading draft (try %d)", doc_id, record.attempts)
         # The upload carries the file's name: send the content under the document's.
         # (A link in a directory: too quick to be worth a worker thread.)
@@ -403,7 +552,7 @@ class Spool:
         try:
             major, minor = await self.client.create_draft(doc_id, named)
         except _NOT_PROCESSED:
-            record.unconfirmed = False
+            record.unconfirmed, record.sent_md5 = False, None
             await self._set_state(entry, PENDING)
             raise
         finally:
@@ -415,7 +564,7 @@ class Spool:
         # The vault's latest content is now ours: a reopen that changes nothing
         # before the unlock is done must not upload it again.
         entry.record.base_md5 = md5
-        entry.record.unconfirmed = False
+        entry.record.unconfirmed, entry.record.sent_md5 = False, None
         await self._set_state(entry, UNLOCKING)
 
     async def _failed(self, entry: SpoolEntry, exc: BaseException) -> None:
@@ -470,7 +619,17 @@ class Spool:
 
     async def _remove(self, entry: SpoolEntry) -> None:
         self._forget(entry)
-        await self._run_sync(store.remove_entry, self.directory, entry.doc_id)
+        gone = await self._run_sync(store.retire_entry, self.directory, entry.doc_id)
+        if self._nursery is not None:  # deleting it is slow: not on the way to close()
+            self._nursery.start_soon(self._discard, gone)
+        else:
+            await self._discard(gone)
+
+    async def _discard(self, path: Path) -> None:
+        try:
+            await self._run_sync(store.discard, path)
+        except OSError as exc:  # left for the next start's scan
+            log.warning("spool: %s could not be deleted: %s", path.name, exc)
 
     def _forget(self, entry: SpoolEntry) -> None:
         entry.close()

@@ -7,6 +7,7 @@ spool (the caller runs the slow ones in a worker thread):
 <spool>/                      mode 0700
   <doc_id>.data               the content being checked in (mode 0600)
   <doc_id>.json               its record (mode 0600), replaced atomically
+  <doc_id>.<n>.gone           content checked in, to be deleted (see ``retire_entry``)
   <doc_id>.upload/<filename>  a hard link naming the content as the vault calls the
                               file, while it is being uploaded (a multipart upload
                               sends the file's name)
@@ -38,6 +39,7 @@ __all__ = [
     "EntryRecord",
     "create_entry",
     "data_path",
+    "discard",
     "drop_upload_name",
     "ensure_private_dir",
     "keep_in_lost",
@@ -47,6 +49,7 @@ __all__ = [
     "move_to_lost",
     "remove_entry",
     "remove_lost",
+    "retire_entry",
     "safe_filename",
     "scan",
     "upload_name",
@@ -63,6 +66,9 @@ _FILE_MODE = 0o600
 # within the 255 bytes a POSIX file name may have.
 _MAX_LOST_NAME = 200
 _UPLOAD_SUFFIX = ".upload"
+_GONE_SUFFIX = ".gone"
+#: read size of the copy made at check-out
+_COPY_CHUNK = 1 << 20
 
 
 @dataclass
@@ -78,6 +84,9 @@ class EntryRecord:
     #: an upload was sent and its outcome is unknown: compare checksums before
     #: sending again (kept apart from ``state``, which a reopen resets to editing)
     unconfirmed: bool = False
+    #: md5 of the content of that upload, until the entry is reopened for writing (the
+    #: file may differ from it after a power loss: it is fsynced during the upload)
+    sent_md5: str | None = None
     #: upload tries made so far (the check-in's own try included)
     attempts: int = 0
     #: ``TYPE: message`` of the last failed try
@@ -94,6 +103,7 @@ class EntryRecord:
             base_md5=data.get("base_md5"),
             state=str(data["state"]),
             unconfirmed=bool(data.get("unconfirmed", False)),
+            sent_md5=data.get("sent_md5"),
             attempts=int(data.get("attempts", 0)),
             last_error=data.get("last_error"),
             created=float(data.get("created", 0.0)),
@@ -142,12 +152,15 @@ def write_record(directory: Path, record: EntryRecord) -> None:
     _write_json_atomically(record_path(directory, record.doc_id), asdict(record))
 
 
-def create_entry(directory: Path, record: EntryRecord, initial: Path | None) -> int:
+def create_entry(
+    directory: Path, record: EntryRecord, initial: Path | None
+) -> tuple[int, hashlib._Hash]:
     """Create an entry: ``<doc_id>.data`` (0600) as a durable copy of ``initial``
     (None: empty), then its record.
 
-    Returns an fd of the content open for reading and writing. Blocking: run in a
-    worker thread. On failure nothing is left behind.
+    Returns an fd of the content open for reading and writing, and the md5 state of
+    the content (hashed while copying: the check-in needs no second pass over it).
+    Blocking: run in a worker thread. On failure nothing is left behind.
     """
     path = data_path(directory, record.doc_id)
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, _FILE_MODE)
@@ -155,10 +168,9 @@ def create_entry(directory: Path, record: EntryRecord, initial: Path | None) -> 
         # The mode given to open() is filtered by the umask and ignored for a file
         # that already existed: set it explicitly before any content lands.
         os.fchmod(fd, _FILE_MODE)
+        md5 = hashlib.md5(usedforsecurity=False)
         if initial is not None:
-            # copyfile writes into the existing 0600 file (its mode is kept) and uses
-            # the kernel's fast copy (sendfile) on Linux.
-            shutil.copyfile(initial, path)
+            _copy_hashing(initial, fd, md5)
         # Replay after a crash uploads whatever this file holds: it must not be a
         # partial copy, so the copy is durable before the record names it.
         os.fsync(fd)
@@ -167,7 +179,21 @@ def create_entry(directory: Path, record: EntryRecord, initial: Path | None) -> 
         os.close(fd)
         remove_entry(directory, record.doc_id)
         raise
-    return fd
+    return fd, md5
+
+
+def _copy_hashing(source: Path, fd: int, md5: hashlib._Hash) -> None:
+    """Append ``source`` to ``fd`` and feed it to ``md5``: one read of the content
+    does both (a kernel-side copy followed by a hashing pass would read it twice)."""
+    buffer = bytearray(_COPY_CHUNK)
+    view = memoryview(buffer)
+    with open(source, "rb", buffering=0) as f:
+        while n := f.readinto(buffer):
+            chunk = view[:n]
+            md5.update(chunk)
+            done = 0
+            while done < n:
+                done += os.write(fd, chunk[done:])
 
 
 def md5_of(path: Path) -> str:
@@ -184,20 +210,42 @@ def remove_entry(directory: Path, doc_id: int) -> None:
     _fsync_dir(directory)
 
 
+def retire_entry(directory: Path, doc_id: int) -> Path:
+    """Forget an entry at once and return its content under a name of its own
+    (``<doc_id>.<n>.gone``) for ``discard`` to delete later.
+
+    Deleting a big file takes a while (the kernel drops its cached pages: ~40 ms for
+    200 MiB) and a check-in need not wait for it; the rename frees the entry's names
+    for a new check-out of the document meanwhile. ``scan`` deletes what is left.
+    """
+    with contextlib.suppress(FileNotFoundError):
+        record_path(directory, doc_id).unlink()
+    gone = directory / f"{doc_id}.{time.time_ns()}{_GONE_SUFFIX}"
+    with contextlib.suppress(FileNotFoundError):
+        os.rename(data_path(directory, doc_id), gone)
+    _fsync_dir(directory)
+    return gone
+
+
+def discard(path: Path) -> None:
+    path.unlink(missing_ok=True)
+
+
 def scan(directory: Path) -> list[EntryRecord]:
     """The entries found on disk; clears leftovers of interrupted writes.
 
     A ``.tmp`` is a record write that never completed (the old record, if any, is
-    still there). A content file without a record is either a check-out that died
-    before its record was written (nothing written by a user yet) or a check-in that
-    died between removing the record and the content (already in the vault): both
-    are safe to delete. A record without content cannot be uploaded and is dropped.
+    still there); a ``.gone`` file is the content of an entry checked in. A content
+    file without a record is either a check-out that died before its record was
+    written (nothing written by a user yet) or a check-in that died between removing
+    the record and the content (already in the vault): both are safe to delete. A
+    record without content cannot be uploaded and is dropped.
     """
     records: list[EntryRecord] = []
     for path in sorted(directory.iterdir()):
         if path.name.endswith(_UPLOAD_SUFFIX):
             shutil.rmtree(path, ignore_errors=True)
-        elif path.name.endswith(".json.tmp"):
+        elif path.name.endswith((".json.tmp", _GONE_SUFFIX)):
             path.unlink()
         elif path.suffix == ".json":
             try:
