@@ -21,7 +21,7 @@ import hashlib
 import json
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
@@ -209,6 +209,10 @@ class BlobCache:
     def is_cached(self, key: str) -> bool:
         return self._name(key) in self._lru
 
+    def room(self) -> int:
+        """Bytes the cache may still take before it evicts anything."""
+        return max(0, self.max_bytes - int(self._lru.currsize))
+
     def usage(self) -> dict[str, Any]:
         return {
             "bytes": int(self._lru.currsize),
@@ -234,6 +238,14 @@ class BlobCache:
                 self._nursery = None
                 if self._sizes_dirty.is_set():
                     self._save_sizes()
+
+    def spawn(self, work: Callable[..., Awaitable[None]], *args: Any) -> bool:
+        """Run background work that fills the cache (a prefetch) alongside its
+        downloads; False when the cache is not running."""
+        if self._nursery is None:
+            return False
+        self._nursery.start_soon(work, *args)
+        return True
 
     async def cached_path(self, key: str, fetch: Fetch) -> Path:
         """The path of ``key``'s complete content, downloading it first when needed."""
@@ -289,14 +301,22 @@ class BlobCache:
             else:
                 self._lru[final.name] = dl.have
         except Exception as exc:
-            dl.error = exc
-            log.warning("download of %s failed: %s", dl.key, exc)
+            dl.error = _cause(exc)
+            log.warning("download of %s failed: %s", dl.key, dl.error)
         finally:
             os.close(wfd)
             if not dl.done:
                 dl.part.unlink(missing_ok=True)
             self._active.pop(dl.key, None)
             dl.notify()
+
+
+def _cause(exc: BaseException) -> BaseException:
+    """The one error inside the exception groups the writer's nursery wraps it in, so
+    readers see what the vault said (gone, no access) rather than a group."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
 
 
 async def _write_to_disk(
@@ -312,7 +332,12 @@ async def _write_to_disk(
             with contextlib.suppress(trio.WouldBlock, trio.EndOfChannel):
                 while True:
                     chunks.append(receive.receive_nowait())
-            dl.have += await trio.to_thread.run_sync(_write_all, wfd, chunks)
+            if dl.have:
+                dl.have += await trio.to_thread.run_sync(_write_all, wfd, chunks)
+            else:
+                # The first chunk, which the first read waits for: written at once (a
+                # page-cache write of 128 KiB), sparing that read a thread round trip.
+                dl.have += _write_all(wfd, chunks)
             dl.notify()
 
 

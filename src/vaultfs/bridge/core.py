@@ -33,6 +33,7 @@ from .editing import EditHandle, Editing
 from .field_edits import FieldEditor
 from .inodes import InodeTable, NodeKey
 from .namespace import Namespace
+from .prefetch import Prefetcher
 from .scratch import ScratchFile
 from .tree import ROOT, Tree
 
@@ -43,6 +44,8 @@ __all__ = ["Attr", "Core", "Opened", "Options"]
 
 log = logging.getLogger(__name__)
 
+#: directories whose listing needs the document's details (``Tree.details``)
+_DETAILS_DIRS = {"vers", "rends", "atts"}
 _FILE_KINDS = {"src", "vsrc", "rend", "vrend", "att", "status", "scratch", "lostf"}
 #: directories the user may create (or, in lost+found, remove) entries in
 _WRITABLE_DIRS = {"type", "sub", "cls", "doc", "newdir", "lost"}
@@ -77,7 +80,7 @@ class Attr:
     ctime_ns: int
     uid: int
     gid: int
-    #: seconds the kernel may keep this (0 while the size is only an estimate)
+    #: seconds the kernel may keep this (0 for files whose size changes under it)
     timeout: float
 
 
@@ -160,12 +163,19 @@ class Core:
             tree, blobs, self.editing, spool, allow_delete=self.options.allow_delete
         )
         self.fields = FieldEditor(tree)
+        self.prefetch = Prefetcher(tree, blobs)
         self._handles: dict[int, _Handle | EditHandle | _ScratchHandle] = {}
         self._dirs: dict[int, list[tuple[str, NodeKey]]] = {}
         self._next_fh = 1
         self._started = time.time()
         #: extra status fields supplied by the mount (e.g. the daemon's pid)
         self.status_extra: Callable[[], dict[str, Any]] = dict
+        #: tells the kernel to forget an inode's attributes (set by the FUSE layer)
+        self.invalidate_attr: Callable[[int], None] = lambda ino: None
+        #: inodes whose size the kernel was given as an estimate
+        self._estimated: set[int] = set()
+        #: inode -> the content key its last open served (its pages in the kernel)
+        self._page_keys: dict[int, str] = {}
 
     # --- nodes -------------------------------------------------------------------
 
@@ -202,6 +212,9 @@ class Core:
 
     def forget(self, ino: int, nlookup: int) -> None:
         self.inodes.forget(ino, nlookup)
+        if self.inodes.key(ino) is None:  # freed: numbers are never reused
+            self._estimated.discard(ino)
+            self._page_keys.pop(ino, None)
 
     async def getattr(self, ino: int) -> Attr:
         key = self._key(ino)
@@ -289,7 +302,10 @@ class Core:
                 content = await content_of(self.tree, key)
                 exact = self.blobs.exact_size(content.key)
                 if exact is None:
-                    size, timeout = content.estimate, 0
+                    # The normal timeout all the same (a tree walk would otherwise stat
+                    # every such file again): open() tells the kernel the exact size.
+                    size = content.estimate
+                    self._estimated.add(ino)
                 else:
                     size = exact
             writable = kind == "src" and not self.options.read_only
@@ -312,11 +328,18 @@ class Core:
         key = self._key(ino)
         if key[0] in _FILE_KINDS:
             raise OSError(errno.ENOTDIR, "not a directory")
+        kind = key[0]
+        if kind in _DETAILS_DIRS:
+            self.prefetch.details_needed(int(key[1]))  # type: ignore[call-overload]
         # Subdirectories before files: an ``rm -r`` walk of a version directory then
         # empties its renditions before the version file's removal deletes the version.
         listing = sorted(
             (await self._children(key)).items(), key=lambda item: (item[1][0] in _FILE_KINDS, item)
         )
+        if kind in ("root", "type", "sub", "cls"):
+            # The order a walk visits the documents in: what the prefetch reads ahead.
+            documents = [k[1] for _, k in listing if k[0] == "doc"]
+            self.prefetch.folder_listed([int(d) for d in documents])  # type: ignore[call-overload]
         fh = self._new_fh()
         self._dirs[fh] = listing
         return fh
@@ -416,10 +439,9 @@ class Core:
             self._handles[fh] = self.editing.reader(doc_id)
             return Opened(fh, direct_io=True)
         content = await content_of(self.tree, key)
-        size_known = self.blobs.exact_size(content.key) is not None
         blob: BlobHandle = await self.blobs.open(content.key, content.fetch)
         if not blob.complete:
-            # Wait for the response to begin so a following fstat() sees its length.
+            # Wait for the response to begin: its length is the exact size.
             try:
                 await blob.wait_started()
             except BaseException:
@@ -427,8 +449,24 @@ class Core:
                 raise
         fh = self._new_fh()
         self._handles[fh] = blob
-        # Version content is immutable: the kernel may keep cached pages across opens.
-        return Opened(fh, direct_io=not size_known, keep_cache=blob.complete)
+        size = self.blobs.exact_size(content.key)
+        if kind in ("src", "vsrc") and size is not None:
+            self.prefetch.source_opened(doc_id, size)
+        return self._opened_content(ino, fh, content.key, size)
+
+    def _opened_content(self, ino: int, fh: int, content_key: str, size: int | None) -> Opened:
+        """How the kernel reads a file of vault content: through its page cache once the
+        exact size is known, and keeping the pages of earlier opens while the inode
+        still stands for the same (immutable) content."""
+        if size is None:
+            return Opened(fh, direct_io=True)  # no length sent: read until a short read
+        if ino in self._estimated:
+            # The kernel may hold the estimate: it would cut reads short (or pad them).
+            self._estimated.discard(ino)
+            self.invalidate_attr(ino)
+        keep_cache = self._page_keys.get(ino) == content_key
+        self._page_keys[ino] = content_key
+        return Opened(fh, keep_cache=keep_cache)
 
     def _handle(self, fh: int) -> _Handle | EditHandle | _ScratchHandle:
         handle = self._handles.get(fh)
@@ -528,9 +566,11 @@ class Core:
         return xattrs.names_of(await self._fields(self._key(ino)))
 
     async def getxattr(self, ino: int, name: str) -> bytes:
-        fields = await self._fields(self._key(ino))
         field_name = xattrs.field_of(name)
-        if field_name is None or field_name not in fields:
+        if field_name is None:  # ls -l's security and ACL probes: answered at once
+            raise OSError(errno.ENODATA, name)
+        fields = await self._fields(self._key(ino))
+        if field_name not in fields:
             raise OSError(errno.ENODATA, name)
         return xattrs.value_of(fields[field_name])
 

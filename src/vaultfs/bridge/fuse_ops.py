@@ -35,6 +35,7 @@ class FuseOps(pyfuse3.Operations):
         super().__init__()
         self.core = core
         self._logged: dict[tuple[str, Any], float] = {}
+        core.invalidate_attr = _invalidate_attr
 
     # --- error translation -------------------------------------------------------
 
@@ -247,6 +248,15 @@ class FuseOps(pyfuse3.Operations):
     async def removexattr(self, inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
         with self._errors("removexattr", inode):
             await self.core.setxattr(inode, os.fsdecode(name), None)
+
+
+def _invalidate_attr(inode: int) -> None:
+    """Make the kernel ask for ``inode``'s attributes again. Attributes only: that never
+    waits for the kernel (no pages to write back), so it is safe inside a request."""
+    try:
+        pyfuse3.invalidate_inode(inode, attr_only=True)
+    except OSError as exc:  # the kernel forgot the inode already (or is not mounted)
+        log.debug("invalidating inode %d: %s", inode, exc)
 
 
 def init(ops: FuseOps, mountpoint: str, options: set[str]) -> None:

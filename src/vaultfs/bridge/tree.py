@@ -131,6 +131,16 @@ class Tree:
             raise errors.InvalidDocument(f"document {doc_id} is not in the index")
         return record
 
+    def has_details(self, doc_id: int) -> bool:
+        """Whether ``details(doc_id)`` would answer without a call."""
+        record = self.index.get(doc_id)
+        cached = self._details.get(doc_id)
+        return (
+            record is not None
+            and cached is not None
+            and cached.stamp == record.get("version_modified_date__v")
+        )
+
     async def details(self, doc_id: int) -> Details:
         """The document's versions, renditions and attachments (1-2 calls, then cached)."""
         record = self.record(doc_id)

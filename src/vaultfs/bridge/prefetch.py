@@ -1,0 +1,109 @@
+"""Reading ahead of a tree walk: the details and small source files of the next documents.
+
+Owns the guess of what a walk (``find``, ``grep -r``, ``rsync``) reads next: the
+documents after the one it is in, in the order its folder lists them. When the walk
+needs a document's details (it lists ``versions/``, ``renditions/`` or
+``attachments/``), the details of the next documents are fetched; when it opens a small
+source file, the next documents' source files are downloaded. At most ``AHEAD`` at a
+time, in the content cache's nursery, only what such a walk reads anyway, and nothing
+while the vault's burst budget runs low or the cache has no room: a prefetch must never
+cost the user's own calls their budget or their cached files.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+
+import trio
+
+from vaultfs import errors
+
+from .blobcache import BlobCache
+from .content import content_of
+from .tree import Tree
+
+__all__ = ["AHEAD", "Prefetcher"]
+
+log = logging.getLogger(__name__)
+
+#: documents read ahead of the walk, and calls or downloads in flight at most
+AHEAD = 8
+#: source files at least this big are not read ahead (a walk may never read them)
+SMALL = 1 << 20
+#: no prefetch below this many remaining burst calls (the client paces near 20)
+_BUDGET_RESERVE = 200
+
+
+class Prefetcher:
+    def __init__(self, tree: Tree, blobs: BlobCache) -> None:
+        self._tree = tree
+        self._blobs = blobs
+        self._limiter = trio.CapacityLimiter(AHEAD)
+        #: doc id -> (its folder's documents in listing order, its position there)
+        self._position: dict[int, tuple[list[int], int]] = {}
+        self._pending: set[tuple[str, int]] = set()
+
+    def folder_listed(self, documents: list[int]) -> None:
+        """A folder was opened: its documents, in the order the walk will visit them."""
+        for position, doc_id in enumerate(documents):
+            self._position[doc_id] = (documents, position)
+
+    def details_needed(self, doc_id: int) -> None:
+        """The walk needs ``doc_id``'s details: fetch the next documents' too."""
+        for following in self._following(doc_id):
+            if not self._tree.has_details(following):
+                self._start("details", following)
+
+    def source_opened(self, doc_id: int, size: int) -> None:
+        """The walk opened ``doc_id``'s source file of ``size`` bytes: when it is
+        small, download the next documents' source files."""
+        if size >= SMALL:
+            return
+        for following in self._following(doc_id):
+            self._start("source", following)
+
+    def _following(self, doc_id: int) -> list[int]:
+        found = self._position.get(doc_id)
+        if found is None:
+            return []
+        remaining = self._tree.client.budget.burst_remaining
+        if remaining is not None and remaining < _BUDGET_RESERVE:
+            return []
+        documents, position = found
+        return documents[position + 1 : position + 1 + AHEAD]
+
+    def _start(self, what: str, doc_id: int) -> None:
+        mark = (what, doc_id)
+        if mark in self._pending:
+            return
+        fetch = self._details if what == "details" else self._source
+        if self._blobs.spawn(self._run, mark, fetch):
+            self._pending.add(mark)
+
+    async def _run(self, mark: tuple[str, int], fetch: Callable[[int], Awaitable[None]]) -> None:
+        try:
+            async with self._limiter:
+                await fetch(mark[1])
+        except (errors.VaultError, OSError) as exc:
+            # A guess that failed costs nothing: the walk asks again if it needs it.
+            log.debug("prefetch of %s %d failed: %s", mark[0], mark[1], exc)
+        finally:
+            self._pending.discard(mark)
+
+    async def _details(self, doc_id: int) -> None:
+        if self._tree.index.get(doc_id) is not None:
+            await self._tree.details(doc_id)
+
+    async def _source(self, doc_id: int) -> None:
+        record = self._tree.index.get(doc_id)
+        if record is None or not record.get("filename__v"):
+            return
+        content = await content_of(self._tree, ("src", doc_id))
+        if (
+            content.estimate >= SMALL
+            or self._blobs.is_cached(content.key)
+            or content.estimate > self._blobs.room()
+        ):
+            return
+        await self._blobs.cached_path(content.key, content.fetch)
