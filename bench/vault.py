@@ -21,13 +21,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from tests.vaultproc import DEMO_PASSWORD, VaultProcess
+from tests.vaultproc import ADMIN, DEMO_PASSWORD, VaultProcess
 
 from vaultfs.wire import API_VERSION
 
-__all__ = ["ADMIN", "DEMO_PASSWORD", "CurlTiming", "NewDocument", "Vault"]
+__all__ = ["CurlTiming", "NewDocument", "Vault"]
 
-ADMIN = "admin@vaultfs.demo"
 #: concurrent create requests while building the data set
 _CREATE_WORKERS = 12
 #: generous limits (the data set alone is more than a default burst window allows) and a

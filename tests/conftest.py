@@ -8,11 +8,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.vaultproc import DEMO_PASSWORD, VaultProcess
-
-ADMIN = "admin@vaultfs.demo"
-EDITOR = "editor@vaultfs.demo"
-VIEWER = "viewer@vaultfs.demo"
+from tests.vaultproc import ADMIN, DEMO_PASSWORD, EDITOR, VIEWER, VaultProcess
 
 
 @pytest.fixture(scope="session")

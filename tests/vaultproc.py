@@ -18,9 +18,20 @@ from pathlib import Path
 
 import httpx
 
-__all__ = ["DEMO_PASSWORD", "VaultProcess", "free_port", "wait_until"]
+__all__ = [
+    "ADMIN",
+    "DEMO_PASSWORD",
+    "EDITOR",
+    "VIEWER",
+    "VaultProcess",
+    "free_port",
+    "wait_until",
+]
 
-#: Password of the demo users in every test vault.
+#: The demo users of every test vault, and their password.
+ADMIN = "admin@vaultfs.demo"
+EDITOR = "editor@vaultfs.demo"
+VIEWER = "viewer@vaultfs.demo"
 DEMO_PASSWORD = "test-Passw0rd!"
 
 

@@ -14,9 +14,8 @@ import httpx
 import pytest
 
 from tests.conftest import ADMIN, DEMO_PASSWORD, login
+from tests.mountproc import MountProcess
 from tests.vaultproc import VaultProcess, wait_until
-
-from .conftest import MountProcess
 
 pytestmark = pytest.mark.mount
 

@@ -17,12 +17,12 @@ import trio
 import trio.testing
 
 from tests.conftest import login
+from tests.mountproc import MountProcess
 from tests.vaultproc import VaultProcess, wait_until
 from vaultfs import errors
 from vaultfs.bridge.blobcache import CHUNK, BlobCache
 from vaultfs.bridge.core import Core
 
-from .conftest import MountProcess
 from .fakevault import FakeDownload, FakeVault
 from .test_blobcache import running
 from .test_core import core, listdir, read_all, vault, walk  # noqa: F401 (fixtures)

@@ -16,9 +16,8 @@ import httpx
 import pytest
 
 from tests.conftest import EDITOR, login
+from tests.mountproc import MountProcess, can_mount
 from tests.vaultproc import VaultProcess, wait_until
-
-from .conftest import MountProcess, _can_mount
 
 pytestmark = pytest.mark.mount
 
@@ -37,7 +36,7 @@ def vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VaultProcess]:
 
 @pytest.fixture(scope="module")
 def mount(vault: VaultProcess, tmp_path_factory: pytest.TempPathFactory) -> Iterator[MountProcess]:
-    if not _can_mount():
+    if not can_mount():
         pytest.skip("needs /dev/fuse and fusermount3")
     process = MountProcess(vault.url, tmp_path_factory.mktemp("write-mount"))
     try:
@@ -273,7 +272,7 @@ def test_deleting_is_off_without_the_option(mount: MountProcess, api: httpx.Clie
 def test_rm_of_a_version_and_rm_r_of_a_document(
     vault: VaultProcess, api: httpx.Client, tmp_path: Path
 ) -> None:
-    if not _can_mount():
+    if not can_mount():
         pytest.skip("needs /dev/fuse and fusermount3")
     deleting = MountProcess(vault.url, tmp_path, options="poll_interval=1,allow_delete")
     try:
@@ -296,7 +295,7 @@ def test_rm_of_a_version_and_rm_r_of_a_document(
 def test_vault_down_at_close_then_back_and_a_killed_daemon(
     fresh_vault: VaultProcess, tmp_path: Path
 ) -> None:
-    if not _can_mount():
+    if not can_mount():
         pytest.skip("needs /dev/fuse and fusermount3")
     # Few client retries, so that the close gives up on the outage quickly.
     options = "poll_interval=1,retries=1"

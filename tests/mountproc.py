@@ -1,0 +1,119 @@
+"""A bridge mount run as a real process, for tests and benchmarks.
+
+``MountProcess`` runs ``vaultfs mount --foreground`` of a vault as the demo admin
+(password through the environment, never argv), waits with a deadline until the mount
+answers, reads its ``.vaultfs/status``, and in ``stop`` ends the daemon by PID and
+unmounts (``fusermount3 -u -z``) whatever it left, also after a crash.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from tests.vaultproc import ADMIN, DEMO_PASSWORD, wait_until
+
+__all__ = ["MountProcess", "can_mount"]
+
+
+def can_mount() -> bool:
+    return os.path.exists("/dev/fuse") and shutil.which("fusermount3") is not None
+
+
+class MountProcess:
+    """``vaultfs mount --foreground`` as a child process (password via the environment)."""
+
+    def __init__(
+        self,
+        url: str,
+        root: Path,
+        *,
+        options: str = "poll_interval=1",
+        cache_dir: Path | None = None,
+        log_level: str = "DEBUG",
+    ) -> None:
+        self.url = url
+        self.mountpoint = root / "mnt"
+        self.cache_dir = cache_dir or root / "cache"
+        self.log_path = self.cache_dir.with_suffix(".log")
+        self.options = options
+        self.log_level = log_level
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def start(self, timeout: float = 30.0) -> MountProcess:
+        self.mountpoint.mkdir(parents=True, exist_ok=True)
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "vaultfs",
+                "mount",
+                self.url,
+                str(self.mountpoint),
+                "--user",
+                ADMIN,
+                "--foreground",
+                "--log-level",
+                self.log_level,
+                "--log-file",
+                str(self.log_path),
+                "-o",
+                f"cache_dir={self.cache_dir},{self.options}",
+            ],
+            env=dict(os.environ, VAULTFS_PASSWORD=DEMO_PASSWORD),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            wait_until(self._answers, timeout=timeout, what=f"mount at {self.mountpoint}")
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _answers(self) -> bool:
+        assert self.proc is not None
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"mount exited with {self.proc.returncode}: {self.log()}")
+        return os.path.ismount(self.mountpoint) and (self.mountpoint / ".vaultfs").is_dir()
+
+    def status(self) -> dict[str, Any]:
+        result: dict[str, Any] = json.loads((self.mountpoint / ".vaultfs" / "status").read_text())
+        return result
+
+    def log(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-4000:]
+        except OSError:
+            return ""
+
+    def stop(self, timeout: float = 15.0) -> None:
+        # A killed daemon leaves a mount that ismount() cannot stat: unmount regardless.
+        subprocess.run(
+            ["fusermount3", "-u", "-z", str(self.mountpoint)], check=False, capture_output=True
+        )
+        proc, self.proc = self.proc, None
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+
+    def __enter__(self) -> MountProcess:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
