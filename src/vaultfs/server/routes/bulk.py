@@ -253,28 +253,24 @@ async def _form_rows(request: Request) -> list[dict[str, str]]:
     return [{"id": doc_id, **fields} for doc_id in ids]
 
 
-async def create_versions(request: Request) -> Response:
+async def _import(request: Request, row: Callable[..., dict[str, Any]]) -> Response:
+    """A migration-mode import (versions or renditions): ``row(conn, who, item,
+    by_external, now)`` handles one row."""
     who = caller(request, Permission.MIGRATE)
     await _require_migration_mode(request, who)
     vault = state(request)
     by_external = _by_external(request)
     prepared = await _prepare(vault, await _rows(request, 500))
     now = vault.db.tick()
-    return await _run(
-        request, prepared, lambda conn, item: bulk.version_row(conn, who, item, by_external, now)
-    )
+    return await _run(request, prepared, lambda conn, item: row(conn, who, item, by_external, now))
+
+
+async def create_versions(request: Request) -> Response:
+    return await _import(request, bulk.version_row)
 
 
 async def add_renditions(request: Request) -> Response:
-    who = caller(request, Permission.MIGRATE)
-    await _require_migration_mode(request, who)
-    vault = state(request)
-    by_external = _by_external(request)
-    prepared = await _prepare(vault, await _rows(request, 500))
-    now = vault.db.tick()
-    return await _run(
-        request, prepared, lambda conn, item: bulk.rendition_row(conn, who, item, by_external, now)
-    )
+    return await _import(request, bulk.rendition_row)
 
 
 async def delete_versions(request: Request) -> Response:
