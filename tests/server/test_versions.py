@@ -94,3 +94,18 @@ def test_version_comparison() -> None:
     assert not at_least("v9.3", "v14.0")
     assert at_least("v10.0", "v9.0")  # numeric, not text order
     assert not at_least("nonsense", "v2.0")
+
+
+def test_record_fields_appear_with_their_version(vault_server: VaultProcess) -> None:
+    """``binder__v`` came with v5 and ``version_id`` with v15: older versions omit them."""
+    records = {}
+    for version in ("v4.0", "v14.0", "v25.1"):
+        client = _client(vault_server.url, version)
+        doc_id = _first_document(client)
+        listed = assert_ok(client.get("/objects/documents", params={"limit": 1}))
+        read = assert_ok(client.get(f"/objects/documents/{doc_id}"))["document"]
+        assert listed["documents"][0]["document"].keys() == read.keys()
+        records[version] = read
+    assert "binder__v" not in records["v4.0"] and "version_id" not in records["v4.0"]
+    assert "binder__v" in records["v14.0"] and "version_id" not in records["v14.0"]
+    assert "binder__v" in records["v25.1"] and "version_id" in records["v25.1"]

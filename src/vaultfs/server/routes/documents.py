@@ -80,8 +80,18 @@ async def list_documents(request: Request) -> Response:
         start=start,
         limit=limit,
         responseDetails={"total": total, "size": len(records), "start": start, "limit": limit},
-        documents=[{"document": record} for record in records],
+        documents=[{"document": _for_version(request, record)} for record in records],
     )
+
+
+#: record fields that appeared in a later API version than the record itself
+_FIELDS_SINCE = {"version_id": versions.VERSION_ID, "binder__v": versions.BINDER_FLAG}
+
+
+def _for_version(request: Request, record: dict[str, Any]) -> dict[str, Any]:
+    """The record as the request's API version shows it: without later fields."""
+    hidden = [f for f, since_ in _FIELDS_SINCE.items() if not version_at_least(request, since_)]
+    return {k: v for k, v in record.items() if k not in hidden} if hidden else record
 
 
 def _version_url(request: Request, doc_id: int, major: int, minor: int) -> str:
@@ -93,7 +103,7 @@ def _shape(request: Request, doc_id: int, read: dict[str, Any], latest: bool) ->
     major, minor = record["major_version_number__v"], record["minor_version_number__v"]
     base = f"{_DOCS}/{doc_id}" if latest else f"{_DOCS}/{doc_id}/versions/{major}/{minor}"
     body: dict[str, Any] = {
-        "document": record,
+        "document": _for_version(request, record),
         "renditions": {t: api_url(request, f"{base}/renditions/{t}") for t in read["renditions"]},
         "versions": [
             {"number": f"{a}.{b}", "value": _version_url(request, doc_id, a, b)}
