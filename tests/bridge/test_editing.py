@@ -4,6 +4,7 @@ check-in, scratch files and rename-over, new documents, fields, deletion."""
 from __future__ import annotations
 
 import errno
+import functools
 import hashlib
 import os
 from collections.abc import AsyncIterator
@@ -16,6 +17,7 @@ import trio
 from vaultfs import errors
 from vaultfs.bridge.blobcache import BlobCache
 from vaultfs.bridge.core import Core, Options
+from vaultfs.bridge.editing import show_check_in
 from vaultfs.bridge.index import DocumentIndex, TypeCatalog
 from vaultfs.bridge.inodes import ROOT_INODE
 from vaultfs.bridge.spool import Spool
@@ -41,12 +43,17 @@ async def _setup(tmp_path: Path, *, allow_delete: bool = False) -> AsyncIterator
     vault.new_version(doc_id, ORIGINAL)
     index = DocumentIndex(vault)  # type: ignore[arg-type]
     await index.build()
-    spool = Spool(tmp_path / "spool", vault, retry_initial=60)  # type: ignore[arg-type]
     blobs = BlobCache(tmp_path / "cache", 1 << 20)
+    tree = Tree(vault, index, TypeCatalog(vault))  # type: ignore[arg-type]
+    spool = Spool(
+        tmp_path / "spool",
+        vault,  # type: ignore[arg-type]
+        retry_initial=60,
+        on_checked_in=functools.partial(show_check_in, tree, blobs),
+    )
     async with trio.open_nursery() as nursery:
         await nursery.start(blobs.run)
         await nursery.start(spool.run)
-        tree = Tree(vault, index, TypeCatalog(vault))  # type: ignore[arg-type]
         core = Core(tree, blobs, Options(allow_delete=allow_delete), spool=spool)
         yield Setup(core, vault, spool, doc_id)
         nursery.cancel_scope.cancel()
@@ -328,3 +335,140 @@ async def test_checkin_failure_keeps_the_content_pending(setup: Setup) -> None:
     vault.unreachable = False
     await setup.spool.flush_now()
     assert latest(vault, setup.doc_id) == b"offline work" and vault.locks == {}
+
+
+# --- the open/write/flush/release state machine under interleavings ----------------
+
+
+def slowed(vault: FakeVault, name: str, seconds: float) -> None:
+    """Make one API call of the fake take ``seconds`` (of trio's virtual clock)."""
+    call = getattr(vault, name)
+
+    async def slow(*args: object, **kwargs: object) -> object:
+        await trio.sleep(seconds)
+        return await call(*args, **kwargs)
+
+    setattr(vault, name, slow)
+
+
+@pytest.mark.parametrize("slow_call", ["unlock", "lock", "get_document"])
+async def test_open_close_pairs_without_a_write_never_make_a_version(
+    setup: Setup, autojump_clock: trio.testing.MockClock, slow_call: str
+) -> None:
+    """LibreOffice after its save: open(O_RDWR), close, open(O_RDWR) again at once, while
+    the first close's check-in is still under way."""
+    core, vault = setup.core, setup.vault
+    ino = await walk(core, "Reference", "Guide", "guide.txt")
+    versions = len(vault.docs[setup.doc_id])
+    slowed(vault, slow_call, 1.0)
+    first = await core.open(ino, os.O_RDWR)
+    await core.flush(first.fh)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(core.release, first.fh)  # the kernel sends release later
+        for delay in (0.0, 0.5, 1.5):
+            await trio.sleep(delay)
+            again = await core.open(ino, os.O_RDWR)
+            await core.flush(again.fh)
+            nursery.start_soon(core.release, again.fh)
+    assert len(vault.docs[setup.doc_id]) == versions
+    assert latest(vault, setup.doc_id) == ORIGINAL
+    assert vault.calls["create_draft"] == 0 and vault.locks == {}
+
+
+async def test_an_open_during_a_check_in_edits_the_checked_in_content(
+    setup: Setup, autojump_clock: trio.testing.MockClock
+) -> None:
+    core, vault = setup.core, setup.vault
+    ino = await walk(core, "Reference", "Guide", "guide.txt")
+    slowed(vault, "create_draft", 1.0)
+    first = await core.open(ino, os.O_WRONLY | os.O_TRUNC)
+    await core.write(first.fh, 0, b"one\n")
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(core.flush, first.fh)
+        await trio.sleep(0.5)  # mid-upload
+        second = await core.open(ino, os.O_WRONLY | os.O_APPEND)
+        await core.release(first.fh)
+        await core.write(second.fh, 0, b"two\n")
+        await core.flush(second.fh)
+        await core.release(second.fh)
+    assert latest(vault, setup.doc_id) == b"one\ntwo\n"
+    assert vault.calls["create_draft"] == 2 and vault.locks == {}
+
+
+async def test_append_lands_at_the_true_end_whatever_offset_the_kernel_sends(
+    setup: Setup,
+) -> None:
+    """The kernel computes an O_APPEND offset from the size it believes: the listing's
+    KB estimate (1024 for this 17-byte file) until something read the file."""
+    core, vault = setup.core, setup.vault
+    ino = await walk(core, "Reference", "Guide", "guide.txt")
+    assert (await core.getattr(ino)).size == 1024  # the estimate
+    opened = await core.open(ino, os.O_WRONLY | os.O_APPEND)
+    assert (await core.getattr(ino)).size == len(ORIGINAL)  # exact once open
+    await core.write(opened.fh, 1024, b"gamma line\n")
+    await core.write(opened.fh, 1035, b"delta line\n")
+    await core.flush(opened.fh)
+    await core.release(opened.fh)
+    assert latest(vault, setup.doc_id) == ORIGINAL + b"gamma line\ndelta line\n"
+
+
+async def test_an_edit_starts_from_the_latest_version_read_after_the_lock(setup: Setup) -> None:
+    """Another client saved since this mount's index was read: an append builds on that
+    save, never on the older content the index still names."""
+    core, vault = setup.core, setup.vault
+    ino = await walk(core, "Reference", "Guide", "guide.txt")
+    vault.new_version(setup.doc_id, b"saved elsewhere\n")  # the index does not know yet
+    opened = await core.open(ino, os.O_WRONLY | os.O_APPEND)
+    await core.write(opened.fh, 0, b"mine\n")
+    await core.flush(opened.fh)
+    await core.release(opened.fh)
+    assert latest(vault, setup.doc_id) == b"saved elsewhere\nmine\n"
+
+
+async def test_a_failed_write_never_becomes_a_version(
+    setup: Setup, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    core, vault = setup.core, setup.vault
+    ino = await walk(core, "Reference", "Guide", "guide.txt")
+    versions = len(vault.docs[setup.doc_id])
+    opened = await core.open(ino, os.O_WRONLY | os.O_TRUNC)
+    await core.write(opened.fh, 0, b"first part ")
+    real_pwrite = os.pwrite
+
+    def full_disk(fd: int, data: bytes, offset: int) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "pwrite", full_disk)
+    with pytest.raises(OSError) as failed:
+        await core.write(opened.fh, 11, b"never written")
+    assert failed.value.errno == errno.ENOSPC
+    monkeypatch.setattr(os, "pwrite", real_pwrite)  # space is back
+    with pytest.raises(OSError) as closing:
+        await core.flush(opened.fh)
+    assert closing.value.errno == errno.EIO
+    await core.release(opened.fh)
+    await setup.spool.flush_now()
+    assert len(vault.docs[setup.doc_id]) == versions and vault.locks == {}
+    [lost] = core.status()["lost_and_found"]
+    assert lost["error"].startswith("WRITE_FAILED") and lost["size"] == 11
+    assert core.status()["pending_uploads"] == []
+
+
+async def test_a_check_in_by_the_retry_worker_shows_in_the_tree_at_once(
+    setup: Setup, autojump_clock: trio.testing.MockClock
+) -> None:
+    core, vault = setup.core, setup.vault
+    ino = await walk(core, "Reference", "Guide", "guide.txt")
+    opened = await core.open(ino, os.O_WRONLY | os.O_TRUNC)
+    await core.write(opened.fh, 0, b"retried\n")
+    vault.unreachable = True
+    with pytest.raises(errors.VaultUnavailable):
+        await core.flush(opened.fh)
+    await core.release(opened.fh)
+    vault.unreachable = False
+    with trio.fail_after(600):
+        while core.status()["pending_uploads"]:
+            await trio.sleep(1)
+    assert latest(vault, setup.doc_id) == b"retried\n"
+    record = core.tree.record(setup.doc_id)
+    assert record["md5checksum__v"] == hashlib.md5(b"retried\n").hexdigest()

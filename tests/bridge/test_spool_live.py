@@ -19,7 +19,7 @@ import trio
 
 from tests.conftest import ADMIN, EDITOR
 from tests.vaultproc import DEMO_PASSWORD, VaultProcess
-from vaultfs.bridge.spool import Spool
+from vaultfs.bridge.spool import Spool, start_from
 from vaultfs.client import Credentials, VaultClient
 from vaultfs.errors import LockedByOther, VaultError
 
@@ -74,9 +74,7 @@ async def test_check_out_edit_check_in_makes_a_draft_of_exactly_the_bytes(
         async with running(Spool(tmp_path / "spool", client)) as spool:
             entry = await spool.begin(
                 doc_id,
-                filename=doc["filename__v"],
-                base_md5=doc["md5checksum__v"],
-                initial=initial,
+                start_from(initial, filename=doc["filename__v"], base_md5=doc["md5checksum__v"]),
             )
             lock = await client.get_lock(doc_id)
             assert lock is not None
@@ -105,9 +103,9 @@ async def test_a_document_checked_out_by_another_user_is_refused(
         editor_spool = Spool(tmp_path / "editor", editor)
         admin_spool = Spool(tmp_path / "admin", admin)
 
-        held = await editor_spool.begin(doc_id, initial=initial, **meta)
+        held = await editor_spool.begin(doc_id, start_from(initial, **meta))
         with pytest.raises(LockedByOther):
-            await admin_spool.begin(doc_id, initial=initial, **meta)
+            await admin_spool.begin(doc_id, start_from(initial, **meta))
         assert admin_spool.entry(doc_id) is None
         assert list((tmp_path / "admin").iterdir()) == []
         lock = await admin.get_lock(doc_id)
@@ -115,7 +113,7 @@ async def test_a_document_checked_out_by_another_user_is_refused(
         assert str(lock["locked_by__v"]) == str(editor.user_id)
 
         await editor_spool.commit(held)  # unchanged: nothing uploaded, lock released
-        mine = await admin_spool.begin(doc_id, initial=initial, **meta)
+        mine = await admin_spool.begin(doc_id, start_from(initial, **meta))
         await admin_spool.commit(mine)
         assert await admin.get_lock(doc_id) is None
         assert await version_count(admin, doc_id) == before
@@ -134,9 +132,7 @@ async def test_check_in_during_an_outage_is_uploaded_once_when_the_vault_returns
         async with running(spool):
             entry = await spool.begin(
                 doc_id,
-                filename=doc["filename__v"],
-                base_md5=doc["md5checksum__v"],
-                initial=initial,
+                start_from(initial, filename=doc["filename__v"], base_md5=doc["md5checksum__v"]),
             )
             entry.truncate(0)
             entry.pwrite(0, payload)

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from trio.testing import MockClock
 
 from vaultfs.bridge import spool_store as store
-from vaultfs.bridge.spool import Spool, SpoolEntry
+from vaultfs.bridge.spool import Spool, SpoolEntry, start_from
 from vaultfs.client import VaultClient
 from vaultfs.errors import (
     ApiLimitExceeded,
@@ -165,7 +165,7 @@ def make_spool(directory: Path, vault: FakeVault, **kw: Any) -> Spool:
 
 async def check_out(spool: Spool, original: Path, doc_id: int = DOC) -> SpoolEntry:
     return await spool.begin(
-        doc_id, filename="report.txt", base_md5=md5(ORIGINAL), initial=original
+        doc_id, start_from(original, filename="report.txt", base_md5=md5(ORIGINAL))
     )
 
 
@@ -210,7 +210,7 @@ async def test_begin_locks_and_copies_initial_privately(
 
 async def test_begin_without_initial_starts_empty(vault: FakeVault, spool_dir: Path) -> None:
     spool = make_spool(spool_dir, vault)
-    entry = await spool.begin(DOC, filename="a.txt", base_md5=md5(ORIGINAL), initial=None)
+    entry = await spool.begin(DOC, start_from(None, filename="a.txt", base_md5=md5(ORIGINAL)))
     assert entry.size() == 0
 
 
@@ -272,7 +272,7 @@ async def test_begin_unlocks_again_when_the_spool_file_cannot_be_made(
 ) -> None:
     spool = make_spool(spool_dir, vault)
     with pytest.raises(FileNotFoundError):
-        await spool.begin(DOC, filename="a", base_md5=None, initial=tmp_path / "missing")
+        await spool.begin(DOC, start_from(tmp_path / "missing", filename="a", base_md5=None))
     assert vault.locks == {}
     assert spool_files(spool_dir) == []
 
@@ -409,7 +409,7 @@ async def test_reopen_after_an_upload_that_arrived_does_not_upload_again(
     else:
         vault.fail("unlock", VaultUnavailable("down"))
         await spool.commit(entry)
-    again = await spool.begin(DOC, filename="report.txt", base_md5=None, initial=None)
+    again = await spool.begin(DOC, start_from(None, filename="report.txt", base_md5=None))
     assert again is entry
     await spool.commit(again)  # closed without a change
     assert len(vault.drafts) == 1
@@ -566,7 +566,7 @@ async def test_reopening_a_pending_entry_continues_from_the_spool(
         vault.fail("create_draft", ApiLimitExceeded("limit", retry_after=30.0))
         with pytest.raises(ApiLimitExceeded):
             await spool.commit(entry)
-        again = await spool.begin(DOC, filename="report.txt", base_md5=None, initial=None)
+        again = await spool.begin(DOC, start_from(None, filename="report.txt", base_md5=None))
         assert again is entry
         assert again.pread(0, 100) == b"draft one"  # not the vault's older content
         assert spool.pending()[0]["state"] == "editing"
@@ -762,7 +762,7 @@ async def test_a_check_in_after_sequential_writes_does_not_hash_the_file(
 
     monkeypatch.setattr(store, "md5_of", no_hashing_pass)
     spool = make_spool(spool_dir, vault)
-    entry = await spool.begin(DOC, filename="a.txt", base_md5=md5(ORIGINAL), initial=None)
+    entry = await spool.begin(DOC, start_from(None, filename="a.txt", base_md5=md5(ORIGINAL)))
     entry.truncate(0)
     entry.pwrite(0, b"first ")
     entry.pwrite(6, b"second")

@@ -425,9 +425,16 @@ class Core:
             if kind != "src":
                 raise OSError(errno.EACCES, "only a document's latest source file is writable")
             doc_id = int(key[1])  # type: ignore[call-overload]
-            handle = await self.editing.open(doc_id, truncate=bool(flags & os.O_TRUNC))
+            handle = await self.editing.open(
+                doc_id, truncate=bool(flags & os.O_TRUNC), append=bool(flags & os.O_APPEND)
+            )
             fh = self._new_fh()
             self._handles[fh] = handle
+            # The kernel may hold the listing's estimate (or the size before another
+            # client's save): a stat or a seek from the end after open() must see the
+            # content's exact size, which getattr answers from the spool entry now.
+            self._estimated.discard(ino)
+            self.invalidate_attr(ino)
             return Opened(fh, direct_io=True)
         if kind == "status":
             fh = self._new_fh()

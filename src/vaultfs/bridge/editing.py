@@ -5,13 +5,16 @@ the document out and starts the spool file from the current content (unless O_TR
 writes, reads and truncation go to the spool entry while it exists; the flush of the
 last writer checks the content in (errors reach close() as EIO). A file renamed over
 the source file (``check_in_file``) and a truncate without an open file check in the
-same way. After a check-in the document is read again, so the tree shows the draft.
+same way. The content an edit starts from is read once the lock is held
+(``_start``); after any check-in the document is read again (``show_check_in``, which
+the spool calls), so the tree shows the draft.
 """
 
 from __future__ import annotations
 
 import errno
 import logging
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,13 +24,13 @@ from vaultfs.errors import VaultError
 
 from .blobcache import BlobCache
 from .content import content_of
-from .spool import EDITING
+from .spool import EDITING, Start, StartFrom
 from .tree import Tree
 
 if TYPE_CHECKING:  # only for annotations: the spool is handed in by the mount
     from .spool import Spool, SpoolEntry
 
-__all__ = ["EditHandle", "Editing"]
+__all__ = ["EditHandle", "Editing", "show_check_in"]
 
 log = logging.getLogger(__name__)
 
@@ -35,10 +38,13 @@ log = logging.getLogger(__name__)
 class EditHandle:
     """One open of a source file for writing (several may share a spool entry)."""
 
-    def __init__(self, entry: SpoolEntry, *, writer: bool) -> None:
+    def __init__(self, entry: SpoolEntry, *, writer: bool, append: bool = False) -> None:
         self.entry = entry
         self.doc_id: int = entry.doc_id
         self.writer = writer
+        #: O_APPEND: every write lands at the end of the content, wherever the kernel
+        #: (which may hold the listing's size estimate) says it should go
+        self.append = append
 
     async def read(self, offset: int, size: int) -> bytes:
         return bytes(self.entry.pread(offset, size))
@@ -50,16 +56,38 @@ class EditHandle:
         pass
 
 
+@dataclass
+class _Writers:
+    """The open writers of one document, and the order their opens and closes take
+    effect in.
+
+    ``count`` goes up before an open waits for anything and down when a handle is
+    released, so a close racing with an open never checks in under the opener; a
+    check-out and a check-in of one document never run at once (``lock``), so an open
+    that arrives during a check-in starts from the content that check-in left.
+    """
+
+    count: int = 0
+    #: written or truncated since the last check-in: the flush of a writer that changed
+    #: nothing (a shell's ``>>`` closes a dup'ed descriptor first) waits
+    dirty: bool = False
+    lock: trio.Lock = field(default_factory=trio.Lock)
+
+
+async def show_check_in(tree: Tree, blobs: BlobCache, doc_id: int, size: int) -> None:
+    """Show a draft the spool just checked in: read the document again (one call) and
+    remember its exact size, rather than wait for the next poll."""
+    await tree.reload(doc_id)
+    content = await content_of(tree, ("src", doc_id))
+    blobs.remember_size(content.key, size)
+
+
 class Editing:
     def __init__(self, tree: Tree, blobs: BlobCache, spool: Spool | None) -> None:
         self.tree = tree
         self.blobs = blobs
         self.spool = spool
-        #: open writer handles per document
-        self._writers: dict[int, int] = {}
-        #: documents changed since their last check-in: the flush of a writer that
-        #: changed nothing (a shell's ``>>`` closes a dup'ed descriptor first) waits
-        self._dirty: set[int] = set()
+        self._docs: dict[int, _Writers] = {}
 
     def entry(self, doc_id: int) -> SpoolEntry | None:
         return self.spool.entry(doc_id) if self.spool is not None else None
@@ -77,95 +105,114 @@ class Editing:
             raise OSError(errno.ENOENT, f"document {doc_id} is not being edited")
         return EditHandle(entry, writer=False)
 
-    async def open(self, doc_id: int, *, truncate: bool) -> EditHandle:
+    async def open(self, doc_id: int, *, truncate: bool, append: bool = False) -> EditHandle:
         # An O_TRUNC open is a change too, but it is checked in by release, not by the
         # first flush: a shell's ``>`` flushes a duplicate descriptor before writing.
-        entry = await self._entry_for_writing(doc_id, truncate=truncate)
-        self._writers[doc_id] = self._writers.get(doc_id, 0) + 1
-        return EditHandle(entry, writer=True)
+        writers = self._docs.setdefault(doc_id, _Writers())
+        writers.count += 1  # before any wait: see _Writers
+        try:
+            async with writers.lock:
+                entry = await self._entry_for_writing(doc_id, truncate=truncate)
+        except BaseException:
+            writers.count -= 1
+            self._drop_if_idle(doc_id)
+            raise
+        return EditHandle(entry, writer=True, append=append)
+
+    def _drop_if_idle(self, doc_id: int) -> None:
+        writers = self._docs.get(doc_id)
+        if writers is not None and writers.count == 0 and not writers.lock.locked():
+            del self._docs[doc_id]
+
+    def _start(self, doc_id: int, *, copy: bool) -> StartFrom:
+        """The starting point of a check-out: the document as the vault has it once
+        the lock is held (one call), and its content unless the edit starts empty."""
+
+        async def start() -> Start:
+            record = await self.tree.reload(doc_id)
+            content = None
+            if copy:
+                latest = await content_of(self.tree, ("src", doc_id))
+                content = await self.blobs.cached_path(latest.key, latest.fetch)
+            return Start(
+                content, record.get("md5checksum__v"), str(record.get("filename__v") or doc_id)
+            )
+
+        return start
 
     async def _entry_for_writing(self, doc_id: int, *, truncate: bool) -> SpoolEntry:
         if self.spool is None:
             raise OSError(errno.EROFS, "this mount has no write-back spool")
-        record = self.tree.record(doc_id)
-        initial = None
-        if self.spool.entry(doc_id) is None and not truncate:
-            content = await content_of(self.tree, ("src", doc_id))
-            initial = await self.blobs.cached_path(content.key, content.fetch)
         # begin() on an existing entry (an edit still pending upload) makes no API call
         # and marks it being edited again, so the retry worker leaves it alone.
-        entry = await self.spool.begin(
-            doc_id,
-            filename=str(record.get("filename__v") or doc_id),
-            base_md5=record.get("md5checksum__v"),
-            initial=initial,
-        )
+        entry = await self.spool.begin(doc_id, self._start(doc_id, copy=not truncate))
         if truncate:
             entry.truncate(0)
         return entry
 
     async def write(self, handle: EditHandle, offset: int, data: bytes) -> int:
+        writers = self._docs[handle.doc_id]
         if self.entry(handle.doc_id) is not handle.entry:
             # Checked in by the flush of a duplicate descriptor (a shell's ``>>`` closes
             # one after dup2): check out again, from the content just checked in.
-            handle.entry = await self._entry_for_writing(handle.doc_id, truncate=False)
-        self._dirty.add(handle.doc_id)
+            async with writers.lock:
+                handle.entry = await self._entry_for_writing(handle.doc_id, truncate=False)
+        writers.dirty = True
+        if handle.append:
+            offset = handle.entry.size()  # no await from here to the write: atomic
         return int(handle.entry.pwrite(offset, data))
 
     async def flush(self, handle: EditHandle) -> None:
         """Check in when ``handle`` is the last writer of a changed document."""
-        doc_id = handle.doc_id
-        if not handle.writer or doc_id not in self._dirty or self._writers.get(doc_id, 0) > 1:
+        writers = self._docs.get(handle.doc_id)
+        if not handle.writer or writers is None or not writers.dirty or writers.count > 1:
             return
-        await self._commit(handle)
+        async with writers.lock:
+            if writers.count == 1:
+                await self._commit(handle.doc_id, writers)
 
-    async def _commit(self, handle: EditHandle) -> None:
-        if self.spool is None or self.spool.entry(handle.doc_id) is not handle.entry:
-            return
-        if handle.entry.state != EDITING:
-            return  # a check-in was tried already; the spool's worker carries on
-        self._dirty.discard(handle.doc_id)
-        size, base = handle.entry.size(), handle.entry.record.base_md5
-        await self.spool.commit(handle.entry)
-        if handle.entry.record.base_md5 == base:
-            return  # unchanged: nothing was uploaded, the index is still right
-        try:
-            # Show the new draft now rather than at the next poll, with its exact size.
-            await self.tree.reload(handle.doc_id)
-            content = await content_of(self.tree, ("src", handle.doc_id))
-            self.blobs.remember_size(content.key, size)
-        except VaultError as exc:
-            log.warning("reading document %d after its check-in failed: %s", handle.doc_id, exc)
+    async def _commit(self, doc_id: int, writers: _Writers) -> None:
+        """Check in the document's entry; ``writers.lock`` is held."""
+        entry = self.spool.entry(doc_id) if self.spool is not None else None
+        if self.spool is None or entry is None or entry.state != EDITING:
+            return  # nothing open, or a check-in was tried already: the worker carries on
+        writers.dirty = False
+        await self.spool.commit(entry)
 
     async def release(self, handle: EditHandle) -> None:
         """The last writer gone: an entry still open (nothing was written) is checked in,
         which uploads nothing and releases the lock."""
         if not handle.writer:
             return
-        left = self._writers.get(handle.doc_id, 0) - 1
-        if left > 0:
-            self._writers[handle.doc_id] = left
+        writers = self._docs[handle.doc_id]
+        writers.count -= 1
+        if writers.count > 0:
             return
-        self._writers.pop(handle.doc_id, None)
         try:
-            await self._commit(handle)
+            async with writers.lock:
+                if writers.count == 0:  # nobody opened it again meanwhile
+                    await self._commit(handle.doc_id, writers)
         except (VaultError, OSError) as exc:
             log.warning(
                 "check-in of %d on close failed (kept in the spool): %s", handle.doc_id, exc
             )
+        finally:
+            self._drop_if_idle(handle.doc_id)
 
     async def truncate(self, doc_id: int, size: int) -> None:
         """truncate(2) of the source file: of the open edit, or else one whole save."""
         entry = self.entry(doc_id)
-        if entry is not None:
+        if entry is not None and doc_id in self._docs:
             entry.truncate(size)
-            self._dirty.add(doc_id)
+            self._docs[doc_id].dirty = True
             return
         handle = await self.open(doc_id, truncate=size == 0)
         handle.entry.truncate(size)
-        self._dirty.add(doc_id)
-        await self.flush(handle)
-        await self.release(handle)
+        self._docs[doc_id].dirty = True
+        try:
+            await self.flush(handle)
+        finally:
+            await self.release(handle)
 
     async def check_in_file(self, doc_id: int, source: Path) -> None:
         """Make ``source`` the document's content: a file renamed over the source file.
@@ -176,33 +223,30 @@ class Editing:
         last writer's close checks it in.
         """
         entry = self.entry(doc_id)
-        if entry is not None and self._writers.get(doc_id, 0) > 0:
+        writers = self._docs.get(doc_id)
+        if entry is not None and writers is not None and writers.count > 0:
             await trio.to_thread.run_sync(_replace_content, entry, source)
-            self._dirty.add(doc_id)
+            writers.dirty = True
             return
-        if entry is not None:  # closed, not yet checked in: the rename is newer
-            handle = await self.open(doc_id, truncate=False)
-            await trio.to_thread.run_sync(_replace_content, handle.entry, source)
-        else:
-            handle = await self._open_from(doc_id, source)
-        self._dirty.add(doc_id)
+        writers = self._docs.setdefault(doc_id, _Writers())
+        writers.count += 1
+        try:
+            async with writers.lock:
+                if self.spool is None:
+                    raise OSError(errno.EROFS, "this mount has no write-back spool")
+                entry = await self.spool.begin(doc_id, self._start(doc_id, copy=False))
+                # A new entry started empty; one still pending held an older save.
+                await trio.to_thread.run_sync(_replace_content, entry, source)
+        except BaseException:
+            writers.count -= 1
+            self._drop_if_idle(doc_id)
+            raise
+        handle = EditHandle(entry, writer=True)
+        writers.dirty = True
         try:
             await self.flush(handle)
         finally:
             await self.release(handle)
-
-    async def _open_from(self, doc_id: int, source: Path) -> EditHandle:
-        if self.spool is None:
-            raise OSError(errno.EROFS, "this mount has no write-back spool")
-        record = self.tree.record(doc_id)
-        entry = await self.spool.begin(
-            doc_id,
-            filename=str(record.get("filename__v") or doc_id),
-            base_md5=record.get("md5checksum__v"),
-            initial=source,
-        )
-        self._writers[doc_id] = self._writers.get(doc_id, 0) + 1
-        return EditHandle(entry, writer=True)
 
 
 def _replace_content(entry: SpoolEntry, source: Path) -> None:

@@ -12,6 +12,7 @@ also when the mount fails half-way.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import os
@@ -30,6 +31,7 @@ from . import fuse_ops
 from .blobcache import BlobCache
 from .control import FLUSH_SIGNAL, STOP_NOW_SIGNAL
 from .core import Core, Options
+from .editing import show_check_in
 from .index import DocumentIndex, TypeCatalog
 from .notify import notify
 from .tree import Tree
@@ -84,7 +86,9 @@ def _fuse_options(config: MountConfig) -> set[str]:
     return options
 
 
-def _make_spool(config: MountConfig, client: VaultClient) -> Spool | None:
+def _make_spool(
+    config: MountConfig, client: VaultClient, tree: Tree, blobs: BlobCache
+) -> Spool | None:
     """The write-back spool, or None when this build has none (a read-only bridge)."""
     if config.read_only:
         return None
@@ -95,7 +99,12 @@ def _make_spool(config: MountConfig, client: VaultClient) -> Spool | None:
         return None
     directory = config.cache_dir / "spool"
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-    return SpoolClass(directory, client, user_id=client.user_id)
+    return SpoolClass(
+        directory,
+        client,
+        user_id=client.user_id,
+        on_checked_in=functools.partial(show_check_in, tree, blobs),
+    )
 
 
 async def run_mount(config: MountConfig, ready: Callable[[], None] | None = None) -> None:
@@ -116,7 +125,7 @@ async def run_mount(config: MountConfig, ready: Callable[[], None] | None = None
         index = DocumentIndex(client)
         tree = Tree(client, index, TypeCatalog(client))
         blobs = BlobCache(config.cache_dir / "content", config.cache_size)
-        spool = _make_spool(config, client)
+        spool = _make_spool(config, client, tree, blobs)
         options = Options(
             url=config.url,
             user=config.user,

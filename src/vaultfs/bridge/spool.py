@@ -22,6 +22,7 @@ An entry moves through these states (each one written to disk before it matters)
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import logging
 import math
@@ -30,7 +31,8 @@ import queue
 import random
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +54,7 @@ from vaultfs.errors import (
 
 from . import spool_store as store
 
-__all__ = ["Spool", "SpoolEntry"]
+__all__ = ["CheckedIn", "Spool", "SpoolEntry", "Start", "StartFrom", "start_from"]
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +79,35 @@ _NOT_PROCESSED: tuple[type[VaultError], ...] = (ApiLimitExceeded, InvalidSession
 _BACKGROUND_UPLOADS = 4
 #: Writes the md5 thread of an entry may lag behind before a writer waits for it
 _HASH_BACKLOG = 32
+
+
+@dataclass(frozen=True)
+class Start:
+    """What a check-out starts from, as read once the lock is held."""
+
+    #: the content to copy into the spool file (None: start empty)
+    content: Path | None
+    #: md5 of the vault's latest content (None: unknown)
+    base_md5: str | None
+    #: the name the vault gives the file (uploads carry it)
+    filename: str
+
+
+#: Reads the starting point of a check-out. ``begin`` calls it only once the lock is
+#: held, so the content an edit starts from is the vault's latest, never an older copy.
+StartFrom = Callable[[], Awaitable[Start]]
+#: Told of every draft the spool checked in (doc id, size), whoever made the check-in
+#: (close, the retry worker, the replay at start), so the tree shows it at once.
+CheckedIn = Callable[[int, int], Awaitable[None]]
+
+
+def start_from(content: Path | None, *, filename: str, base_md5: str | None) -> StartFrom:
+    """A starting point known in advance (tests, and content that is local already)."""
+
+    async def start() -> Start:
+        return Start(content, base_md5, filename)
+
+    return start
 
 
 def _fsync_and_close(fd: int) -> None:
@@ -171,6 +202,9 @@ class SpoolEntry:
         self.failures = 0
         #: a worker task is looking after this entry
         self.retrying = False
+        #: written or truncated through this process (an entry found on disk may have
+        #: been): one that was not holds the vault's content and uploads nothing
+        self.modified = md5 is None
 
     @property
     def state(self) -> str:
@@ -184,7 +218,8 @@ class SpoolEntry:
 
     def pwrite(self, offset: int, data: bytes) -> int:
         view = memoryview(data)
-        with self._io:
+        with self._io, self._failing_marks("write"):
+            self.modified = True
             written = 0
             while written < len(view):
                 written += os.pwrite(self._fd, view[written:], offset + written)
@@ -197,13 +232,26 @@ class SpoolEntry:
         return written
 
     def truncate(self, size: int) -> None:
-        with self._io:
+        with self._io, self._failing_marks("truncate"):
+            self.modified = True
             os.ftruncate(self._fd, size)
             if size == 0:  # O_TRUNC, or a replacement: the content starts over
                 self._drop_md5()
                 self._md5 = _RunningMd5(hashlib.md5(usedforsecurity=False), 0)
             elif self._md5 is not None and size != self._md5.length:
                 self._drop_md5()
+
+    @contextlib.contextmanager
+    def _failing_marks(self, what: str) -> Iterator[None]:
+        """A failed write leaves content that is not what the user wrote: mark the
+        entry so that it never becomes a version (it goes to lost+found instead)."""
+        try:
+            yield
+        except OSError as exc:
+            if self.record.write_failed is None:
+                self.record.write_failed = f"{what} failed: {exc.strerror or exc}"
+                log.error("spool: doc %d %s", self.doc_id, self.record.write_failed)
+            raise
 
     def _drop_md5(self) -> None:
         if self._md5 is not None:
@@ -261,8 +309,10 @@ class Spool:
         retry_max: float = 300.0,
         keepalive_interval: float = 240.0,
         run_sync: Callable[..., Awaitable[Any]] = trio.to_thread.run_sync,
+        on_checked_in: CheckedIn | None = None,
     ) -> None:
         self.directory = directory
+        self._on_checked_in = on_checked_in
         #: runs a blocking disk step (hashing, fsync, renames) off the trio loop; unit
         #: tests run them inline so that virtual time never jumps mid-step
         self._run_sync = run_sync
@@ -344,17 +394,17 @@ class Spool:
 
     # --- check out -----------------------------------------------------------
 
-    async def begin(
-        self, doc_id: int, *, filename: str, base_md5: str | None, initial: Path | None
-    ) -> SpoolEntry:
-        """Check the document out and start its spool file from ``initial``.
+    async def begin(self, doc_id: int, start: StartFrom) -> SpoolEntry:
+        """Check the document out and start its spool file from what ``start`` reads
+        once the lock is held.
 
         A document that still has an entry (open, or closed and not yet checked in)
         keeps it, back in ``editing`` so the worker leaves it alone: the lock is still
         ours and the spool holds content newer than the vault's. Its content is not
-        touched (``initial`` is not used; for O_TRUNC the caller truncates the entry).
+        touched (``start`` is not called; for O_TRUNC the caller truncates the entry).
         Callers therefore call ``begin`` on every open for writing, not only when
-        ``entry`` is None.
+        ``entry`` is None: whether the entry exists is only known here, after any
+        check-in under way has finished.
         """
         while True:
             existing = self._entries.get(doc_id)
@@ -375,24 +425,27 @@ class Spool:
             break
         done = self._checkouts[doc_id] = trio.Event()
         try:
-            return await self._check_out(doc_id, filename, base_md5, initial)
+            return await self._check_out(doc_id, start)
         finally:
             del self._checkouts[doc_id]
             done.set()
 
-    async def _check_out(
-        self, doc_id: int, filename: str, base_md5: str | None, initial: Path | None
-    ) -> SpoolEntry:
+    async def _check_out(self, doc_id: int, start: StartFrom) -> SpoolEntry:
         took_lock = await self._lock(doc_id)
-        record = store.EntryRecord(
-            doc_id=doc_id,
-            filename=filename,
-            base_md5=base_md5,
-            state=EDITING,
-            created=time.time(),
-        )
         try:
-            fd, md5 = await self._run_sync(store.create_entry, self.directory, record, initial)
+            # Read after the lock is held: a version checked in by anyone before that
+            # (another mount, another client) is what the edit starts from.
+            begin = await start()
+            record = store.EntryRecord(
+                doc_id=doc_id,
+                filename=begin.filename,
+                base_md5=begin.base_md5,
+                state=EDITING,
+                created=time.time(),
+            )
+            fd, md5 = await self._run_sync(
+                store.create_entry, self.directory, record, begin.content
+            )
         except BaseException:
             if took_lock:  # leave the vault as we found it
                 with trio.CancelScope(shield=True):
@@ -497,12 +550,16 @@ class Spool:
         """
         if self._entries.get(entry.doc_id) is not entry or entry.state == EDITING:
             return
+        if entry.record.write_failed is not None:
+            await self._keep_failed_write(entry)
         if entry.state != UNLOCKING:
             entry.record.attempts += 1
             try:
                 await self._upload(entry, on_send)
             except _PERMANENT as exc:
-                await self._to_lost_and_found(entry, exc)
+                await self._to_lost_and_found(entry, reason=_describe(exc))
+                if not isinstance(exc, InvalidDocument):
+                    await self._unlock_quietly(entry.doc_id)
                 raise
             except (VaultError, OSError) as exc:
                 await self._failed(entry, exc)
@@ -522,9 +579,25 @@ class Spool:
         await self._remove(entry)
         log.info("spool: doc %d checked in and unlocked", entry.doc_id)
 
+    async def _keep_failed_write(self, entry: SpoolEntry) -> None:
+        """Content a write failed on goes to lost+found, and the failure to close()."""
+        why = entry.record.write_failed
+        try:
+            await self._to_lost_and_found(entry, reason=f"WRITE_FAILED: {why}")
+        except OSError as exc:  # a full disk again: tried later, never uploaded
+            await self._failed(entry, exc)
+            raise
+        await self._unlock_quietly(entry.doc_id)
+        raise OSError(errno.EIO, f"document {entry.doc_id}: {why}; content kept in lost+found")
+
     async def _upload(self, entry: SpoolEntry, on_send: Callable[[], None] | None) -> None:
         """Upload the content as a draft unless the vault has it already."""
         doc_id, record = entry.doc_id, entry.record
+        if not entry.modified and not record.unconfirmed:
+            log.info("spool: doc %d not written to; nothing uploaded", doc_id)
+            await self._set_state(entry, UNLOCKING)
+            return
+        size = entry.size()
         md5 = await self._run_sync(entry.content_md5)
         if record.unconfirmed:
             # An earlier upload may have reached the vault: never send it twice.
@@ -559,6 +632,15 @@ class Spool:
             store.drop_upload_name(entry.path)
         log.info("spool: doc %d draft %d.%d created", doc_id, major, minor)
         await self._uploaded(entry, md5)
+        await self._show_check_in(doc_id, size)
+
+    async def _show_check_in(self, doc_id: int, size: int) -> None:
+        if self._on_checked_in is None:
+            return
+        try:
+            await self._on_checked_in(doc_id, size)
+        except (VaultError, OSError) as exc:  # shown at the next poll instead
+            log.warning("spool: doc %d reading it after its check-in failed: %s", doc_id, exc)
 
     async def _uploaded(self, entry: SpoolEntry, md5: str) -> None:
         # The vault's latest content is now ours: a reopen that changes nothing
@@ -575,7 +657,10 @@ class Spool:
         if isinstance(exc, ApiLimitExceeded) and exc.retry_after:
             delay = max(delay, exc.retry_after)
         entry.next_attempt = trio.current_time() + delay
-        await self._save(entry)
+        try:
+            await self._save(entry)
+        except OSError as disk:  # a full disk: say so, the retry still happens
+            log.error("spool: doc %d the failure could not be recorded: %s", entry.doc_id, disk)
         log.warning(
             "spool: doc %d %s failed (%s); retry in %.1fs",
             entry.doc_id,
@@ -584,11 +669,14 @@ class Spool:
             delay,
         )
 
-    async def _to_lost_and_found(self, entry: SpoolEntry, exc: VaultError) -> None:
-        entry.record.last_error = _describe(exc)
-        reason = {"error_type": exc.type, "error_message": exc.message, "lost": time.time()}
+    async def _to_lost_and_found(self, entry: SpoolEntry, *, reason: str) -> None:
+        """Move the content to lost+found (``reason``: ``TYPE: message``); the caller
+        decides about the lock."""
+        entry.record.last_error = reason
+        kind, _, message = reason.partition(": ")
+        why = {"error_type": kind, "error_message": message, "lost": time.time()}
         with trio.CancelScope(shield=True):  # disk and memory must agree afterwards
-            target = await self._run_sync(store.move_to_lost, self.directory, entry.record, reason)
+            target = await self._run_sync(store.move_to_lost, self.directory, entry.record, why)
         self._forget(entry)
         log.error(
             "spool: doc %d cannot be checked in (%s); content kept in %s",
@@ -596,8 +684,6 @@ class Spool:
             entry.record.last_error,
             target,
         )
-        if not isinstance(exc, InvalidDocument):
-            await self._unlock_quietly(entry.doc_id)
 
     async def _unlock_quietly(self, doc_id: int) -> None:
         try:

@@ -91,6 +91,9 @@ class EntryRecord:
     attempts: int = 0
     #: ``TYPE: message`` of the last failed try
     last_error: str | None = None
+    #: why a write to the content failed (ENOSPC, EIO): the content is then not what
+    #: the user wrote, and goes to lost+found instead of ever becoming a version
+    write_failed: str | None = None
     #: wall-clock times (seconds since the epoch)
     created: float = 0.0
     updated: float = 0.0
@@ -106,6 +109,7 @@ class EntryRecord:
             sent_md5=data.get("sent_md5"),
             attempts=int(data.get("attempts", 0)),
             last_error=data.get("last_error"),
+            write_failed=data.get("write_failed"),
             created=float(data.get("created", 0.0)),
             updated=float(data.get("updated", 0.0)),
         )
