@@ -1,0 +1,219 @@
+"""Fixtures of the save matrix: a vault and a mount of this module's own, a vault API
+client, documents made for one test, and one LibreOffice for the whole run.
+
+Every save is judged the same way (``Save.check``): exactly one new draft, holding
+exactly the bytes the program wrote, the lock released, the older version intact, and
+no helper file (lock, temp, backup, swap) made into a document or a version.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import itertools
+import os
+import shutil
+import signal
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.conftest import login
+from tests.mountproc import MountProcess, can_mount
+from tests.vaultproc import VaultProcess, wait_until
+
+API = "/api/v25.1"
+GENERAL = {"type__v": "General", "lifecycle__v": "General Lifecycle"}
+#: Debian's Python, for which python3-uno is built (the tests' own may be another)
+SYSTEM_PYTHON = "/usr/bin/python3"
+OFFICE_DRIVER = Path(__file__).with_name("office_uno.py")
+
+
+def need(program: str) -> str:
+    """The path of ``program``; in CI its absence fails the test (the README's test
+    command installs it), elsewhere it skips."""
+    path = shutil.which(program)
+    if path is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"{program} is not installed: ./run test installs it")
+        pytest.skip(f"needs {program}")
+    return path
+
+
+@pytest.fixture(scope="module")
+def vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VaultProcess]:
+    with VaultProcess(tmp_path_factory.mktemp("apps-vault") / "data") as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def mount(vault: VaultProcess, tmp_path_factory: pytest.TempPathFactory) -> Iterator[MountProcess]:
+    if not can_mount():
+        pytest.skip("needs /dev/fuse and fusermount3")
+    process = MountProcess(vault.url, tmp_path_factory.mktemp("apps-mount"))
+    try:
+        yield process.start()
+    finally:
+        process.stop()
+
+
+@pytest.fixture(scope="module")
+def api(vault: VaultProcess) -> Iterator[httpx.Client]:
+    headers = {"Authorization": login(vault.url)}
+    with httpx.Client(base_url=vault.url + API, headers=headers, timeout=60) as client:
+        yield client
+
+
+_names = itertools.count(1)
+
+
+class Documents:
+    """Documents made through the API for one test each, found in the mount."""
+
+    def __init__(self, api: httpx.Client, mount: MountProcess) -> None:
+        self.api, self.mount = api, mount
+
+    def make(self, filename: str, content: bytes) -> Path:
+        """A new General document holding ``content``; returns its source file's path
+        in the mount, which nothing has read yet (its size there is the estimate)."""
+        name = f"{Path(filename).stem} {next(_names)}"
+        response = self.api.post(
+            "/objects/documents",
+            data={**GENERAL, "name__v": name},
+            files={"file": (filename, content)},
+        )
+        body = response.json()
+        assert body["responseStatus"] == "SUCCESS", body
+        path = self.mount.mountpoint / "General" / name / filename
+        wait_until(path.exists, timeout=30, what=f"{path} in the mount")
+        return path
+
+
+@pytest.fixture
+def documents(api: httpx.Client, mount: MountProcess) -> Documents:
+    return Documents(api, mount)
+
+
+def doc_id_of(path: Path) -> int:
+    return int(os.getxattr(path, "user.vault.id"))
+
+
+def total_documents(api: httpx.Client) -> int:
+    body = api.get("/objects/documents", params={"limit": 1}).json()
+    return int(body["responseDetails"]["total"])
+
+
+class Save:
+    """Before and after of one save of the document at ``path``."""
+
+    def __init__(self, api: httpx.Client, path: Path) -> None:
+        self.api, self.path = api, path
+        self.doc_id = doc_id_of(path)
+        record = self._record()
+        self.versions = [v["number"] for v in record["versions"]]
+        self.original = self.latest_bytes()  # through the API: the mount stays unread
+        self.documents = total_documents(api)
+
+    def _record(self) -> dict[str, Any]:
+        body: dict[str, Any] = self.api.get(f"/objects/documents/{self.doc_id}").json()
+        assert body["responseStatus"] == "SUCCESS", body
+        return body
+
+    def latest_bytes(self) -> bytes:
+        return self.api.get(f"/objects/documents/{self.doc_id}/file").content
+
+    def check(self, expected: bytes | None = None, *, drafts: int = 1) -> bytes:
+        """Assert ``drafts`` new versions (the last holding ``expected`` when given) and
+        everything else unchanged; returns the latest content."""
+        record = self._record()
+        versions = [v["number"] for v in record["versions"]]
+        assert versions[: len(self.versions)] == self.versions
+        assert len(versions) == len(self.versions) + drafts, (self.versions, versions)
+        latest = self.latest_bytes()
+        if expected is not None:
+            assert hashlib.md5(latest).hexdigest() == hashlib.md5(expected).hexdigest(), (
+                latest[:200],
+                expected[:200],
+            )
+        lock = self.api.get(f"/objects/documents/{self.doc_id}/lock").json().get("lock")
+        assert not lock, lock
+        major, minor = self.versions[-1].split(".")
+        old = self.api.get(f"/objects/documents/{self.doc_id}/versions/{major}/{minor}/file")
+        assert old.content == self.original  # the older version is intact
+        assert total_documents(self.api) == self.documents  # no helper file became one
+        assert record["document"]["filename__v"] == self.path.name
+        return latest
+
+
+def run(*argv: str | Path, check: bool = True, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(
+        [str(a) for a in argv], capture_output=True, text=True, timeout=180, **kwargs
+    )
+    if check:
+        assert result.returncode == 0, f"{argv}: {result.returncode}\n{result.stderr}"
+    return result
+
+
+class Office:
+    """One headless LibreOffice, driven by ``office_uno.py`` one action at a time."""
+
+    def __init__(self, root: Path) -> None:
+        self.pipe = f"vaultfs-test-{os.getpid()}"
+        self.profile = root / "profile"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> Office:
+        soffice = need("soffice")
+        self.proc = subprocess.Popen(
+            [
+                soffice,
+                "--headless",
+                "--invisible",
+                "--nologo",
+                "--norestore",
+                "--nodefault",
+                "--nolockcheck",
+                f"-env:UserInstallation={self.profile.as_uri()}",
+                f"--accept=pipe,name={self.pipe};urp;",
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # its helper processes go with it (killpg)
+        )
+        return self
+
+    def __call__(self, *args: str | Path, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return run(SYSTEM_PYTHON, OFFICE_DRIVER, self.pipe, *args, check=check)
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def office(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Office]:
+    need("soffice")
+    probe = subprocess.run([SYSTEM_PYTHON, "-c", "import uno"], capture_output=True, check=False)
+    if probe.returncode != 0:
+        if os.environ.get("CI"):
+            pytest.fail("python3-uno is not installed: ./run test installs it")
+        pytest.skip("needs python3-uno")
+    instance = Office(tmp_path_factory.mktemp("office"))
+    try:
+        yield instance.start()
+    finally:
+        instance.stop()
