@@ -6,32 +6,52 @@ type, subtype and classification (from the folder), the lifecycle (the first of 
 leaf's ``availableLifecycles``) and every other required field from its metadata
 default. A required field that cannot be derived makes the create fail before any
 call changes the vault (``PARAMETER_REQUIRED`` -> EINVAL, with a log line naming the
-field). Whatever fails, the content is moved to the spool's lost+found: nothing a user
-wrote is dropped, and no half-made document is left.
+field). A create whose answer is lost is reconciled through a marker before it is
+sent again (``_send``). Whatever fails, the content is moved to the spool's
+lost+found: nothing a user wrote is dropped, and no half-made document is left.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
+import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import trio
 
 from vaultfs import errors
+from vaultfs.client import backoff
 
 from . import spool_store
 from .blobcache import BlobCache
 from .content import content_of
+from .index import SORT
 from .inodes import NodeKey
 from .tree import Tree
 
 if TYPE_CHECKING:
     from .spool import Spool
 
-__all__ = ["Creator"]
+__all__ = ["MARKER_FIELD", "Creator"]
 
 log = logging.getLogger(__name__)
+
+#: The field a create carries the mount's marker in (see ``Creator._send``).
+MARKER_FIELD = "external_id__v"
+_MARKER_PREFIX = "vaultfs-"
+#: Tries of one create, each after finding that the earlier one left nothing.
+_CREATE_TRIES = 8
+#: The latest-changed documents searched for a marker (one list call).
+_RECONCILE_PAGE = 200
+
+
+def _ambiguous(exc: errors.VaultError) -> bool:
+    """Failures after which the create may or may not have happened."""
+    return isinstance(
+        exc, errors.VaultUnavailable | errors.ServerException | errors.ApiLimitExceeded
+    ) or (exc.http_status >= 500)
 
 
 def _text(default: Any) -> str:
@@ -66,11 +86,52 @@ class Creator:
         return doc_id
 
     async def _send(self, fields: dict[str, str], filename: str, content: Path) -> int:
+        """Create the document exactly once, whatever happens to the requests.
+
+        The create carries a marker only this mount chose (``external_id__v``). When
+        its answer is lost (a reset, a truncated answer, a 5xx), the vault is asked
+        whether a document with that marker exists before the create is sent again,
+        so a fault never makes a duplicate and never reports as failed what exists.
+        """
+        client = self.tree.client
+        fields = {**fields, MARKER_FIELD: f"{_MARKER_PREFIX}{uuid.uuid4()}"}
         named = spool_store.upload_name(content, filename)  # a link: quick
         try:
-            return await self.tree.client.create_document(fields, named)
+            for attempt in itertools.count(1):
+                try:
+                    return await client.create_document(fields, named)
+                except errors.VaultError as exc:
+                    if not _ambiguous(exc) or attempt >= _CREATE_TRIES:
+                        raise
+                    found = await self._created_with(fields[MARKER_FIELD])
+                    if found is not None:
+                        log.info("create of %r: answer lost, document %d exists", filename, found)
+                        return found
+                    delay = backoff(attempt)
+                    log.warning(
+                        "create of %r failed (%s); not in the vault, sent again in %.1fs",
+                        filename,
+                        exc,
+                        delay,
+                    )
+                    await trio.sleep(delay)
+            raise AssertionError("unreachable")
         finally:
             spool_store.drop_upload_name(content)
+
+    async def _created_with(self, marker: str) -> int | None:
+        """The id of the document carrying ``marker`` among the latest changed (one
+        call), None when there is none; a failure to ask counts as none."""
+        try:
+            page = await self.tree.client.list_documents(limit=_RECONCILE_PAGE, sort=SORT)
+        except errors.VaultError as exc:
+            log.warning("looking for a document whose create answer was lost: %s", exc)
+            return None
+        for record in page.documents:
+            if record.get(MARKER_FIELD) == marker:
+                self.tree.index.put(record)
+                return int(record["id"])
+        return None
 
     async def _fields(self, folder: NodeKey, name: str) -> dict[str, str]:
         catalog = self.tree.catalog

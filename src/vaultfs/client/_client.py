@@ -354,9 +354,10 @@ class VaultClient:
         """Check the document out. Raises ``InvalidData``/``InsufficientAccess`` as the
         vault says when another user holds it (the bridge turns that into EBUSY after
         ``get_lock``)."""
-        # Not idempotent: a lost answer to a lock that was taken would make a resend
-        # fail as "already locked"; the caller asks ``get_lock`` instead.
-        await self._http.call(Call("POST", _LOCK, path_args={"id": doc_id}, idempotent=False))
+        # Retried like an idempotent call: a resend after a lost answer to a lock that
+        # was taken fails as "already locked", and the caller then asks ``get_lock``,
+        # which says the lock is ours. Not retrying would fail an open() on one blip.
+        await self._http.call(Call("POST", _LOCK, path_args={"id": doc_id}, idempotent=True))
 
     async def get_lock(self, doc_id: int) -> dict[str, Any] | None:
         """The ``lock`` object ({locked_by__v, locked_date__v}) or None."""

@@ -26,7 +26,7 @@ from vaultfs.errors import ApiLimitExceeded, ServerException, VaultError, VaultU
 
 from ._errors import surely_not_sent
 
-__all__ = ["Attempt", "RetryPolicy", "retrying"]
+__all__ = ["Attempt", "RetryPolicy", "backoff", "retrying"]
 
 log = logging.getLogger("vaultfs.client")
 
@@ -101,6 +101,15 @@ def _delay(
     if transient and may_resend:
         return _jittered(policy.base_delay, retry, policy.max_delay, rng)
     return None
+
+
+_RNG = random.Random()
+
+
+def backoff(retry: int, *, base: float = 0.5, cap: float = 30.0) -> float:
+    """The wait before retry number ``retry`` (from 1) of a caller that retries on its
+    own (after it checked that a resend is safe): the same growth and jitter as here."""
+    return _jittered(base, retry - 1, cap, _RNG)
 
 
 def _jittered(base: float, retry: int, cap: float, rng: random.Random) -> float:
