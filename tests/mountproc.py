@@ -36,9 +36,12 @@ class MountProcess:
         options: str = "poll_interval=1",
         cache_dir: Path | None = None,
         log_level: str = "DEBUG",
+        user: str = ADMIN,
+        mountpoint: Path | None = None,
     ) -> None:
         self.url = url
-        self.mountpoint = root / "mnt"
+        self.user = user
+        self.mountpoint = mountpoint or root / "mnt"
         self.cache_dir = cache_dir or root / "cache"
         self.log_path = self.cache_dir.with_suffix(".log")
         self.options = options
@@ -61,7 +64,7 @@ class MountProcess:
                 self.url,
                 str(self.mountpoint),
                 "--user",
-                ADMIN,
+                self.user,
                 "--foreground",
                 "--log-level",
                 self.log_level,

@@ -17,6 +17,7 @@ from __future__ import annotations
 import errno as _errno
 
 __all__ = [
+    "AlreadyInUse",
     "ApiLimitExceeded",
     "BridgeError",
     "InsufficientAccess",
@@ -194,6 +195,10 @@ class OperationNotPermitted(BridgeError):
     """Refused by policy of the mount (deletion disabled, read-only mount)."""
 
 
+class AlreadyInUse(BridgeError):
+    """The mount point or cache directory belongs to another mount."""
+
+
 # --- the errno table --------------------------------------------------------------
 
 _ERRNO: list[tuple[type[VaultError], int]] = [
@@ -203,6 +208,7 @@ _ERRNO: list[tuple[type[VaultError], int]] = [
     (UsernameOrPasswordIncorrect, _errno.EACCES),
     (UserLockedOut, _errno.EACCES),
     (LockedByOther, _errno.EBUSY),
+    (AlreadyInUse, _errno.EBUSY),
     (OperationNotAllowed, _errno.EBUSY),
     (NotEditable, _errno.EPERM),
     (OperationNotPermitted, _errno.EPERM),

@@ -18,10 +18,11 @@ import httpx
 import pytest
 
 from tests.conftest import EDITOR, login
+from tests.mountproc import MountProcess
 from tests.vaultproc import VaultProcess, wait_until
 from vaultfs.server.samples import docx_bytes, pdf_bytes
 
-from .conftest import API, Documents, Office, Save, need, run
+from .conftest import API, Documents, Office, Save, need, run, total_documents
 
 pytestmark = pytest.mark.mount
 
@@ -276,3 +277,38 @@ def test_libreoffice_opens_read_only_what_another_user_checked_out(
         finally:
             editor.delete(f"/objects/documents/{save.doc_id}/lock")
     save.check(drafts=0)
+
+
+# --- new documents ----------------------------------------------------------------------
+
+
+def test_a_shell_redirection_into_a_folder_makes_one_whole_document(
+    documents: Documents, mount: MountProcess
+) -> None:
+    """``echo > new`` opens with O_TRUNC and closes a duplicate descriptor before the
+    first write: the document is made from what is written, not from the empty file."""
+    general = mount.mountpoint / "General"
+    before = total_documents(documents.api)
+    run("sh", "-c", 'echo hello > "$1"; printf "more\\n" >> "$1"', "sh", general / "shell new.txt")
+    path = general / "shell new" / "shell new.txt"
+    assert path.read_bytes() == b"hello\nmore\n"
+    assert total_documents(documents.api) == before + 1
+    save = Save(documents.api, path)
+    assert save.original == b"hello\nmore\n"
+
+
+def test_a_child_closing_an_inherited_descriptor_takes_nothing_early(
+    documents: Documents, mount: MountProcess
+) -> None:
+    """A program that starts another while a new file is open: the child's close of the
+    inherited descriptor is a flush that makes the document from what was written so
+    far; what the parent writes after it is a draft of that document, never dropped."""
+    general = mount.mountpoint / "General"
+    with open(general / "forked note.txt", "wb") as f:
+        f.write(b"first half, ")
+        f.flush()  # in the mount before the child closes its copy of the descriptor
+        run("true", close_fds=False)
+        f.write(b"second half\n")
+    path = general / "forked note" / "forked note.txt"
+    assert path.read_bytes() == b"first half, second half\n"
+    assert Save(documents.api, path).original == b"first half, second half\n"

@@ -42,12 +42,13 @@ DEFAULT_URL = "http://127.0.0.1:8817"
 #: longest the parent of a daemonised mount waits for the mount to come up
 _START_TIMEOUT = 120.0
 _SIZE_SUFFIXES = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-_FLAGS = {"ro", "rw", "allow_other", "allow_delete", "debug"}
+_FLAGS = {"ro", "rw", "allow_other", "allow_delete", "nonempty", "debug"}
 _VALUED = {"cache_dir", "cache_size", "poll_interval", "attr_timeout", "retries"}
 #: options naming who logs in; the same as ``--user`` and ``--password-file``
 _LOGIN = {"user", "username", "password_file"}
 _OPTIONS_HELP = (
-    "comma-separated, repeatable: ro, allow_other, allow_delete, debug, cache_dir=DIR, "
+    "comma-separated, repeatable: ro, allow_other, allow_delete, nonempty, debug, "
+    "cache_dir=DIR, "
     "cache_size=SIZE (default 1G), poll_interval=SECONDS (default 30), "
     "attr_timeout=SECONDS (default 1), retries=N (default 6), username=NAME, "
     "password_file=FILE"
@@ -224,6 +225,7 @@ def _config(request: _Request) -> MountConfig:
         read_only=bool(options.get("ro")),
         allow_other=bool(options.get("allow_other")),
         allow_delete=bool(options.get("allow_delete")),
+        nonempty=bool(options.get("nonempty")),
         debug=bool(options.get("debug")),
     )
 
@@ -285,6 +287,8 @@ def _run_foreground(args: argparse.Namespace, config: MountConfig) -> int:
 def _failure(exc: BaseException, config: MountConfig) -> str:
     if isinstance(exc, errors.UsernameOrPasswordIncorrect):
         return f"login to {config.url} as {config.user} failed: wrong user name or password"
+    if isinstance(exc, errors.AlreadyInUse):
+        return f"cannot mount {config.mountpoint}: {exc}"
     if isinstance(exc, errors.VaultUnavailable):
         return f"cannot reach the vault at {config.url}: {exc}"
     if isinstance(exc, errors.VaultError):

@@ -389,7 +389,7 @@ class Core:
     def _open_scratch(self, scratch: ScratchFile, flags: int) -> Opened:
         writer = flags & os.O_ACCMODE != os.O_RDONLY
         if flags & os.O_TRUNC:
-            scratch.truncate(0)
+            scratch.truncate(0, written=False)
         scratch.handles += 1
         scratch.writers += writer
         fh = self._new_fh()
@@ -501,7 +501,7 @@ class Core:
         elif isinstance(handle, _ScratchHandle):
             scratch = handle.scratch
             if handle.writer and scratch.written and scratch.writers == 1:
-                await self.namespace.take(scratch)
+                await self._take(scratch)
 
     async def fsync(self, fh: int) -> None:
         handle = self._handle(fh)
@@ -519,6 +519,15 @@ class Core:
         elif handle is not None:
             handle.close()
 
+    async def _take(self, scratch: ScratchFile) -> None:
+        """The content of a scratch file whose last writer closed: a new document, or,
+        when it became one already, a draft of it (never dropped)."""
+        if scratch.became is None:
+            await self.namespace.take(scratch)
+            return
+        scratch.dirty = scratch.written = False
+        await self.editing.check_in_file(scratch.became, scratch.path)
+
     async def _release_scratch(self, handle: _ScratchHandle) -> None:
         scratch = handle.scratch
         scratch.handles -= 1
@@ -526,7 +535,7 @@ class Core:
         try:
             if handle.writer and scratch.writers == 0 and scratch.dirty:
                 # Made and closed without a flush that took it (``touch``, ``: >``).
-                await self.namespace.take(scratch)
+                await self._take(scratch)
         except (errors.VaultError, OSError) as exc:
             log.warning("new document from %r failed on release: %s", scratch.name, exc)
         finally:

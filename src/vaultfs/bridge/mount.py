@@ -34,6 +34,7 @@ from .core import Core, Options
 from .editing import show_check_in
 from .index import DocumentIndex, TypeCatalog
 from .notify import notify
+from .ownership import owning
 from .tree import Tree
 
 if TYPE_CHECKING:
@@ -70,13 +71,17 @@ class MountConfig:
     read_only: bool = False
     allow_other: bool = False
     allow_delete: bool = False
+    #: mount on a directory that holds files (hiding them while mounted)
+    nonempty: bool = False
     debug: bool = False
 
 
 def _fuse_options(config: MountConfig) -> set[str]:
     options = fuse_ops.default_options()
     options.discard("default_permissions")
-    options |= {"fsname=vaultfs", "subtype=vaultfs", "default_permissions"}
+    # df and mount(8) name the vault (commas would split the option list)
+    fsname = config.url.replace(",", "%2C")
+    options |= {f"fsname={fsname}", "subtype=vaultfs", "default_permissions"}
     if config.read_only:
         options.add("ro")
     if config.allow_other:
@@ -114,6 +119,7 @@ async def run_mount(config: MountConfig, ready: Callable[[], None] | None = None
     config.cache_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     os.chmod(config.cache_dir, 0o700)
     async with AsyncExitStack() as stack:
+        stack.enter_context(owning(config.cache_dir, config.mountpoint, nonempty=config.nonempty))
         client = await stack.enter_async_context(
             VaultClient(
                 config.url,

@@ -190,6 +190,7 @@ class Namespace:
             self.scratch.unname(scratch.key)  # the content is in lost+found now
             raise
         self.aliases[scratch.key] = ("src", doc_id)
+        scratch.became = doc_id
         self.scratch.unname(scratch.key)
         if folder is not None:
             # The folder is the document now: its other files stay its scratch files.

@@ -62,6 +62,9 @@ class ScratchFile:
     written: bool = False
     #: still reachable by its name (False once unlinked or renamed over a source file)
     linked: bool = True
+    #: the document this file became (a new file in a folder), once created: what is
+    #: written through handles still open after that is a draft of that document
+    became: int | None = None
 
     @property
     def key(self) -> NodeKey:
@@ -81,9 +84,14 @@ class ScratchFile:
         self.touch()
         return written
 
-    def truncate(self, size: int) -> None:
+    def truncate(self, size: int, *, written: bool = True) -> None:
+        """``written=False`` for the truncation of an open(O_TRUNC): the content a
+        close takes is what is written after it (a shell's ``>`` closes a duplicate
+        descriptor, and a forked child its inherited one, before anything is written)."""
         os.ftruncate(self.fd, size)
-        self.touch()
+        self.dirty = True
+        self.mtime_ns = self.ctime_ns = time.time_ns()
+        self.written = self.written or written
 
     def touch(self) -> None:
         self.dirty = self.written = True

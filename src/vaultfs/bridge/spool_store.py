@@ -340,7 +340,15 @@ def keep_in_lost(
                 pass
         n += 1
     os.chmod(target, _FILE_MODE)
-    _write_json_atomically(why_path, {**why, "content": target.name})
+    try:
+        _write_json_atomically(why_path, {**why, "content": target.name})
+    except OSError as exc:
+        # A full disk: the content is kept all the same (a link took no space), and
+        # the reason goes to the log; the status lists the file without it.
+        log.error("lost+found: %s kept, but its reason %s could not be written: %s",
+                  target.name, why, exc)  # fmt: skip
+        with contextlib.suppress(OSError):
+            why_path.with_name(why_path.name + ".tmp").unlink()
     source.unlink()
     _fsync_dir(source.parent)
     return target
@@ -362,25 +370,36 @@ def move_to_lost(directory: Path, record: EntryRecord, reason: dict[str, Any]) -
     return target
 
 
+#: What the status says of a lost+found file whose reason could not be written.
+_REASON_UNKNOWN = {
+    "error_type": "UNKNOWN",
+    "error_message": "the reason could not be written (full disk?); see the log",
+}
+
+
 def _lost_files(directory: Path) -> list[tuple[Path, dict[str, Any]]]:
-    """(content, why) of every lost+found file that has its ``.json``."""
+    """(content, why) of every lost+found file, with its ``.json`` when it has one."""
     lost_dir = directory / LOST_AND_FOUND
     if not lost_dir.is_dir():
         return []
     found = []
-    for why_path in lost_dir.glob("*.json"):
-        try:
-            why = json.loads(why_path.read_text())
-            name = why.get("content")
-        except (ValueError, AttributeError, OSError):
+    for path in lost_dir.iterdir():
+        if path.name.endswith((".json", ".tmp")) or not path.is_file():
             continue
-        if name and why_path.name == f"{name}.json" and (lost_dir / name).is_file():
-            found.append((lost_dir / name, why))
+        try:
+            why = json.loads(path.with_name(path.name + ".json").read_text())
+        except FileNotFoundError:
+            why = _REASON_UNKNOWN
+        except (ValueError, OSError):
+            continue
+        if isinstance(why, dict) and why.get("content", path.name) == path.name:
+            found.append((path, why))
     return sorted(found, key=lambda item: item[0])
 
 
 def list_lost(directory: Path) -> list[Path]:
-    """Content files in lost+found (each has a ``<name>.json`` naming it)."""
+    """Content files in lost+found (each with a ``<name>.json`` saying why, when that
+    could be written)."""
     return [path for path, _ in _lost_files(directory)]
 
 

@@ -1,0 +1,193 @@
+"""Faults around a mount as users meet them: two mounts at once, a full cache disk.
+
+Each test starts real ``vaultfs serve`` and ``vaultfs mount`` processes and checks
+what reaches the vault through its API."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import EDITOR, login
+from tests.mountproc import MountProcess, can_mount
+from tests.vaultproc import DEMO_PASSWORD, VaultProcess, wait_until
+
+pytestmark = pytest.mark.mount
+
+API = "/api/v25.1"
+CHECKLIST = "General/Release Checklist/Release_Checklist.md"
+
+
+@pytest.fixture(autouse=True)
+def _needs_fuse() -> None:
+    if not can_mount():
+        pytest.skip("needs /dev/fuse and fusermount3")
+
+
+@pytest.fixture
+def api(fresh_vault: VaultProcess) -> Iterator[httpx.Client]:
+    headers = {"Authorization": login(fresh_vault.url)}
+    with httpx.Client(base_url=fresh_vault.url + API, headers=headers, timeout=60) as client:
+        yield client
+
+
+def mount_refusal(url: str, mountpoint: Path, cache_dir: Path) -> str:
+    """Run a mount that must be refused; return what it said (it must not mount)."""
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "vaultfs",
+            "mount",
+            url,
+            str(mountpoint),
+            "--user",
+            EDITOR,
+            "--foreground",
+            "-o",
+            f"cache_dir={cache_dir}",
+        ],
+        env=dict(os.environ, VAULTFS_PASSWORD=DEMO_PASSWORD),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode != 0, result
+    return result.stdout + result.stderr
+
+
+def test_a_second_mount_of_one_cache_dir_is_refused_and_the_first_keeps_working(
+    fresh_vault: VaultProcess, api: httpx.Client, tmp_path: Path
+) -> None:
+    with MountProcess(fresh_vault.url, tmp_path / "first") as first:
+        general = first.mountpoint / "General"
+        handle = open(general / "draft note.txt", "wb")  # noqa: SIM115 - closed below
+        handle.write(b"half written ")
+        other = tmp_path / "second-mnt"
+        other.mkdir()
+        said = mount_refusal(fresh_vault.url, other, first.cache_dir)
+        assert "in use" in said and str(first.mountpoint) in said
+        assert not os.path.ismount(other)
+        handle.write(b"and finished\n")
+        handle.close()  # the first mount's new file is still whole: a new document
+        doc = general / "draft note" / "draft note.txt"
+        wait_until(doc.exists, timeout=20, what="the new document")
+        assert doc.read_bytes() == b"half written and finished\n"
+        assert first.status()["lost_and_found"] == []
+
+
+def test_mounting_on_an_active_mount_point_or_a_non_empty_directory_is_refused(
+    fresh_vault: VaultProcess, tmp_path: Path
+) -> None:
+    with MountProcess(fresh_vault.url, tmp_path / "first") as first:
+        said = mount_refusal(fresh_vault.url, first.mountpoint, tmp_path / "other-cache")
+        assert "already a mount point" in said
+        assert first.status()["pid"] == first.pid  # still the one mount there
+    full = tmp_path / "full"
+    full.mkdir()
+    (full / "file").write_text("mine")
+    said = mount_refusal(fresh_vault.url, full, tmp_path / "third-cache")
+    assert "not empty" in said and (full / "file").read_text() == "mine"
+
+
+def test_two_mounts_appending_at_once_lose_no_line(
+    fresh_vault: VaultProcess, api: httpx.Client, tmp_path: Path
+) -> None:
+    """Admin and editor append to one document through two mounts at the same time:
+    each append checks out, starts from the latest version, and checks in; a side
+    that finds the document checked out by the other gets EBUSY and tries again."""
+    with (
+        MountProcess(fresh_vault.url, tmp_path / "a") as admin,
+        MountProcess(fresh_vault.url, tmp_path / "b", user=EDITOR) as editor,
+    ):
+        failures: list[BaseException] = []
+
+        def append_lines(mount: MountProcess, tag: str) -> None:
+            try:
+                for n in range(8):
+                    line = f"{tag}{n}\n".encode()
+
+                    def append(line: bytes = line) -> bool:
+                        try:
+                            with open(mount.mountpoint / CHECKLIST, "ab") as f:
+                                f.write(line)
+                        except OSError as exc:
+                            if exc.errno == 16:  # EBUSY: the other side has it out
+                                return False
+                            raise
+                        return True
+
+                    wait_until(append, timeout=60, interval=0.05, what=f"append {tag}{n}")
+            except BaseException as exc:
+                failures.append(exc)
+
+        threads = [
+            threading.Thread(target=append_lines, args=(admin, "A")),
+            threading.Thread(target=append_lines, args=(editor, "B")),
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=180)
+        assert not failures, failures
+    doc_id = next(
+        int(d["document"]["id"])
+        for d in api.get("/objects/documents", params={"limit": 100}).json()["documents"]
+        if d["document"]["filename__v"] == "Release_Checklist.md"
+    )
+    latest = api.get(f"/objects/documents/{doc_id}/file").text
+    for tag in "AB":
+        for n in range(8):
+            assert f"{tag}{n}\n" in latest, latest
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 20 MiB tmpfs for the cache directory."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    where = tmp_path / "small"
+    where.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=20m,mode=0700", "tmpfs", where], check=True)
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", where], check=False)
+
+
+def test_a_full_cache_disk_never_uploads_a_fragment(
+    fresh_vault: VaultProcess, api: httpx.Client, tmp_path: Path, small_disk: Path
+) -> None:
+    big = tmp_path / "big.bin"
+    big.write_bytes(os.urandom(50 * 1024 * 1024))
+    mount = MountProcess(fresh_vault.url, tmp_path / "m", cache_dir=small_disk / "cache")
+    with mount:
+        target = mount.mountpoint / CHECKLIST
+        doc_id = int(os.getxattr(target.parent, "user.vault.id"))
+        before = len(api.get(f"/objects/documents/{doc_id}").json()["versions"])
+        result = subprocess.run(["cp", big, target], capture_output=True, text=True, timeout=120)
+        assert result.returncode != 0
+        assert "No space left" in result.stderr or "Input/output" in result.stderr
+        subprocess.run(["rm", "-f", big], check=True)
+        flush = subprocess.run(
+            [sys.executable, "-m", "vaultfs", "flush", str(mount.mountpoint)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert "everything written is in the vault" not in flush.stdout
+        status = mount.status()
+        assert status["pending_uploads"] == []
+        [lost] = status["lost_and_found"]  # the fragment, kept, never a version
+        assert lost["error"].startswith(("WRITE_FAILED", "UNKNOWN")), lost
+        assert "write failed: No space left on device" in mount.log()
+    after = api.get(f"/objects/documents/{doc_id}").json()
+    assert len(after["versions"]) == before
+    assert not after.get("lock")
