@@ -73,12 +73,28 @@ def test_file_duplicates_keep_the_extension_and_reserved_names_are_avoided() -> 
     ]
 
 
-def test_a_literal_name_that_looks_disambiguated_keeps_its_name() -> None:
+def test_a_literal_name_that_looks_disambiguated_is_escaped() -> None:
     siblings = [
         Sibling("X [2]", "1", (1, "")),
         Sibling("X", "0", (0, "")),
         Sibling("X", "2", (2, "")),
     ]
-    names = assign_names(siblings)
-    assert names[0] == "X [2]" and names[1] == "X"
-    assert len(set(names)) == 3
+    assert assign_names(siblings) == ["X %5B2]", "X", "X [2]"]
+
+
+def test_a_literal_suffix_can_never_take_a_disambiguated_path() -> None:
+    """Two "Meeting Notes" (ids 1 and 3), then a document named "Meeting Notes [3]"."""
+    siblings = [Sibling("Meeting Notes", "1", (1, "")), Sibling("Meeting Notes", "3", (3, ""))]
+    before = assign_names(siblings)
+    assert before == ["Meeting Notes", "Meeting Notes [3]"]
+    after = assign_names([*siblings, Sibling("Meeting Notes [3]", "9", (9, ""))])
+    assert after[:2] == before  # nothing moved
+    assert after[2] == "Meeting Notes %5B3]" and unescape(after[2]) == "Meeting Notes [3]"
+    files = assign_names([Sibling("scan [2].pdf", "5", is_file=True)])
+    assert files == ["scan %5B2].pdf"]
+    assert escape("Report [draft] v2") == "Report [draft] v2"  # brackets mid-name stay
+
+
+def test_control_characters_never_reach_a_terminal() -> None:
+    assert escape("evil\x1b[2Jname\n\x7f") == "evil%1B[2Jname%0A%7F"
+    assert unescape(escape("evil\x1b[2Jname\n\x7f")) == "evil\x1b[2Jname\n\x7f"

@@ -5,9 +5,13 @@ names) into safe, unique POSIX file names. The rules (also in docs/bridge.md):
 
 * ``%`` followed by two hex digits is an escape; a literal ``%`` is escaped as
   ``%25`` only where it would otherwise read as an escape, so ``50% off`` stays as is.
-* ``/`` becomes ``%2F`` and NUL becomes ``%00``; the names ``.`` and ``..`` become
-  ``%2E`` and ``%2E%2E``; the empty name becomes ``%2E%00`` (which escaping never
-  produces otherwise).
+* ``/`` becomes ``%2F``, NUL and the other control characters (``\x01``-``\x1f``,
+  ``\x7f``: a name must not send escape sequences to a terminal) become ``%XX``; the
+  names ``.`` and ``..`` become ``%2E`` and ``%2E%2E``; the empty name becomes
+  ``%2E%00`` (which escaping never produces otherwise).
+* A name that ends like a disambiguated one (`` [x]``, before an extension or not)
+  has that ``[`` escaped as ``%5B``: only disambiguation makes such names, so a new
+  document named ``Notes [3]`` can never take the path of document 3.
 * Names longer than 255 bytes are cut (keeping a short extension) and end with ``~``
   and 10 hex digits of a hash of the whole escaped name, so cut names stay unique.
 * Siblings with the same escaped name: the one with the smallest tie-break key keeps
@@ -34,6 +38,9 @@ _HEX_CHARS = frozenset("0123456789abcdefABCDEF")
 _ESCAPE_SEQ = re.compile(r"%([0-9A-Fa-f]{2})")
 #: longest extension kept intact when a long name is cut
 _MAX_EXT_BYTES = 16
+#: the end of a name that looks like a disambiguation suffix (`` [key]`` before an
+#: optional extension): the ``[`` of such a literal name is escaped
+_SUFFIX_LIKE = re.compile(r" \[[^\[\]]*\](\.[^.]{0,15})?$")
 
 
 def escape(label: str) -> str:
@@ -46,15 +53,17 @@ def escape(label: str) -> str:
         return "%2E%2E"
     out: list[str] = []
     for i, ch in enumerate(label):
-        if ch == "/":
-            out.append("%2F")
-        elif ch == "\0":
-            out.append("%00")
+        if ch == "/" or ch < " " or ch == "\x7f":
+            out.append(f"%{ord(ch):02X}")
         elif ch == "%" and _is_hex(label[i + 1 : i + 3]):
             out.append("%25")
         else:
             out.append(ch)
-    return "".join(out)
+    name = "".join(out)
+    suffix = _SUFFIX_LIKE.search(name)
+    if suffix is not None:  # the bracket is ASCII: no escape sequence ends there
+        name = name[: suffix.start() + 1] + "%5B" + name[suffix.start() + 2 :]
+    return name
 
 
 def _is_hex(text: str) -> bool:
