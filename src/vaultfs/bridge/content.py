@@ -29,12 +29,23 @@ class Content:
     fetch: Fetch
 
 
+#: The size listed for content whose size the vault does not tell
+_UNKNOWN_SIZE = 4096
+
+
+#: md5 of no content at all: a source file with this checksum is empty, exactly
+_EMPTY_MD5 = "d41d8cd98f00b204e9800998ecf8427e"
+
+
 def _estimate_kb(record: dict[str, Any]) -> int:
-    # size__v is documented in KB: an estimate only.
-    try:
-        return max(0, int(float(record.get("size__v") or 0) * 1024))
-    except (TypeError, ValueError):
+    # size__v is documented in KB: an estimate only. A file with content is never
+    # listed as empty: a missing or zero size__v lists one block.
+    if str(record.get("md5checksum__v") or "").lower() == _EMPTY_MD5:
         return 0
+    try:
+        return max(0, int(float(record.get("size__v") or 0) * 1024)) or _UNKNOWN_SIZE
+    except (TypeError, ValueError):
+        return _UNKNOWN_SIZE
 
 
 def _source(client: VaultClient, doc_id: int, record: dict[str, Any]) -> Content:
@@ -67,7 +78,9 @@ async def content_of(tree: Tree, key: NodeKey) -> Content:
         rtype = str(key[-1])
         return Content(
             f"rend/{doc_id}/{major}.{minor}/{rtype}",
-            0,
+            # The API tells no rendition size; 0 would make tools take it for empty
+            # (``file`` says "empty"). The exact size replaces this once known.
+            _UNKNOWN_SIZE,
             lambda offset: client.download_rendition(doc_id, rtype, major, minor, offset=offset),
         )
     if kind == "att":

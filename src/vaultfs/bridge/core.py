@@ -49,6 +49,10 @@ _DETAILS_DIRS = {"vers", "rends", "atts"}
 _FILE_KINDS = {"src", "vsrc", "rend", "vrend", "att", "status", "scratch", "lostf"}
 #: directories the user may create (or, in lost+found, remove) entries in
 _WRITABLE_DIRS = {"type", "sub", "cls", "doc", "newdir", "lost"}
+#: nodes of one version of a document (immutable content)
+_VERSION_KINDS = {"ver", "vsrc", "vrends", "vrend"}
+#: a document's directories (their ctime is the document's creation)
+_DOC_DIR_KINDS = {"doc", "vers", "rends", "atts"}
 _BLOCK = 4096
 #: rename(2) flags (linux/fs.h)
 _RENAME_NOREPLACE = 1
@@ -241,13 +245,7 @@ class Core:
         elif kind in ("ctl", "lost"):
             mtime = ctime = int(self._started * 1e9)
         else:
-            doc_id = int(key[1])  # type: ignore[call-overload]
-            record = self.tree.record(doc_id)
-            if kind == "ver":
-                major, minor = int(key[2]), int(key[3])  # type: ignore[call-overload]
-                record = await self.tree.version_record(doc_id, major, minor)
-            mtime = _ns(record.get("version_modified_date__v"))
-            ctime = _ns(record.get("document_creation_date__v")) or mtime
+            mtime, ctime = await self._document_times(key)
         writable = kind in _WRITABLE_DIRS and not self.options.read_only
         return Attr(
             ino=ino,
@@ -260,6 +258,23 @@ class Core:
             gid=self.options.gid,
             timeout=self.options.attr_timeout,
         )
+
+    async def _document_times(self, key: NodeKey) -> tuple[int, int]:
+        """(mtime, ctime) of a node of a document. Under ``versions/`` both are the
+        version's creation: a version's content never changes, and an mtime that moved
+        with its metadata (a lock, a field) would make ``rsync -a`` copy it again."""
+        doc_id = int(key[1])  # type: ignore[call-overload]
+        if key[0] in _VERSION_KINDS:
+            major, minor = int(key[2]), int(key[3])  # type: ignore[call-overload]
+            version = await self.tree.version_record(doc_id, major, minor)
+            created = _ns(version.get("version_creation_date__v"))
+            created = created or _ns(version.get("version_modified_date__v"))
+            return created, created
+        record = self.tree.record(doc_id)
+        mtime = _ns(record.get("version_modified_date__v"))
+        born = "document_creation_date__v" if key[0] in _DOC_DIR_KINDS else None
+        ctime = _ns(record.get(born or "version_creation_date__v")) or mtime
+        return mtime, ctime
 
     async def _file_attr(self, key: NodeKey, ino: int) -> Attr:
         kind = key[0]
@@ -282,12 +297,7 @@ class Core:
             size, mtime, ctime, mode = info.st_size, info.st_mtime_ns, info.st_ctime_ns, 0o444
         else:
             doc_id = int(key[1])  # type: ignore[call-overload]
-            record = self.tree.record(doc_id)
-            if kind == "vsrc":
-                major, minor = int(key[2]), int(key[3])  # type: ignore[call-overload]
-                record = await self.tree.version_record(doc_id, major, minor)
-            mtime = _ns(record.get("version_modified_date__v"))
-            ctime = _ns(record.get("version_creation_date__v")) or mtime
+            mtime, ctime = await self._document_times(key)
             if kind == "att":
                 attachment = (await self.tree.details(doc_id)).attachments.get(
                     int(key[2])  # type: ignore[call-overload]
