@@ -43,3 +43,13 @@ def test_files_with_content_are_never_listed_empty(documents: Documents) -> None
             assert os.fstat(f.fileno()).st_size == len(data) > 0
     empty = documents.make("empty.txt", b"")
     assert os.stat(empty).st_size == 0  # its checksum says it is empty
+
+
+def test_renaming_the_source_file_to_a_visible_name_is_refused(documents: Documents) -> None:
+    path = documents.make("report.txt", b"report\n")
+    result = run("mv", path, path.with_name("other.txt"), check=False)
+    assert result.returncode != 0 and "Operation not permitted" in result.stderr
+    assert sorted(p.name for p in path.parent.iterdir()) == sorted(
+        ["report.txt", "attachments", "renditions", "versions"]
+    )
+    assert path.read_bytes() == b"report\n"

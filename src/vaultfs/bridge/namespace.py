@@ -247,6 +247,17 @@ class Namespace:
     ) -> None:
         if new != ("doc", doc_id):
             raise OSError(errno.EXDEV, "a source file stays in its document directory")
+        if not is_temporary_name(new_name):
+            # Only an editor's backup (``file~``, ``.file.bak``...) may take the source
+            # file's content under another name: a visible name would exist only on
+            # this mount while looking like a vault file.
+            refusal = errors.OperationNotPermitted(
+                f"document {doc_id}: the source file keeps the vault's file name; "
+                f"renaming it to {new_name!r} would exist only on this mount "
+                "(rename the document's directory to rename the document)"
+            )
+            log.warning("rename refused: %s", refusal)
+            raise refusal
         store = self._scratch()
         if target is not None:
             if store.file(target) is None:
