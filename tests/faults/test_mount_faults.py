@@ -5,6 +5,7 @@ what reaches the vault through its API."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -191,3 +192,25 @@ def test_a_full_cache_disk_never_uploads_a_fragment(
     after = api.get(f"/objects/documents/{doc_id}").json()
     assert len(after["versions"]) == before
     assert not after.get("lock")
+
+
+def test_a_new_file_being_written_when_the_daemon_dies_is_kept(
+    fresh_vault: VaultProcess, tmp_path: Path
+) -> None:
+    first = MountProcess(fresh_vault.url, tmp_path / "m").start()
+    try:
+        handle = open(first.mountpoint / "General" / "unfinished.txt", "wb")  # noqa: SIM115
+        handle.write(b"words a user typed\n")
+        handle.flush()
+        assert first.proc is not None
+        first.proc.kill()  # SIGKILL: the daemon never sees the close
+        first.proc.wait(timeout=10)
+        with contextlib.suppress(OSError):
+            handle.close()  # ENOTCONN
+    finally:
+        first.stop()
+    with MountProcess(fresh_vault.url, tmp_path / "m") as second:
+        [lost] = second.status()["lost_and_found"]
+        assert lost["filename"] == "unfinished.txt" and lost["error"].startswith("DAEMON_STOPPED")
+        kept = second.mountpoint / ".vaultfs" / "lost+found" / lost["file"]
+        assert kept.read_bytes() == b"words a user typed\n"

@@ -41,7 +41,7 @@ from .creating import Creator
 from .editing import Editing
 from .inodes import NodeKey
 from .names import unescape
-from .scratch import Scratch, ScratchFile, is_temporary_name
+from .scratch import Scratch, ScratchFile, is_temporary_name, makes_document
 from .tree import Tree, parse_version
 
 if TYPE_CHECKING:
@@ -74,7 +74,7 @@ class Namespace:
         self.editing = editing
         self.spool = spool
         self.allow_delete = allow_delete
-        self.scratch = Scratch(spool.directory / "scratch") if spool is not None else None
+        self.scratch = Scratch(spool.directory / spool_store.SCRATCH) if spool is not None else None
         self.creator = Creator(tree, blobs, spool) if spool is not None else None
         #: node -> monotonic time until which it is left out of its directory
         self._hidden: dict[NodeKey, float] = {}
@@ -169,8 +169,7 @@ class Namespace:
 
     def makes_document(self, scratch: ScratchFile) -> bool:
         """Whether closing ``scratch`` creates a new document."""
-        parent = scratch.parent[0]
-        return (parent in FOLDERS or parent == "newdir") and not is_temporary_name(scratch.name)
+        return makes_document(scratch.parent, scratch.name)
 
     async def take(self, scratch: ScratchFile) -> None:
         """The last writer closed ``scratch``: create the document it stands for."""

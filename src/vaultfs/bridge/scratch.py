@@ -7,7 +7,10 @@ in a document directory, and any new file in a type folder, is such a scratch fi
 its content lives in ``<spool>/scratch/<n>`` (mode 0600), its name and attributes in
 memory. Nothing of it is uploaded until it is renamed over a document's source file
 (a check-in) or, in a folder, becomes a new document. Scratch files vanish on unmount
-(the directory is emptied when the mount starts).
+(the directory is emptied when the mount starts), except the files that were to
+become new documents: their name is kept with the content (the ``user.vaultfs.scratch``
+extended attribute), and the next start moves them to lost+found
+(``spool_store.rescue_scratch``), so a crash of the daemon loses none of them.
 
 Owns the names (directory key + name -> scratch file), the content files and the
 attributes; the decisions what a scratch file means are ``core``'s and ``editing``'s.
@@ -15,6 +18,8 @@ attributes; the decisions what a scratch file means are ``core``'s and ``editing
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import shutil
 import stat
@@ -23,11 +28,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .inodes import NodeKey
+from .spool_store import SCRATCH_XATTR
 
-__all__ = ["NewFolder", "Scratch", "ScratchFile", "is_temporary_name"]
+__all__ = [
+    "NewFolder",
+    "Scratch",
+    "ScratchFile",
+    "is_temporary_name",
+    "makes_document",
+]
 
 _DIR_MODE = 0o700
 _FILE_MODE = 0o600
+#: kinds of directory a new (non-temporary) file becomes a document in
+_DOCUMENT_PARENTS = frozenset({"type", "sub", "cls", "newdir"})
 
 
 def is_temporary_name(name: str) -> bool:
@@ -38,6 +52,11 @@ def is_temporary_name(name: str) -> bool:
         or name.isdigit()  # vim's "4913" probe
         or (name.startswith("sed") and len(name) == 9)  # sed -i's sedXXXXXX
     )
+
+
+def makes_document(parent: NodeKey, name: str) -> bool:
+    """Whether a file ``name`` in ``parent`` becomes a new document when closed."""
+    return parent[0] in _DOCUMENT_PARENTS and not is_temporary_name(name)
 
 
 @dataclass
@@ -100,6 +119,13 @@ class ScratchFile:
     def fsync(self) -> None:
         os.fsync(self.fd)
 
+    def label(self) -> None:
+        """Keep the name with the content, for a restart after a crash (best effort:
+        a file system without user xattrs only loses that rescue)."""
+        meta = {"name": self.name, "new_document": makes_document(self.parent, self.name)}
+        with contextlib.suppress(OSError):
+            os.setxattr(self.fd, SCRATCH_XATTR, json.dumps(meta).encode())
+
 
 @dataclass
 class NewFolder:
@@ -151,6 +177,7 @@ class Scratch:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, _FILE_MODE)
         os.fchmod(fd, _FILE_MODE)
         scratch = ScratchFile(number, parent, name, path, fd, stat.S_IMODE(mode) or 0o644)
+        scratch.label()
         self.files[number] = scratch
         self._names[(parent, name)] = scratch.key
         return scratch
@@ -192,6 +219,8 @@ class Scratch:
         item = self.file(key) or self.folder(key)
         if item is not None:
             item.parent, item.name = parent, name
+        if isinstance(item, ScratchFile):
+            item.label()
 
     def move_children(self, old: NodeKey, new: NodeKey) -> None:
         """The files of a new folder now belong to the document made from it."""

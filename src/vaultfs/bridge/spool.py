@@ -331,6 +331,7 @@ class Spool:
         store.ensure_private_dir(directory)
         for record in store.scan(directory):
             self._load(record)
+        store.rescue_scratch(directory)
 
     def _load(self, record: store.EntryRecord) -> None:
         if record.state == EDITING:

@@ -11,6 +11,7 @@ spool (the caller runs the slow ones in a worker thread):
   <doc_id>.upload/<filename>  a hard link naming the content as the vault calls the
                               file, while it is being uploaded (a multipart upload
                               sends the file's name)
+  scratch/<n>                 the mount's scratch files (see ``bridge.scratch``)
   lost+found/                 mode 0700
     <doc_id>-<filename>       content that could not be checked in
     <doc_id>-<filename>.json  why (a LostRecord)
@@ -36,6 +37,8 @@ from typing import Any
 
 __all__ = [
     "LOST_AND_FOUND",
+    "SCRATCH",
+    "SCRATCH_XATTR",
     "EntryRecord",
     "create_entry",
     "data_path",
@@ -49,6 +52,7 @@ __all__ = [
     "move_to_lost",
     "remove_entry",
     "remove_lost",
+    "rescue_scratch",
     "retire_entry",
     "safe_filename",
     "scan",
@@ -59,6 +63,10 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 LOST_AND_FOUND = "lost+found"
+SCRATCH = "scratch"
+#: on a scratch content file: json {name, new_document}, what a restart needs to
+#: rescue it (written by ``bridge.scratch``)
+SCRATCH_XATTR = "user.vaultfs.scratch"
 
 _DIR_MODE = 0o700
 _FILE_MODE = 0o600
@@ -352,6 +360,35 @@ def keep_in_lost(
     source.unlink()
     _fsync_dir(source.parent)
     return target
+
+
+def rescue_scratch(directory: Path) -> list[Path]:
+    """Move the files an earlier daemon was writing as new documents, and that it
+    never got to create, to lost+found; returns where they went. Everything else in
+    the scratch directory is editors' temporary files, left for the mount to clear.
+    Blocking."""
+    rescued: list[Path] = []
+    scratch_dir = directory / SCRATCH
+    if not scratch_dir.is_dir():
+        return rescued
+    for path in sorted(scratch_dir.iterdir()):
+        try:
+            meta = json.loads(os.getxattr(path, SCRATCH_XATTR))
+            wanted = bool(meta["new_document"]) and path.stat().st_size > 0
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if wanted:
+            why = {
+                "doc_id": None,
+                "filename": str(meta.get("name")),
+                "error_type": "DAEMON_STOPPED",
+                "error_message": "a new document being written when the daemon stopped",
+                "lost": time.time(),
+            }
+            target = keep_in_lost(directory, path, "new", str(meta.get("name")), why)
+            log.warning("spool: new file %r from before a restart kept in %s", meta["name"], target)
+            rescued.append(target)
+    return rescued
 
 
 def move_to_lost(directory: Path, record: EntryRecord, reason: dict[str, Any]) -> Path:
