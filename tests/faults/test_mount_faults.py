@@ -214,3 +214,30 @@ def test_a_new_file_being_written_when_the_daemon_dies_is_kept(
         assert lost["filename"] == "unfinished.txt" and lost["error"].startswith("DAEMON_STOPPED")
         kept = second.mountpoint / ".vaultfs" / "lost+found" / lost["file"]
         assert kept.read_bytes() == b"words a user typed\n"
+
+
+def test_the_vault_away_fails_fast_at_mount_and_at_open_for_writing(
+    fresh_vault: VaultProcess, tmp_path: Path
+) -> None:
+    with MountProcess(fresh_vault.url, tmp_path / "m") as mount:
+        path = mount.mountpoint / CHECKLIST
+        assert path.read_bytes()  # in the content cache now
+        fresh_vault.stop()
+        try:
+            # The deadline is the test's patience, not a measurement: without the
+            # vault the open must give up within seconds, not minutes.
+            result = subprocess.run(
+                ["sh", "-c", 'echo offline >> "$1"', "sh", path],
+                capture_output=True,
+                text=True,
+                timeout=20,
+            )
+            assert result.returncode != 0 and "Input/output error" in result.stderr
+            assert path.read_bytes()  # reading the cached content still works
+            assert mount.status()["pending_uploads"] == []  # nothing half-made
+        finally:
+            fresh_vault.start()
+    (tmp_path / "x").mkdir()
+    nobody = fresh_vault.url.rsplit(":", 1)[0] + ":9"  # the discard port: nothing listens
+    said = mount_refusal(nobody, tmp_path / "x", tmp_path / "c")
+    assert "cannot reach the vault" in said

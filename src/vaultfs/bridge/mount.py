@@ -76,6 +76,10 @@ class MountConfig:
     debug: bool = False
 
 
+#: retries of the login at mount time (a few seconds, then the mount fails)
+_LOGIN_RETRIES = 2
+
+
 def _fuse_options(config: MountConfig) -> set[str]:
     options = fuse_ops.default_options()
     options.discard("default_permissions")
@@ -127,7 +131,8 @@ async def run_mount(config: MountConfig, ready: Callable[[], None] | None = None
                 max_retries=config.retries,
             )
         )
-        await client.login()
+        # A vault that cannot be reached is said at once, not after minutes of retries.
+        await client.login(max_retries=_LOGIN_RETRIES)
         index = DocumentIndex(client)
         tree = Tree(client, index, TypeCatalog(client))
         blobs = BlobCache(config.cache_dir / "content", config.cache_size)

@@ -49,7 +49,9 @@ from vaultfs.errors import (
     MalformedUrl,
     MethodNotSupported,
     ParameterRequired,
+    ServerException,
     VaultError,
+    VaultUnavailable,
 )
 
 from . import spool_store as store
@@ -466,10 +468,13 @@ class Spool:
         Any refusal is followed by asking who holds the lock: the vault refuses a
         second lock even to its holder, and an answer lost on the way back may hide
         a lock that was taken. When that cannot be asked either, the refusal stands.
+        A vault that did not answer at all is not asked again: open() fails fast.
         """
         try:
             await self.client.lock(doc_id)
             return True
+        except (VaultUnavailable, ServerException):
+            raise
         except VaultError as refusal:
             try:
                 lock = await self.client.get_lock(doc_id)

@@ -36,6 +36,8 @@ _WINDOW_MARGIN = timedelta(minutes=5)
 _ENVELOPE_KEYS = frozenset({"responseStatus", "responseMessage", "errors"})
 _VERSION = "/objects/documents/{id}/versions/{major}/{minor}"
 _LOCK = "/objects/documents/{id}/lock"
+#: retries of a lock: about 3.5 s of backoff at most before open() fails
+_LOCK_RETRIES = 3
 #: How long closing may take (logout) even when the caller is being cancelled.
 _CLOSE_TIMEOUT = 5.0
 
@@ -129,9 +131,10 @@ class VaultClient:
 
     # --- session ---------------------------------------------------------------
 
-    async def login(self) -> dict[str, Any]:
-        """POST /auth; returns the session response without ``sessionId``."""
-        return await self._http.login()
+    async def login(self, *, max_retries: int | None = None) -> dict[str, Any]:
+        """POST /auth; returns the session response without ``sessionId``.
+        ``max_retries`` instead of the policy's (a mount fails fast at start)."""
+        return await self._http.login(max_retries=max_retries)
 
     async def keep_alive(self) -> None:
         """POST /keep-alive (re-logs in when the session had expired)."""
@@ -356,8 +359,17 @@ class VaultClient:
         ``get_lock``)."""
         # Retried like an idempotent call: a resend after a lost answer to a lock that
         # was taken fails as "already locked", and the caller then asks ``get_lock``,
-        # which says the lock is ours. Not retrying would fail an open() on one blip.
-        await self._http.call(Call("POST", _LOCK, path_args={"id": doc_id}, idempotent=True))
+        # which says the lock is ours. Not retrying would fail an open() on one blip;
+        # retrying long would hang it while the vault is away (a few seconds at most).
+        await self._http.call(
+            Call(
+                "POST",
+                _LOCK,
+                path_args={"id": doc_id},
+                idempotent=True,
+                max_retries=_LOCK_RETRIES,
+            )
+        )
 
     async def get_lock(self, doc_id: int) -> dict[str, Any] | None:
         """The ``lock`` object ({locked_by__v, locked_date__v}) or None."""

@@ -60,6 +60,8 @@ class Call:
     file: Path | None = None
     #: safe to send again after an ambiguous failure (the request may have arrived)
     idempotent: bool = True
+    #: retries instead of the policy's (None: the policy's)
+    max_retries: int | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
 
     @property
@@ -130,7 +132,12 @@ class Http:
             return await self._authorized(call, attempt, receive)
 
         return await retrying(
-            attempt, policy=self.policy, rng=self._rng, idempotent=call.idempotent, what=call.what
+            attempt,
+            policy=self.policy,
+            rng=self._rng,
+            idempotent=call.idempotent,
+            what=call.what,
+            max_retries=call.max_retries,
         )
 
     async def _authorized(self, call: Call, attempt: Attempt, receive: Receive[T]) -> T:
@@ -212,14 +219,19 @@ class Http:
         response = await self._send(call, Attempt(), None)
         return await self._read_body(response, call)
 
-    async def login(self) -> dict[str, Any]:
-        """Log in now, with retries."""
+    async def login(self, *, max_retries: int | None = None) -> dict[str, Any]:
+        """Log in now, with retries (``max_retries`` instead of the policy's)."""
 
         async def attempt(attempt: Attempt) -> dict[str, Any]:
             return await self.session.login()
 
         return await retrying(
-            attempt, policy=self.policy, rng=self._rng, idempotent=True, what="POST /auth"
+            attempt,
+            policy=self.policy,
+            rng=self._rng,
+            idempotent=True,
+            what="POST /auth",
+            max_retries=max_retries,
         )
 
     async def logout(self) -> None:

@@ -61,8 +61,12 @@ async def retrying(
     rng: random.Random,
     idempotent: bool,
     what: str,
+    max_retries: int | None = None,
 ) -> T:
-    """Run ``call`` until it succeeds, a failure is not retryable, or retries run out."""
+    """Run ``call`` until it succeeds, a failure is not retryable, or retries run out
+    (``max_retries``, when given, instead of the policy's: for calls a user waits on
+    that must fail fast when the vault is away)."""
+    retries = policy.max_retries if max_retries is None else max_retries
     retry = 0
     while True:
         attempt = Attempt()
@@ -71,7 +75,7 @@ async def retrying(
         except VaultError as exc:
             may_resend = idempotent or not attempt.sent or surely_not_sent(exc)
             delay = _delay(exc, retry, policy, rng, may_resend=may_resend)
-            if delay is None or retry >= policy.max_retries:
+            if delay is None or retry >= retries:
                 raise
             retry += 1
             log.warning(
@@ -80,7 +84,7 @@ async def retrying(
                 type(exc).__name__,
                 exc.message,
                 retry,
-                policy.max_retries,
+                retries,
                 delay,
             )
         await trio.sleep(delay)
