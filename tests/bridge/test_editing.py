@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import functools
 import hashlib
+import json
 import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -226,32 +227,45 @@ async def test_mkdir_then_a_file_names_the_document_after_the_directory(setup: S
     assert await names(core, new.ino) >= {"plan.pdf", ".plan.pdf.tmp", "versions"}
 
 
-async def test_a_required_field_without_default_fails_with_einval_and_keeps_the_content(
+async def test_a_required_field_without_default_waits_for_setfattr(
     setup: Setup, caplog: pytest.LogCaptureFixture
 ) -> None:
     core, vault = setup.core, setup.vault
-    vault.required["reference__c"] = ["study_number__c"]
+    vault.required["reference__c"] = ["study_number__c", "site__c"]
     folder = await walk(core, "Reference")
     before = set(vault.docs)
-    opened, _ = await core.create(folder, "Study.txt", 0o644, os.O_WRONLY | os.O_CREAT)
+    opened, attr = await core.create(folder, "Study.txt", 0o644, os.O_WRONLY | os.O_CREAT)
+    # Before the first close: a field on the open new file.
+    await core.setxattr(attr.ino, "user.vault.site__c", b"Berlin")
     await core.write(opened.fh, 0, b"precious")
-    with pytest.raises(errors.ParameterRequired) as info:
-        await core.flush(opened.fh)
+    await core.flush(opened.fh)  # no error: the file waits for its fields
     await core.release(opened.fh)
-    assert errors.errno_for(info.value) == errno.EINVAL
     assert "study_number__c" in caplog.text
     assert set(vault.docs) == before and vault.calls["create_document"] == 0
-    assert "Study.txt" not in await names(core, folder)
-    lost = await walk(core, ".vaultfs", "lost+found")
-    [name] = await names(core, lost)
-    assert name == "new-Study.txt"
-    opened = await core.open((await core.lookup(lost, name)).ino, os.O_RDONLY)
-    assert await core.read(opened.fh, 0, 100) == b"precious"
-    await core.release(opened.fh)
-    [entry] = core.status()["lost_and_found"]
-    assert entry["file"] == name and "study_number__c" in entry["error"]
-    await core.unlink(lost, name)
-    assert await names(core, lost) == set()
+    assert "Study.txt" in await names(core, folder)
+    ino = await walk(core, "Reference", "Study.txt")
+    assert json.loads(await core.getxattr(ino, "user.vault.missing_fields")) == ["study_number__c"]
+    [pending] = core.status()["pending_new_documents"]
+    assert pending["file"] == "Study.txt" and pending["missing"] == ["study_number__c"]
+    assert core.status()["lost_and_found"] == []
+    # After it: the last field creates the document at once, with every field given.
+    await core.setxattr(ino, "user.vault.study_number__c", b"S-1")
+    [doc_id] = set(vault.docs) - before
+    assert latest(vault, doc_id) == b"precious"
+    assert vault.created[-1]["study_number__c"] == "S-1"
+    assert vault.created[-1]["site__c"] == "Berlin"
+    assert core.status()["pending_new_documents"] == []
+
+
+async def test_folder_defaults_for_new_files(setup: Setup) -> None:
+    core, vault = setup.core, setup.vault
+    vault.required["reference__c"] = ["study_number__c"]
+    folder = await walk(core, "Reference")
+    await core.setxattr(folder, "user.vault.default.study_number__c", b"S-9")
+    assert await core.getxattr(folder, "user.vault.default.study_number__c") == b"S-9"
+    await write_file(core, folder, "Dosing.txt", b"table")
+    assert vault.created[-1]["study_number__c"] == "S-9"
+    assert core.status()["pending_new_documents"] == []
 
 
 async def test_fields_change_through_xattrs(setup: Setup) -> None:
@@ -454,9 +468,7 @@ async def test_a_failed_write_never_becomes_a_version(
     assert core.status()["pending_uploads"] == []
 
 
-async def test_a_check_in_by_the_retry_worker_shows_in_the_tree_at_once(
-    setup: Setup, autojump_clock: trio.testing.MockClock
-) -> None:
+async def test_a_check_in_by_the_retry_worker_shows_in_the_tree_at_once(setup: Setup) -> None:
     core, vault = setup.core, setup.vault
     ino = await walk(core, "Reference", "Guide", "guide.txt")
     opened = await core.open(ino, os.O_WRONLY | os.O_TRUNC)
@@ -466,11 +478,8 @@ async def test_a_check_in_by_the_retry_worker_shows_in_the_tree_at_once(
         await core.flush(opened.fh)
     await core.release(opened.fh)
     vault.unreachable = False
-    # Polled: the spool's disk steps run in real threads, which the virtual clock
-    # would jump past if this waited on an event with a timeout.
-    with trio.fail_after(600):
-        while core.status()["pending_uploads"]:  # noqa: ASYNC110
-            await trio.sleep(1)
+    await setup.spool.flush_now()  # what the worker does once the backoff is over
+    assert core.status()["pending_uploads"] == []
     assert latest(vault, setup.doc_id) == b"retried\n"
     record = core.tree.record(setup.doc_id)
     assert record["md5checksum__v"] == hashlib.md5(b"retried\n").hexdigest()

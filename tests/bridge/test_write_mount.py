@@ -230,20 +230,38 @@ def test_cp_into_a_type_folder_creates_a_document(
     assert (folder / "minutes.txt").read_bytes() == local.read_bytes()
 
 
-def test_a_required_field_without_default_is_einval_and_lost_and_found(
+def test_a_new_document_waits_in_place_for_its_required_fields(
     mount: MountProcess, api: httpx.Client, tmp_path: Path
 ) -> None:
+    """The demo's Final Protocol classification requires study_number__c (no default):
+    the new file stays where it was written until setfattr supplies the field."""
     folder = mount.mountpoint / "Clinical" / "Protocol" / "Final Protocol"
     count = len(api.get("/objects/documents").json()["documents"])
-    with pytest.raises(OSError) as info, open(folder / "Study Draft.txt", "wb") as f:
-        f.write(b"do not lose me")
-    assert info.value.errno == errno.EINVAL
-    assert len(api.get("/objects/documents").json()["documents"]) == count
-    assert not (folder / "Study Draft.txt").exists()
-    lost = mount.mountpoint / ".vaultfs" / "lost+found" / "new-Study Draft.txt"
-    assert lost.read_bytes() == b"do not lose me"
-    assert "study_number__c" in str(mount.status()["lost_and_found"])
+    local = tmp_path / "Study Draft.txt"
+    local.write_bytes(b"do not lose me")
+    run("cp", local, folder)  # close succeeds: the file waits for its field
+    pending = folder / "Study Draft.txt"
+    assert pending.read_bytes() == b"do not lose me"
+    assert os.getxattr(pending, "user.vault.missing_fields") == b'["study_number__c"]'
+    [waiting] = mount.status()["pending_new_documents"]
+    assert waiting["missing"] == ["study_number__c"]
     assert "study_number__c" in mount.log()
+    assert len(api.get("/objects/documents").json()["documents"]) == count
+    run("setfattr", "-n", "user.vault.study_number__c", "-v", "ABC-123", pending)
+    doc = folder / "Study Draft" / "Study Draft.txt"
+    wait_until(doc.exists, timeout=20, what="the document")
+    assert doc.read_bytes() == b"do not lose me"
+    assert os.getxattr(doc.parent, "user.vault.study_number__c") == b"ABC-123"
+    assert len(api.get("/objects/documents").json()["documents"]) == count + 1
+    assert mount.status()["pending_new_documents"] == []
+    assert mount.status()["lost_and_found"] == []
+    # A default on the folder serves every new file below it.
+    run("setfattr", "-n", "user.vault.default.study_number__c", "-v", "XYZ-9", folder)
+    (tmp_path / "Second.txt").write_bytes(b"second")
+    run("cp", tmp_path / "Second.txt", folder)
+    second = folder / "Second" / "Second.txt"
+    wait_until(second.exists, timeout=20, what="the second document")
+    assert os.getxattr(second.parent, "user.vault.study_number__c") == b"XYZ-9"
 
 
 # --- fields and deletion -------------------------------------------------------------------

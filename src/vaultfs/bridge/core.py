@@ -49,6 +49,8 @@ _DETAILS_DIRS = {"vers", "rends", "atts"}
 _FILE_KINDS = {"src", "vsrc", "rend", "vrend", "att", "status", "scratch", "lostf"}
 #: directories the user may create (or, in lost+found, remove) entries in
 _WRITABLE_DIRS = {"type", "sub", "cls", "doc", "newdir", "lost"}
+#: nodes whose fields are given by the user before a document exists (new_fields)
+_NEW_FIELD_KINDS = {"scratch", "type", "sub", "cls"}
 #: nodes of one version of a document (immutable content)
 _VERSION_KINDS = {"ver", "vsrc", "vrends", "vrend"}
 #: a document's directories (their ctime is the document's creation)
@@ -581,6 +583,8 @@ class Core:
 
     async def _fields(self, key: NodeKey) -> dict[str, Any]:
         kind = key[0]
+        if kind in _NEW_FIELD_KINDS:
+            return self.namespace.new_fields_of(key)
         if kind in ("doc", "src"):
             return self.tree.record(int(key[1]))  # type: ignore[call-overload]
         if kind in ("ver", "vsrc"):
@@ -604,6 +608,9 @@ class Core:
         """Set (or with None remove) a field."""
         self._writable()
         key = self._key(ino)
+        if key[0] in _NEW_FIELD_KINDS:
+            await self.namespace.set_new_field(key, name, value)
+            return
         await self.fields.set(key, await self._fields(key), name, value)
 
     # --- names -------------------------------------------------------------------
@@ -676,6 +683,7 @@ class Core:
             "budget_remaining": {"burst": budget.burst_remaining, "daily": budget.daily_remaining},
             "pending_uploads": self.editing.pending(),
             "lost_and_found": self.editing.lost_records(),
+            "pending_new_documents": self.namespace.pending_new(),
             "inodes": len(self.inodes),
         }
         # What the mount adds never replaces what the core reports itself.

@@ -4,11 +4,12 @@ Owns turning a folder and a file into the fields of a create request: the name (
 the file name without its extension, or from the directory made with mkdir), the
 type, subtype and classification (from the folder), the lifecycle (the first of the
 leaf's ``availableLifecycles``) and every other required field from its metadata
-default. A required field that cannot be derived makes the create fail before any
-call changes the vault (``PARAMETER_REQUIRED`` -> EINVAL, with a log line naming the
-field). A create whose answer is lost is reconciled through a marker before it is
-sent again (``_send``). Whatever fails, the content is moved to the spool's
-lost+found: nothing a user wrote is dropped, and no half-made document is left.
+default, or from what the user gave (``new_fields``). A required field that none of
+these gives makes the create wait before any call changes the vault: the file stays
+a pending new document (``namespace``). A create whose answer is lost is reconciled
+through a marker before it is sent again (``_send``). Whatever else fails, the
+content is moved to the spool's lost+found: nothing a user wrote is dropped, and no
+half-made document is left.
 """
 
 from __future__ import annotations
@@ -66,14 +67,28 @@ class Creator:
         self.blobs = blobs
         self.spool = spool
 
-    async def create(self, folder: NodeKey, name: str, filename: str, content: Path) -> int:
-        """Create document ``name`` in ``folder`` with ``content`` as ``filename``;
-        returns its id once the index knows it. On failure the content is in
-        lost+found and the error is raised."""
+    async def missing(self, folder: NodeKey, name: str, given: dict[str, str]) -> list[str]:
+        """The required fields a create of ``name`` in ``folder`` would lack."""
+        return (await self._fields(folder, name, given))[1]
+
+    async def create(
+        self, folder: NodeKey, name: str, filename: str, content: Path, given: dict[str, str]
+    ) -> int:
+        """Create document ``name`` in ``folder`` with ``content`` as ``filename`` and
+        the fields the user ``given``; returns its id once the index knows it.
+
+        A create that lacks fields or values (``PARAMETER_REQUIRED``, ``INVALID_DATA``,
+        from here or from the vault) raises and leaves the content where it is: the
+        user can still supply them. On any other failure the content is in lost+found
+        and the error is raised."""
         size = (await trio.Path(content).stat()).st_size
+        fields, missing = await self._fields(folder, name, given)
+        if missing:
+            raise errors.ParameterRequired.naming(missing)
         try:
-            fields = await self._fields(folder, name)
             doc_id = await self._send(fields, filename, content)
+        except (errors.ParameterRequired, errors.InvalidData):
+            raise
         except errors.VaultError as exc:
             await self.spool.keep_lost(content, filename, exc)
             raise
@@ -133,7 +148,10 @@ class Creator:
                 return int(record["id"])
         return None
 
-    async def _fields(self, folder: NodeKey, name: str) -> dict[str, str]:
+    async def _fields(
+        self, folder: NodeKey, name: str, given: dict[str, str]
+    ) -> tuple[dict[str, str], list[str]]:
+        """The fields of a create, and the required ones nothing could give."""
         catalog = self.tree.catalog
         kind = folder[0]
         type_name = await self.tree.type_api_name(str(folder[1]))
@@ -147,13 +165,16 @@ class Creator:
             classification = _api_name(labels, str(folder[3]))
             fields["classification__v"] = classification
         leaf = await catalog.leaf(type_name, subtype, classification)
+        fields.update(given)
         missing: list[str] = []
         if leaf.get("subtypes"):
             missing.append("subtype__v")
         elif leaf.get("classifications"):
             missing.append("classification__v")
         lifecycles = [lc.get("name") for lc in leaf.get("availableLifecycles") or []]
-        if lifecycles and lifecycles[0]:
+        if "lifecycle__v" in fields:
+            pass
+        elif lifecycles and lifecycles[0]:
             fields["lifecycle__v"] = str(lifecycles[0])
         else:
             missing.append("lifecycle__v")
@@ -165,18 +186,7 @@ class Creator:
                 fields[field] = _text(spec["defaultValue"])
             else:
                 missing.append(str(field))
-        if missing:
-            log.error(
-                "cannot create %r in %r: required field(s) %s cannot be derived from the "
-                "folder or the type's defaults",
-                name,
-                folder,
-                ", ".join(missing),
-            )
-            raise errors.ParameterRequired(
-                "required field(s) without a default: " + ", ".join(missing)
-            )
-        return fields
+        return fields, missing
 
 
 def _api_name(labels: dict[str, str], value: str) -> str:

@@ -41,6 +41,7 @@ from .creating import Creator
 from .editing import Editing
 from .inodes import NodeKey
 from .names import unescape
+from .new_fields import NewFields
 from .scratch import Scratch, ScratchFile, is_temporary_name, makes_document
 from .tree import Tree, parse_version
 
@@ -76,6 +77,7 @@ class Namespace:
         self.allow_delete = allow_delete
         self.scratch = Scratch(spool.directory / spool_store.SCRATCH) if spool is not None else None
         self.creator = Creator(tree, blobs, spool) if spool is not None else None
+        self.new_fields = NewFields()
         #: node -> monotonic time until which it is left out of its directory
         self._hidden: dict[NodeKey, float] = {}
         #: node the kernel still knows -> the node it now stands for
@@ -183,8 +185,21 @@ class Namespace:
             where, name = folder.parent, unescape(folder.name)
         else:
             where, name = scratch.parent, os.path.splitext(filename)[0] or filename
+        given = self.new_fields.given(where, scratch)
         try:
-            doc_id = await self.creator.create(where, name, filename, scratch.path)
+            doc_id = await self.creator.create(where, name, filename, scratch.path, given)
+        except (errors.ParameterRequired, errors.InvalidData) as exc:
+            # Not the user's fault, nor lost: the file waits in place for its fields.
+            scratch.missing = await self.creator.missing(where, name, given)
+            scratch.refusal = exc.message
+            log.warning(
+                "new document %r in %r waits: %s (setfattr -n user.vault.<field> -v VALUE "
+                "on the file supplies a field)",
+                filename,
+                where,
+                exc.message,
+            )
+            return
         except errors.VaultError:
             self.scratch.unname(scratch.key)  # the content is in lost+found now
             raise
@@ -196,6 +211,32 @@ class Namespace:
             self.aliases[folder.key] = ("doc", doc_id)
             self.scratch.move_children(folder.key, ("doc", doc_id))
             self.scratch.unname(folder.key)
+
+    async def set_new_field(self, key: NodeKey, name: str, value: bytes | None) -> None:
+        """setfattr on a new file (its fields) or a folder (defaults for new files);
+        a pending new document that is complete now is created at once."""
+        scratch = self._scratch().file(key) if key[0] == "scratch" else None
+        if scratch is not None and not self.makes_document(scratch):
+            raise OSError(errno.ENOTSUP, "a scratch file has no fields")
+        self.new_fields.set(key, scratch, name, value)
+        if scratch is not None and scratch.missing is not None and scratch.writers == 0:
+            await self.take(scratch)
+
+    def new_fields_of(self, key: NodeKey) -> dict[str, object]:
+        """The xattr view of a new file's or a folder's supplied fields."""
+        scratch = self.scratch.file(key) if self.scratch is not None else None
+        if scratch is not None:
+            return self.new_fields.of_file(scratch) if self.makes_document(scratch) else {}
+        return self.new_fields.of_folder(key) if key[0] in FOLDERS else {}
+
+    def pending_new(self) -> list[dict[str, object]]:
+        """New files waiting for fields, for the status."""
+        files = self.scratch.files.values() if self.scratch is not None else []
+        return [
+            {"file": f.name, "folder": list(f.parent), "missing": f.missing, "error": f.refusal}
+            for f in files
+            if f.linked and f.missing is not None
+        ]
 
     # --- renaming ------------------------------------------------------------------
 

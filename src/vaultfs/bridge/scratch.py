@@ -84,6 +84,12 @@ class ScratchFile:
     #: the document this file became (a new file in a folder), once created: what is
     #: written through handles still open after that is a draft of that document
     became: int | None = None
+    #: fields the user gave a new document before it is made (``new_fields``)
+    fields: dict[str, str] = field(default_factory=dict)
+    #: required fields the create still lacks (None: no create tried yet), and what
+    #: the last try was told
+    missing: list[str] | None = None
+    refusal: str | None = None
 
     @property
     def key(self) -> NodeKey:

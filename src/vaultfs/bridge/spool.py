@@ -38,7 +38,7 @@ from typing import Any
 
 import trio
 
-from vaultfs.client import VaultClient
+from vaultfs.client import VaultClient, surely_not_sent
 from vaultfs.errors import (
     ApiLimitExceeded,
     InsufficientAccess,
@@ -49,9 +49,7 @@ from vaultfs.errors import (
     MalformedUrl,
     MethodNotSupported,
     ParameterRequired,
-    ServerException,
     VaultError,
-    VaultUnavailable,
 )
 
 from . import spool_store as store
@@ -468,14 +466,14 @@ class Spool:
         Any refusal is followed by asking who holds the lock: the vault refuses a
         second lock even to its holder, and an answer lost on the way back may hide
         a lock that was taken. When that cannot be asked either, the refusal stands.
-        A vault that did not answer at all is not asked again: open() fails fast.
+        A vault that the lock surely did not reach is not asked: open() fails fast.
         """
         try:
             await self.client.lock(doc_id)
             return True
-        except (VaultUnavailable, ServerException):
-            raise
         except VaultError as refusal:
+            if surely_not_sent(refusal):
+                raise
             try:
                 lock = await self.client.get_lock(doc_id)
             except VaultError:

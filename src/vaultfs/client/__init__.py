@@ -5,6 +5,7 @@ server or the bridge. Public names are re-exported here.
 """
 
 from ._client import VaultClient
+from ._errors import surely_not_sent
 from ._probe import vault_answers
 from ._retry import backoff
 from ._types import Budget, Credentials, DocumentPage, Download
@@ -16,5 +17,6 @@ __all__ = [
     "Download",
     "VaultClient",
     "backoff",
+    "surely_not_sent",
     "vault_answers",
 ]
