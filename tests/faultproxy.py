@@ -11,7 +11,10 @@ these faults, drawn from a ``random.Random(seed)`` so a run can be repeated:
 ``truncated``       forwarded; the answer is cut off halfway through its body
 
 ``counts`` says how often each happened (and ``ok``), so a test can assert its seed
-hit every kind. It runs in threads of its own, and ``stop`` ends them.
+hit every kind. ``hold`` stops the next request that matches a method and path part,
+before it reaches the vault or after the vault answered, until ``Hold.release``; the
+held request is then dropped (a reset), as a daemon killed meanwhile would never see
+its answer. It runs in threads of its own, and ``stop`` ends them.
 """
 
 from __future__ import annotations
@@ -23,10 +26,32 @@ import threading
 from collections import Counter
 from collections.abc import Sequence
 
-__all__ = ["FAULTS", "FaultProxy"]
+__all__ = ["FAULTS", "FaultProxy", "Hold"]
 
 FAULTS = ("503", "reset_before", "reset_after", "truncated")
 _HEAD_LIMIT = 1 << 16
+
+
+class Hold:
+    """One request to stop: ``METHOD path-part``, before or after the vault saw it."""
+
+    def __init__(self, method: str, path_part: str, *, after_vault: bool) -> None:
+        self.method, self.path_part, self.after_vault = method, path_part, after_vault
+        #: set once a matching request is being held
+        self.holding = threading.Event()
+        self._released = threading.Event()
+
+    def matches(self, request: bytes) -> bool:
+        line = request.split(b"\r\n", 1)[0].decode("ascii", "replace")
+        method, _, rest = line.partition(" ")
+        return method == self.method and self.path_part in rest and not self.holding.is_set()
+
+    def wait(self) -> None:
+        self.holding.set()
+        self._released.wait(timeout=300)
+
+    def release(self) -> None:
+        self._released.set()
 
 
 class FaultProxy:
@@ -45,6 +70,7 @@ class FaultProxy:
         self.methods = tuple(methods)
         self.active = False
         self.counts: Counter[str] = Counter()
+        self._holds: list[Hold] = []
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         self._server = socket.create_server(("127.0.0.1", 0))
@@ -64,6 +90,20 @@ class FaultProxy:
         self._stopping = True
         self._server.close()
         self._thread.join(timeout=10)
+
+    def hold(self, method: str, path_part: str, *, after_vault: bool = False) -> Hold:
+        held = Hold(method, path_part, after_vault=after_vault)
+        with self._lock:
+            self._holds.append(held)
+        return held
+
+    def _held(self, request: bytes) -> Hold | None:
+        with self._lock:
+            for held in self._holds:
+                if held.matches(request):
+                    self._holds.remove(held)
+                    return held
+        return None
 
     def __enter__(self) -> FaultProxy:
         return self.start()
@@ -96,6 +136,18 @@ class FaultProxy:
             except (OSError, ValueError):
                 return
             if request is None:
+                return
+            held = self._held(request)
+            if held is not None and not held.after_vault:
+                held.wait()
+                _reset(client)
+                return
+            if held is not None:
+                try:
+                    _forward(self.upstream, request)
+                finally:
+                    held.wait()
+                    _reset(client)
                 return
             method = request.split(b" ", 1)[0].decode("ascii", "replace")
             fault = self._pick(method)
