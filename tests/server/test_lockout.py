@@ -31,9 +31,16 @@ def test_lockout_and_unlock(tmp_path: Path) -> None:
     with VaultProcess(data, extra_args=["--lockout-attempts", "3"]) as server:
         for _ in range(2):
             assert_error(_login(server.url, EDITOR, "wrong"), "USERNAME_OR_PASSWORD_INCORRECT", 401)
-        # The failure that reaches the limit locks the account and says so.
-        assert_error(_login(server.url, EDITOR, "wrong"), "USER_LOCKED_OUT", 403)
-        # Locked: the right password is refused too; user names are case-insensitive.
+        # The failure that reaches the limit locks the account, and says what a wrong
+        # password says for any account, existing or not: no user name is revealed.
+        assert_error(_login(server.url, EDITOR, "wrong"), "USERNAME_OR_PASSWORD_INCORRECT", 401)
+        assert_error(_login(server.url, EDITOR, "wrong"), "USERNAME_OR_PASSWORD_INCORRECT", 401)
+        assert_error(
+            _login(server.url, "nobody@vaultfs.demo", "wrong"),
+            "USERNAME_OR_PASSWORD_INCORRECT",
+            401,
+        )
+        # Locked: the right password learns it; user names are case-insensitive.
         assert_error(_login(server.url, EDITOR, DEMO_PASSWORD), "USER_LOCKED_OUT", 403)
         assert_error(_login(server.url, EDITOR.upper(), DEMO_PASSWORD), "USER_LOCKED_OUT", 403)
         # Other accounts are not affected.

@@ -76,9 +76,9 @@ async def login(request: Request) -> Response:
     try:
         user = await vault.db.read(users.check_password, username, fields["password"])
     except UsernameOrPasswordIncorrect:
+        # A wrong password gets the same answer whether the account exists, is locked
+        # or not: the answers must not tell which user names exist.
         await vault.db.write(users.record_failed_login, username, vault.config.lockout_attempts)
-        # The failure that locks the account says so at once.
-        await vault.db.read(users.raise_if_locked_out, username)
         raise
     return await _session(request, user, wanted_dns)
 

@@ -3,8 +3,10 @@
 Passwords are stored as salted scrypt hashes. Session ids are long random tokens;
 only their sha256 is stored, so a copy of the database does not hand out sessions.
 Consecutive failed password checks are counted per user; reaching the configured
-number locks the account (``USER_LOCKED_OUT``, even with the right password) until an
-admin unlocks it (``vaultfs serve-admin unlock``). A successful login resets the count.
+number locks the account until an admin unlocks it (``vaultfs serve-admin unlock``); a
+successful login resets the count. Only the right password learns of the lockout
+(``USER_LOCKED_OUT``): a wrong one is ``USERNAME_OR_PASSWORD_INCORRECT`` for locked,
+unlocked and unknown accounts alike, so the answers tell no user names.
 """
 
 from __future__ import annotations
@@ -30,7 +32,6 @@ __all__ = [
     "end_session",
     "hash_password",
     "login",
-    "raise_if_locked_out",
     "record_failed_login",
     "resolve_session",
     "token_user",
@@ -130,10 +131,10 @@ def check_password(conn: sqlite3.Connection, username: str, password: str) -> Us
     # Hash even for unknown users so timing does not tell which user names exist.
     salt = bytes.fromhex(row["password_salt"]) if row else b"\0" * 16
     computed = hash_password(password, salt)
-    if row is not None and row["locked_out"]:
-        raise _locked_out(username)
     if row is None or not hmac.compare_digest(computed, row["password_hash"]):
         raise UsernameOrPasswordIncorrect("Authentication failed for user: " + username)
+    if row["locked_out"]:
+        raise _locked_out(username)
     return _user(row)
 
 
@@ -148,14 +149,6 @@ def record_failed_login(conn: sqlite3.Connection, username: str, attempts: int) 
         " locked_out = (? > 0 AND failed_logins + 1 >= ?) WHERE username = ?",
         (attempts, attempts, username.lower()),
     )
-
-
-def raise_if_locked_out(conn: sqlite3.Connection, username: str) -> None:
-    row = conn.execute(
-        "SELECT locked_out FROM users WHERE username = ?", (username.lower(),)
-    ).fetchone()
-    if row is not None and row["locked_out"]:
-        raise _locked_out(username)
 
 
 def unlock_user(conn: sqlite3.Connection, username: str) -> bool:
