@@ -79,7 +79,7 @@ class VaultProcess:
 
     def start(self, timeout: float = 30.0) -> VaultProcess:
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        env = dict(os.environ, VAULTFS_DEMO_PASSWORD=DEMO_PASSWORD, **self.env)
+        env = {**os.environ, "VAULTFS_DEMO_PASSWORD": DEMO_PASSWORD, **self.env}
         log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child
         try:
             self.proc = subprocess.Popen(

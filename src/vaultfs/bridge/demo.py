@@ -117,10 +117,14 @@ def _prepare_mountpoint(mountpoint: Path) -> None:
         mountpoint.mkdir(parents=True, exist_ok=True)
 
 
-def _instructions(mountpoint: Path, url: str) -> str:
+def _instructions(mountpoint: Path, url: str, user: str, credentials: Path) -> str:
     m = str(mountpoint)
     return f"""
-vaultfs demo: the local vault {url} is mounted at {m}
+vaultfs demo: the local vault {url} is mounted at {m} as {user}
+
+Its users are admin@vaultfs.demo, editor@vaultfs.demo and viewer@vaultfs.demo; their
+password (for other clients and mounts) is in {credentials}
+(mode 0600, one "user<TAB>password" line each).
 
 Try, in another terminal:
   ls -l {m}                          the document types
@@ -153,7 +157,8 @@ def run_demo(mountpoint: Path) -> int:
         )
 
         def ready() -> None:
-            print(_instructions(mountpoint, url), flush=True)
+            credentials = data_dir / "demo-credentials"
+            print(_instructions(mountpoint, url, user, credentials), flush=True)
 
         trio.run(run_mount, config, ready)
         print("vaultfs demo: unmounted; stopping the demo vault", flush=True)

@@ -510,7 +510,8 @@ def referenced_blobs(conn: sqlite3.Connection) -> set[str]:
 
 
 def _password(config: ServerConfig) -> str:
-    """The demo password: configured, or generated, printed once and kept in a 0600 file."""
+    """The demo password: configured, or generated and kept in a 0600 file, whose path
+    is printed (never the password: the output usually ends up in a log file)."""
     if config.demo_password:
         return config.demo_password
     password = secrets.token_urlsafe(12)
@@ -520,7 +521,7 @@ def _password(config: ServerConfig) -> str:
         out.write("".join(f"{name}\t{password}\n" for name, _, _ in DEMO_USERS))
     print(
         f"Demo vault created. Users {', '.join(n for n, _, _ in DEMO_USERS)}; "
-        f"password: {password} (also in {path})",
+        f"their password is in {path} (mode 0600)",
         flush=True,
     )
     return password
