@@ -91,6 +91,10 @@ def test_mounting_on_an_active_mount_point_or_a_non_empty_directory_is_refused(
         said = mount_refusal(fresh_vault.url, first.mountpoint, tmp_path / "other-cache")
         assert "already a mount point" in said
         assert first.status()["pid"] == first.pid  # still the one mount there
+        # df and mount(8) name the vault the mount shows
+        mounts = Path("/proc/mounts").read_text().splitlines()
+        [line] = [m for m in mounts if m.split()[1] == str(first.mountpoint)]
+        assert line.split()[0] == fresh_vault.url and line.split()[2] == "fuse.vaultfs"
     full = tmp_path / "full"
     full.mkdir()
     (full / "file").write_text("mine")
