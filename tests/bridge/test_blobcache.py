@@ -11,7 +11,7 @@ import pytest
 import trio
 
 from vaultfs import errors
-from vaultfs.bridge.blobcache import BlobCache
+from vaultfs.bridge.content.blobcache import BlobCache
 
 from .fakevault import FakeDownload
 

@@ -13,11 +13,11 @@ import pytest
 import trio
 
 from vaultfs import errors
-from vaultfs.bridge.blobcache import BlobCache
-from vaultfs.bridge.core import Core, Options
-from vaultfs.bridge.index import DocumentIndex, TypeCatalog
-from vaultfs.bridge.inodes import ROOT_INODE
-from vaultfs.bridge.tree import Tree
+from vaultfs.bridge.content.blobcache import BlobCache
+from vaultfs.bridge.fs.filesystem import Core, Options
+from vaultfs.bridge.fs.inodes import ROOT_INODE
+from vaultfs.bridge.tree.index import DocumentIndex, TypeCatalog
+from vaultfs.bridge.tree.tree import Tree
 
 from .fakevault import FakeVault
 

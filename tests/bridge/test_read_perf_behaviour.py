@@ -20,8 +20,8 @@ from tests.conftest import login
 from tests.mountproc import MountProcess
 from tests.vaultproc import VaultProcess, wait_until
 from vaultfs import errors
-from vaultfs.bridge.blobcache import CHUNK, BlobCache
-from vaultfs.bridge.core import Core
+from vaultfs.bridge.content.blobcache import CHUNK, BlobCache
+from vaultfs.bridge.fs.filesystem import Core
 
 from .fakevault import FakeDownload, FakeVault
 from .test_blobcache import running

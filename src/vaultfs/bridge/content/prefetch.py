@@ -18,10 +18,9 @@ from collections.abc import Awaitable, Callable
 import trio
 
 from vaultfs import errors
-
-from .blobcache import BlobCache
-from .content import content_of
-from .tree import Tree
+from vaultfs.bridge.content.blobcache import BlobCache
+from vaultfs.bridge.content.sources import content_of
+from vaultfs.bridge.tree.tree import Tree
 
 __all__ = ["AHEAD", "Prefetcher"]
 

@@ -17,15 +17,14 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from vaultfs.bridge.content.blobcache import BlobCache
+from vaultfs.bridge.content.sources import content_of
+from vaultfs.bridge.tree.tree import Tree
+from vaultfs.bridge.write.spool.spool import EDITING
 from vaultfs.errors import VaultError
 
-from .blobcache import BlobCache
-from .content import content_of
-from .spool import EDITING
-from .tree import Tree
-
 if TYPE_CHECKING:  # only for annotations: the spool is handed in by the mount
-    from .spool import Spool, SpoolEntry
+    from vaultfs.bridge.write.spool.spool import Spool, SpoolEntry
 
 __all__ = ["EditHandle", "Editing"]
 

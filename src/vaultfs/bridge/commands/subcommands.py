@@ -25,14 +25,13 @@ from typing import BinaryIO
 
 import trio
 
-from vaultfs import errors, mount_helper
+from vaultfs import errors
+from vaultfs.bridge.commands import control, manage, mount_helper
+from vaultfs.bridge.commands.credentials import CredentialError, find_password, store_in_keyring
+from vaultfs.bridge.commands.demo import run_demo
+from vaultfs.bridge.daemon.logs import setup_logging, stderr_is_journal
+from vaultfs.bridge.daemon.mount import MountConfig, default_cache_dir, run_mount
 from vaultfs.profiles import ProfileError, load_profile, names_profile
-
-from . import control, manage
-from .credentials import CredentialError, find_password, store_in_keyring
-from .demo import run_demo
-from .logs import setup_logging, stderr_is_journal
-from .mount import MountConfig, default_cache_dir, run_mount
 
 __all__ = ["parse_mount_options", "parse_size", "register"]
 

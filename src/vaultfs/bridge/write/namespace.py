@@ -33,19 +33,18 @@ from typing import TYPE_CHECKING
 import trio
 
 from vaultfs import errors
-
-from . import spool_store
-from .blobcache import BlobCache
-from .content import content_of
-from .creating import Creator
-from .editing import Editing
-from .inodes import NodeKey
-from .names import unescape
-from .scratch import Scratch, ScratchFile, is_temporary_name
-from .tree import Tree, parse_version
+from vaultfs.bridge.content.blobcache import BlobCache
+from vaultfs.bridge.content.sources import content_of
+from vaultfs.bridge.fs.inodes import NodeKey
+from vaultfs.bridge.tree.filenames import unescape
+from vaultfs.bridge.tree.tree import Tree, parse_version
+from vaultfs.bridge.write.creating import Creator
+from vaultfs.bridge.write.editing import Editing
+from vaultfs.bridge.write.scratch import Scratch, ScratchFile, is_temporary_name
+from vaultfs.bridge.write.spool import store as spool_store
 
 if TYPE_CHECKING:
-    from .spool import Spool
+    from vaultfs.bridge.write.spool.spool import Spool
 
 __all__ = ["Namespace"]
 

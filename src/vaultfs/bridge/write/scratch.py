@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .inodes import NodeKey
+from vaultfs.bridge.fs.inodes import NodeKey
 
 __all__ = ["NewFolder", "Scratch", "ScratchFile", "is_temporary_name"]
 

@@ -18,9 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from vaultfs.bridge.commands import control
 from vaultfs.profiles import ProfileError, load_profile, names_profile
-
-from . import control
 
 __all__ = ["format_status", "register"]
 

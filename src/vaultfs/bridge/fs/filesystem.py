@@ -24,21 +24,20 @@ from typing import TYPE_CHECKING, Any, Protocol
 import trio
 
 from vaultfs import errors
+from vaultfs.bridge.content.blobcache import BlobCache, BlobHandle
+from vaultfs.bridge.content.prefetch import Prefetcher
+from vaultfs.bridge.content.sources import content_of
+from vaultfs.bridge.fs.inodes import InodeTable, NodeKey
+from vaultfs.bridge.tree import xattrs
+from vaultfs.bridge.tree.tree import ROOT, Tree
+from vaultfs.bridge.write.editing import EditHandle, Editing
+from vaultfs.bridge.write.fields import FieldEditor
+from vaultfs.bridge.write.namespace import Namespace
+from vaultfs.bridge.write.scratch import ScratchFile
 from vaultfs.wire import parse_datetime
 
-from . import xattrs
-from .blobcache import BlobCache, BlobHandle
-from .content import content_of
-from .editing import EditHandle, Editing
-from .field_edits import FieldEditor
-from .inodes import InodeTable, NodeKey
-from .namespace import Namespace
-from .prefetch import Prefetcher
-from .scratch import ScratchFile
-from .tree import ROOT, Tree
-
 if TYPE_CHECKING:
-    from .spool import Spool
+    from vaultfs.bridge.write.spool.spool import Spool
 
 __all__ = ["Attr", "Core", "Opened", "Options"]
 

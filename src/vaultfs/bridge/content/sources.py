@@ -12,11 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from vaultfs.bridge.content.blobcache import Fetch
+from vaultfs.bridge.fs.inodes import NodeKey
+from vaultfs.bridge.tree.tree import Tree, latest_version
 from vaultfs.client import VaultClient
-
-from .blobcache import Fetch
-from .inodes import NodeKey
-from .tree import Tree, latest_version
 
 __all__ = ["Content", "content_of"]
 

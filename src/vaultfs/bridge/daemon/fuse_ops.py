@@ -19,8 +19,7 @@ from typing import Any
 import pyfuse3
 
 from vaultfs import errors
-
-from .core import Attr, Core
+from vaultfs.bridge.fs.filesystem import Attr, Core
 
 __all__ = ["FuseOps", "close", "default_options", "init", "main", "terminate"]
 

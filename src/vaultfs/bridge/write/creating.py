@@ -19,15 +19,14 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from vaultfs import errors
-
-from . import spool_store
-from .blobcache import BlobCache
-from .content import content_of
-from .inodes import NodeKey
-from .tree import Tree
+from vaultfs.bridge.content.blobcache import BlobCache
+from vaultfs.bridge.content.sources import content_of
+from vaultfs.bridge.fs.inodes import NodeKey
+from vaultfs.bridge.tree.tree import Tree
+from vaultfs.bridge.write.spool import store as spool_store
 
 if TYPE_CHECKING:
-    from .spool import Spool
+    from vaultfs.bridge.write.spool.spool import Spool
 
 __all__ = ["Creator"]
 

@@ -27,11 +27,10 @@ from typing import Any
 import trio
 
 from vaultfs import errors
+from vaultfs.bridge.fs.inodes import NodeKey
+from vaultfs.bridge.tree.filenames import Sibling, assign_names
+from vaultfs.bridge.tree.index import DocumentIndex, Record, TypeCatalog
 from vaultfs.client import VaultClient
-
-from .index import DocumentIndex, Record, TypeCatalog
-from .inodes import NodeKey
-from .names import Sibling, assign_names
 
 __all__ = [
     "CONTROL_DIR",

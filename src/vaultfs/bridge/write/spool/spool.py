@@ -36,6 +36,7 @@ from typing import Any
 
 import trio
 
+from vaultfs.bridge.write.spool import store
 from vaultfs.client import VaultClient
 from vaultfs.errors import (
     ApiLimitExceeded,
@@ -49,8 +50,6 @@ from vaultfs.errors import (
     ParameterRequired,
     VaultError,
 )
-
-from . import spool_store as store
 
 __all__ = ["Spool", "SpoolEntry"]
 

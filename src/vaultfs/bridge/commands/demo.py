@@ -20,9 +20,8 @@ from pathlib import Path
 import trio
 
 from vaultfs import errors
+from vaultfs.bridge.daemon.mount import MountConfig, default_cache_dir, run_mount
 from vaultfs.client import vault_answers
-
-from .mount import MountConfig, default_cache_dir, run_mount
 
 __all__ = ["DEMO_USER", "read_demo_credentials", "run_demo"]
 

@@ -17,10 +17,9 @@ import logging
 from typing import Any
 
 from vaultfs import errors
-
-from . import xattrs
-from .inodes import NodeKey
-from .tree import Tree, latest_version
+from vaultfs.bridge.fs.inodes import NodeKey
+from vaultfs.bridge.tree import xattrs
+from vaultfs.bridge.tree.tree import Tree, latest_version
 
 __all__ = ["FieldEditor"]
 

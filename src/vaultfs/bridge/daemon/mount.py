@@ -24,18 +24,17 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from vaultfs.bridge.commands.control import FLUSH_SIGNAL, STOP_NOW_SIGNAL
+from vaultfs.bridge.content.blobcache import BlobCache
+from vaultfs.bridge.daemon import fuse_ops
+from vaultfs.bridge.daemon.notify import notify
+from vaultfs.bridge.fs.filesystem import Core, Options
+from vaultfs.bridge.tree.index import DocumentIndex, TypeCatalog
+from vaultfs.bridge.tree.tree import Tree
 from vaultfs.client import Credentials, VaultClient
 
-from . import fuse_ops
-from .blobcache import BlobCache
-from .control import FLUSH_SIGNAL, STOP_NOW_SIGNAL
-from .core import Core, Options
-from .index import DocumentIndex, TypeCatalog
-from .notify import notify
-from .tree import Tree
-
 if TYPE_CHECKING:
-    from .spool import Spool
+    from vaultfs.bridge.write.spool.spool import Spool
 
 __all__ = ["MountConfig", "default_cache_dir", "run_mount"]
 
@@ -89,7 +88,7 @@ def _make_spool(config: MountConfig, client: VaultClient) -> Spool | None:
     if config.read_only:
         return None
     try:
-        from .spool import Spool as SpoolClass
+        from vaultfs.bridge.write.spool.spool import Spool as SpoolClass
     except ImportError:
         log.info("no write-back spool available: writing is disabled")
         return None
