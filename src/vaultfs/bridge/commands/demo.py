@@ -20,7 +20,8 @@ from pathlib import Path
 import trio
 
 from vaultfs import errors
-from vaultfs.bridge.daemon.mount import MountConfig, default_cache_dir, run_mount
+from vaultfs.bridge.daemon.config import MountConfig, default_cache_dir
+from vaultfs.bridge.daemon.mount import run_mount
 from vaultfs.client import vault_answers
 
 __all__ = ["DEMO_USER", "read_demo_credentials", "run_demo"]

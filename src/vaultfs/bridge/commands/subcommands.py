@@ -26,11 +26,10 @@ from typing import BinaryIO
 import trio
 
 from vaultfs import errors
-from vaultfs.bridge.commands import control, manage, mount_helper
+from vaultfs.bridge.commands import control, install_helper, manage
 from vaultfs.bridge.commands.credentials import CredentialError, find_password, store_in_keyring
-from vaultfs.bridge.commands.demo import run_demo
+from vaultfs.bridge.daemon.config import MountConfig, default_cache_dir
 from vaultfs.bridge.daemon.logs import setup_logging, stderr_is_journal
-from vaultfs.bridge.daemon.mount import MountConfig, default_cache_dir, run_mount
 from vaultfs.profiles import ProfileError, load_profile, names_profile
 
 __all__ = ["parse_mount_options", "parse_size", "register"]
@@ -136,7 +135,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "install-helper",
         help="link mount.fuse.vaultfs into /sbin so that mount -t fuse.vaultfs and fstab work",
     )
-    helper.add_argument("--dir", type=Path, default=mount_helper.HELPER_DIR, help="default /sbin")
+    helper.add_argument("--dir", type=Path, default=install_helper.HELPER_DIR, help="default /sbin")
     helper.add_argument("--remove", action="store_true", help="remove the link instead")
     helper.set_defaults(handler=_install_helper)
 
@@ -268,6 +267,9 @@ def _run_foreground(args: argparse.Namespace, config: MountConfig) -> int:
             os.close(ready_fd)
             ready_fd = None
 
+    # Imported here: the daemon loads pyfuse3, which no other command needs.
+    from vaultfs.bridge.daemon.mount import run_mount
+
     try:
         trio.run(run_mount, config, ready)
     except (errors.VaultError, OSError, RuntimeError) as exc:
@@ -354,6 +356,8 @@ def _read_with_timeout(pipe: BinaryIO, timeout: float) -> str:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    from vaultfs.bridge.commands.demo import run_demo  # mounts: loads pyfuse3
+
     setup_logging(_level(args), args.log_file)
     return run_demo(args.mountpoint)
 
@@ -382,7 +386,7 @@ def _set_password(args: argparse.Namespace) -> int:
 
 def _install_helper(args: argparse.Namespace) -> int:
     try:
-        message = mount_helper.install(args.dir, remove=args.remove)
+        message = install_helper.install(args.dir, remove=args.remove)
     except OSError as exc:
         print(f"vaultfs install-helper: {exc}", file=sys.stderr)
         return 1

@@ -12,14 +12,11 @@ also when the mount fails half-way.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import signal
 from collections.abc import Callable
 from contextlib import AsyncExitStack
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -27,6 +24,7 @@ import trio
 from vaultfs.bridge.commands.control import FLUSH_SIGNAL, STOP_NOW_SIGNAL
 from vaultfs.bridge.content.blobcache import BlobCache
 from vaultfs.bridge.daemon import fuse_ops
+from vaultfs.bridge.daemon.config import MountConfig
 from vaultfs.bridge.daemon.notify import notify
 from vaultfs.bridge.fs.filesystem import Core, Options
 from vaultfs.bridge.tree.index import DocumentIndex, TypeCatalog
@@ -36,7 +34,7 @@ from vaultfs.client import Credentials, VaultClient
 if TYPE_CHECKING:
     from vaultfs.bridge.write.spool.spool import Spool
 
-__all__ = ["MountConfig", "default_cache_dir", "run_mount"]
+__all__ = ["run_mount"]
 
 log = logging.getLogger(__name__)
 
@@ -44,30 +42,6 @@ log = logging.getLogger(__name__)
 _FLUSH_TIMEOUT = 30.0
 #: how often the service manager hears the pending count while a stop waits
 _STOP_PROGRESS_INTERVAL = 2.0
-
-
-def default_cache_dir(url: str, user: str) -> Path:
-    """``~/.cache/vaultfs/<hash of url and user>``: one cache per vault and user."""
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "vaultfs"
-    return base / hashlib.sha256(f"{url}\0{user}".encode()).hexdigest()[:16]
-
-
-@dataclass
-class MountConfig:
-    url: str
-    user: str
-    password: str = field(repr=False)
-    mountpoint: Path
-    cache_dir: Path
-    cache_size: int = 1 << 30
-    poll_interval: float = 30.0
-    attr_timeout: float = 1.0
-    #: retries of one API call before it fails (an outage longer than that gives EIO)
-    retries: int = 6
-    read_only: bool = False
-    allow_other: bool = False
-    allow_delete: bool = False
-    debug: bool = False
 
 
 def _fuse_options(config: MountConfig) -> set[str]:
