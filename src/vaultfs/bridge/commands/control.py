@@ -23,6 +23,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from vaultfs.bridge.tree.nodes import CONTROL_DIR
+
 __all__ = [
     "FLUSH_SIGNAL",
     "FSTYPE",
@@ -64,7 +66,7 @@ def vaultfs_mounts(table: Path = Path("/proc/mounts")) -> list[Path]:
 def read_status(mountpoint: Path) -> dict[str, Any]:
     """The daemon's status; OSError when the mount does not answer, ValueError when
     what it answers is not a vaultfs status."""
-    status = json.loads((mountpoint / ".vaultfs" / "status").read_text())
+    status = json.loads((mountpoint / CONTROL_DIR / "status").read_text())
     if not isinstance(status, dict) or not isinstance(status.get("pid"), int):
         raise ValueError(f"{mountpoint} does not answer like a vaultfs mount")
     return status

@@ -27,9 +27,10 @@ from vaultfs import errors
 from vaultfs.bridge.content.blobcache import BlobCache, BlobHandle
 from vaultfs.bridge.content.prefetch import Prefetcher
 from vaultfs.bridge.content.sources import content_of
-from vaultfs.bridge.fs.inodes import InodeTable, NodeKey
-from vaultfs.bridge.tree import xattrs
-from vaultfs.bridge.tree.tree import ROOT, Tree
+from vaultfs.bridge.fs.inodes import InodeTable
+from vaultfs.bridge.tree import nodes, xattrs
+from vaultfs.bridge.tree.nodes import FOLDERS, ROOT, Kind, NodeKey
+from vaultfs.bridge.tree.tree import Tree
 from vaultfs.bridge.write.editing import EditHandle, Editing
 from vaultfs.bridge.write.fields import FieldEditor
 from vaultfs.bridge.write.namespace import Namespace
@@ -43,11 +44,6 @@ __all__ = ["Attr", "Core", "Opened", "Options"]
 
 log = logging.getLogger(__name__)
 
-#: directories whose listing needs the document's details (``Tree.details``)
-_DETAILS_DIRS = {"vers", "rends", "atts"}
-_FILE_KINDS = {"src", "vsrc", "rend", "vrend", "att", "status", "scratch", "lostf"}
-#: directories the user may create (or, in lost+found, remove) entries in
-_WRITABLE_DIRS = {"type", "sub", "cls", "doc", "newdir", "lost"}
 _BLOCK = 4096
 #: rename(2) flags (linux/fs.h)
 _RENAME_NOREPLACE = 1
@@ -225,29 +221,29 @@ class Core:
 
     async def _attr(self, key: NodeKey, ino: int) -> Attr:
         kind = key[0]
-        if kind in _FILE_KINDS:
+        if kind in nodes.FILES:
             return await self._file_attr(key, ino)
         mtime = ctime = 0
-        if kind == "newdir":
+        if kind == Kind.NEWDIR:
             folder = self.namespace.scratch.folder(key) if self.namespace.scratch else None
             if folder is None:
                 raise OSError(errno.ENOENT, "directory no longer exists")
             mtime = ctime = folder.ctime_ns
-        elif kind in ("root", "type", "sub", "cls"):
-            if not self.tree.folder_exists(key) and kind != "root":
+        elif kind == Kind.ROOT or kind in FOLDERS:
+            if not self.tree.folder_exists(key) and kind != Kind.ROOT:
                 raise OSError(errno.ENOENT, "folder no longer exists")
             mtime = ctime = _ns(self.tree.folder_mtime(key))
-        elif kind in ("ctl", "lost"):
+        elif kind in (Kind.CTL, Kind.LOST):
             mtime = ctime = int(self._started * 1e9)
         else:
-            doc_id = int(key[1])  # type: ignore[call-overload]
+            doc_id = nodes.doc_id(key)
             record = self.tree.record(doc_id)
-            if kind == "ver":
-                major, minor = int(key[2]), int(key[3])  # type: ignore[call-overload]
+            if kind == Kind.VER:
+                major, minor = nodes.version(key)
                 record = await self.tree.version_record(doc_id, major, minor)
             mtime = _ns(record.get("version_modified_date__v"))
             ctime = _ns(record.get("document_creation_date__v")) or mtime
-        writable = kind in _WRITABLE_DIRS and not self.options.read_only
+        writable = kind in nodes.WRITABLE_DIRS and not self.options.read_only
         return Attr(
             ino=ino,
             mode=stat.S_IFDIR | (0o755 if writable else 0o555),
@@ -263,11 +259,11 @@ class Core:
     async def _file_attr(self, key: NodeKey, ino: int) -> Attr:
         kind = key[0]
         timeout = self.options.attr_timeout
-        if kind == "status":
+        if kind == Kind.STATUS:
             size, mtime, ctime = len(self.status_bytes()), time.time_ns(), int(self._started * 1e9)
             timeout = 0
             mode = 0o444
-        elif kind == "scratch":
+        elif kind == Kind.SCRATCH:
             scratch = self._scratch_file(key)
             size, mtime, ctime, mode, timeout = (
                 scratch.size(),
@@ -276,25 +272,23 @@ class Core:
                 scratch.mode,
                 0,
             )
-        elif kind == "lostf":
+        elif kind == Kind.LOSTF:
             info = os.stat(self.namespace.lost_path(key))
             size, mtime, ctime, mode = info.st_size, info.st_mtime_ns, info.st_ctime_ns, 0o444
         else:
-            doc_id = int(key[1])  # type: ignore[call-overload]
+            doc_id = nodes.doc_id(key)
             record = self.tree.record(doc_id)
-            if kind == "vsrc":
-                major, minor = int(key[2]), int(key[3])  # type: ignore[call-overload]
+            if kind == Kind.VSRC:
+                major, minor = nodes.version(key)
                 record = await self.tree.version_record(doc_id, major, minor)
             mtime = _ns(record.get("version_modified_date__v"))
             ctime = _ns(record.get("version_creation_date__v")) or mtime
-            if kind == "att":
-                attachment = (await self.tree.details(doc_id)).attachments.get(
-                    int(key[2])  # type: ignore[call-overload]
-                )
+            if kind == Kind.ATT:
+                attachment = (await self.tree.details(doc_id)).attachments.get(nodes.number(key))
                 if attachment is None:
                     raise OSError(errno.ENOENT, "attachment no longer exists")
                 ctime = mtime = _ns(attachment.get("created_date__v")) or mtime
-            entry = self.editing.entry(doc_id) if kind == "src" else None
+            entry = self.editing.entry(doc_id) if kind == Kind.SRC else None
             if entry is not None:
                 size, timeout = entry.size(), 0
             else:
@@ -307,7 +301,7 @@ class Core:
                     self._estimated.add(ino)
                 else:
                     size = exact
-            writable = kind == "src" and not self.options.read_only
+            writable = kind == Kind.SRC and not self.options.read_only
             mode = 0o644 if writable else 0o444
         return Attr(
             ino=ino,
@@ -325,20 +319,20 @@ class Core:
 
     async def opendir(self, ino: int) -> int:
         key = self._key(ino)
-        if key[0] in _FILE_KINDS:
+        if nodes.is_file(key):
             raise OSError(errno.ENOTDIR, "not a directory")
         kind = key[0]
-        if kind in _DETAILS_DIRS:
-            self.prefetch.details_needed(int(key[1]))  # type: ignore[call-overload]
+        if kind in nodes.DETAILS_DIRS:
+            self.prefetch.details_needed(nodes.doc_id(key))
         # Subdirectories before files: an ``rm -r`` walk of a version directory then
         # empties its renditions before the version file's removal deletes the version.
         listing = sorted(
-            (await self._children(key)).items(), key=lambda item: (item[1][0] in _FILE_KINDS, item)
+            (await self._children(key)).items(), key=lambda item: (nodes.is_file(item[1]), item)
         )
-        if kind in ("root", "type", "sub", "cls"):
+        if kind == Kind.ROOT or kind in FOLDERS:
             # The order a walk visits the documents in: what the prefetch reads ahead.
-            documents = [k[1] for _, k in listing if k[0] == "doc"]
-            self.prefetch.folder_listed([int(d) for d in documents])  # type: ignore[call-overload]
+            documents = [k[1] for _, k in listing if k[0] == Kind.DOC]
+            self.prefetch.folder_listed([int(d) for d in documents])
         fh = self._new_fh()
         self._dirs[fh] = listing
         return fh
@@ -400,7 +394,7 @@ class Core:
         self._writable()
         await self._ready()
         key = await self.namespace.create(self._key(parent), name, mode)
-        if key[0] == "src":  # the source file written anew after a rename: starts empty
+        if key[0] == Kind.SRC:  # the source file written anew after a rename: starts empty
             opened = await self.open(self.inodes.inode(key), flags | os.O_TRUNC)
         else:
             opened = self._open_scratch(self._scratch_file(key), flags)
@@ -409,31 +403,31 @@ class Core:
     async def open(self, ino: int, flags: int) -> Opened:
         key = self._key(ino)
         kind = key[0]
-        if kind not in _FILE_KINDS:
+        if kind not in nodes.FILES:
             raise OSError(errno.EISDIR, "is a directory")
         writing = flags & os.O_ACCMODE != os.O_RDONLY or flags & os.O_TRUNC
-        if kind == "scratch":
+        if kind == Kind.SCRATCH:
             return self._open_scratch(self._scratch_file(key), flags)
-        if kind == "lostf" and not writing:
+        if kind == Kind.LOSTF and not writing:
             fh = self._new_fh()
             self._handles[fh] = _LostFile(str(self.namespace.lost_path(key)))
             return Opened(fh, direct_io=True)
         if writing:
             if self.options.read_only:
                 raise OSError(errno.EROFS, "mounted read-only")
-            if kind != "src":
+            if kind != Kind.SRC:
                 raise OSError(errno.EACCES, "only a document's latest source file is writable")
-            doc_id = int(key[1])  # type: ignore[call-overload]
+            doc_id = nodes.doc_id(key)
             handle = await self.editing.open(doc_id, truncate=bool(flags & os.O_TRUNC))
             fh = self._new_fh()
             self._handles[fh] = handle
             return Opened(fh, direct_io=True)
-        if kind == "status":
+        if kind == Kind.STATUS:
             fh = self._new_fh()
             self._handles[fh] = _Snapshot(self.status_bytes())
             return Opened(fh, direct_io=True)
-        doc_id = int(key[1])  # type: ignore[call-overload]
-        if kind == "src" and self.editing.entry(doc_id) is not None:
+        doc_id = nodes.doc_id(key)
+        if kind == Kind.SRC and self.editing.entry(doc_id) is not None:
             fh = self._new_fh()
             self._handles[fh] = self.editing.reader(doc_id)
             return Opened(fh, direct_io=True)
@@ -449,7 +443,7 @@ class Core:
         fh = self._new_fh()
         self._handles[fh] = blob
         size = self.blobs.exact_size(content.key)
-        if kind in ("src", "vsrc") and size is not None:
+        if kind in (Kind.SRC, Kind.VSRC) and size is not None:
             self.prefetch.source_opened(doc_id, size)
         return self._opened_content(ino, fh, content.key, size)
 
@@ -535,7 +529,7 @@ class Core:
         mtime_ns: int | None = None,
     ) -> Attr:
         key = self._key(ino)
-        if key[0] == "scratch":
+        if key[0] == Kind.SCRATCH:
             scratch = self._scratch_file(key)
             if size is not None:
                 scratch.truncate(size)
@@ -544,9 +538,9 @@ class Core:
             if mtime_ns is not None:
                 scratch.mtime_ns = mtime_ns
         elif size is not None:
-            if key[0] != "src" or self.options.read_only:
+            if key[0] != Kind.SRC or self.options.read_only:
                 raise OSError(errno.EROFS if self.options.read_only else errno.EACCES, "read-only")
-            await self.editing.truncate(int(key[1]), size)  # type: ignore[call-overload]
+            await self.editing.truncate(nodes.doc_id(key), size)
         # Times and modes of vault files are the vault's: changes are accepted and ignored.
         return await self._attr(key, ino)
 
@@ -554,10 +548,10 @@ class Core:
 
     async def _fields(self, key: NodeKey) -> dict[str, Any]:
         kind = key[0]
-        if kind in ("doc", "src"):
-            return self.tree.record(int(key[1]))  # type: ignore[call-overload]
-        if kind in ("ver", "vsrc"):
-            doc_id, major, minor = (int(k) for k in key[1:4])  # type: ignore[call-overload]
+        if kind in (Kind.DOC, Kind.SRC):
+            return self.tree.record(nodes.doc_id(key))
+        if kind in (Kind.VER, Kind.VSRC):
+            doc_id, (major, minor) = nodes.doc_id(key), nodes.version(key)
             return await self.tree.version_record(doc_id, major, minor)
         return {}
 

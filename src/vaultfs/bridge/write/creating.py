@@ -21,7 +21,7 @@ import trio
 from vaultfs import errors
 from vaultfs.bridge.content.blobcache import BlobCache
 from vaultfs.bridge.content.sources import content_of
-from vaultfs.bridge.fs.inodes import NodeKey
+from vaultfs.bridge.tree.nodes import Kind, NodeKey
 from vaultfs.bridge.tree.tree import Tree
 from vaultfs.bridge.write.spool import store as spool_store
 
@@ -59,7 +59,7 @@ class Creator:
         log.info("created document %d %r in %r", doc_id, name, folder)
         try:
             await self.tree.reload(doc_id)
-            self.blobs.remember_size((await content_of(self.tree, ("src", doc_id))).key, size)
+            self.blobs.remember_size((await content_of(self.tree, (Kind.SRC, doc_id))).key, size)
         except errors.VaultError as exc:  # it exists; the next poll shows it
             log.warning("reading new document %d failed: %s", doc_id, exc)
         return doc_id
@@ -77,10 +77,10 @@ class Creator:
         type_name = await self.tree.type_api_name(str(folder[1]))
         fields = {"name__v": name, "type__v": type_name}
         subtype = classification = None
-        if kind in ("sub", "cls"):
+        if kind in (Kind.SUB, Kind.CLS):
             subtype = _api_name(await catalog.subtype_labels(type_name), str(folder[2]))
             fields["subtype__v"] = subtype
-        if kind == "cls":
+        if kind == Kind.CLS:
             labels = await catalog.classification_labels(type_name, str(subtype))
             classification = _api_name(labels, str(folder[3]))
             fields["classification__v"] = classification

@@ -17,8 +17,8 @@ import logging
 from typing import Any
 
 from vaultfs import errors
-from vaultfs.bridge.fs.inodes import NodeKey
-from vaultfs.bridge.tree import xattrs
+from vaultfs.bridge.tree import nodes, xattrs
+from vaultfs.bridge.tree.nodes import FIELD_NODES, Kind, NodeKey
 from vaultfs.bridge.tree.tree import Tree, latest_version
 
 __all__ = ["FieldEditor"]
@@ -53,7 +53,7 @@ class FieldEditor:
         """Set field ``name`` (an xattr name) of the node ``key`` whose fields are
         ``record``; ``value`` None clears it."""
         field = xattrs.field_of(name)
-        if field is None or key[0] not in ("doc", "src", "ver", "vsrc"):
+        if field is None or key[0] not in FIELD_NODES:
             raise OSError(errno.ENOTSUP, f"{name} is not a field")
         specs = await self.tree.catalog.fields()
         spec = specs.get(field)
@@ -66,10 +66,10 @@ class FieldEditor:
         if value is None and record.get(field) in (None, [], ""):
             return
         text = None if value is None else form_value(value)
-        doc_id = int(key[1])  # type: ignore[call-overload]
+        doc_id = nodes.doc_id(key)
         client = self.tree.client
-        if key[0] in ("ver", "vsrc"):
-            major, minor = int(key[2]), int(key[3])  # type: ignore[call-overload]
+        if key[0] in (Kind.VER, Kind.VSRC):
+            major, minor = nodes.version(key)
             if (major, minor) != latest_version(self.tree.record(doc_id)):
                 await client.update_version(doc_id, major, minor, {field: text})
                 self.tree.invalidate(doc_id)

@@ -22,7 +22,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vaultfs.bridge.fs.inodes import NodeKey
+from vaultfs.bridge.tree import nodes
+from vaultfs.bridge.tree.nodes import Kind, NodeKey
 
 __all__ = ["NewFolder", "Scratch", "ScratchFile", "is_temporary_name"]
 
@@ -65,7 +66,7 @@ class ScratchFile:
 
     @property
     def key(self) -> NodeKey:
-        return ("scratch", self.number)
+        return (Kind.SCRATCH, self.number)
 
     def size(self) -> int:
         return os.fstat(self.fd).st_size
@@ -104,7 +105,7 @@ class NewFolder:
 
     @property
     def key(self) -> NodeKey:
-        return ("newdir", self.number)
+        return (Kind.NEWDIR, self.number)
 
 
 class Scratch:
@@ -130,10 +131,10 @@ class Scratch:
         return {name: key for (p, name), key in self._names.items() if p == parent}
 
     def file(self, key: NodeKey) -> ScratchFile | None:
-        return self.files.get(int(key[1])) if key[0] == "scratch" else None  # type: ignore[call-overload]
+        return self.files.get(nodes.number(key)) if key[0] == Kind.SCRATCH else None
 
     def folder(self, key: NodeKey) -> NewFolder | None:
-        return self.folders.get(int(key[1])) if key[0] == "newdir" else None  # type: ignore[call-overload]
+        return self.folders.get(nodes.number(key)) if key[0] == Kind.NEWDIR else None
 
     # --- changes -----------------------------------------------------------------
 

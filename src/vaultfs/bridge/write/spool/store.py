@@ -34,8 +34,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from vaultfs.bridge.tree.nodes import LOST_AND_FOUND
+
 __all__ = [
-    "LOST_AND_FOUND",
     "EntryRecord",
     "create_entry",
     "data_path",
@@ -57,8 +58,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-LOST_AND_FOUND = "lost+found"
 
 _DIR_MODE = 0o700
 _FILE_MODE = 0o600
