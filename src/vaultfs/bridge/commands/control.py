@@ -4,7 +4,7 @@ Owns what the ``status``, ``flush`` and ``umount`` commands know about a mount f
 outside: which vaultfs mounts exist (``/proc/mounts``), the daemon's status (the
 mount's ``.vaultfs/status`` json, whose ``pid`` names the daemon), the signals the
 daemon understands, and waiting for a daemon to go. The daemon's side of the signals
-is in ``mount``:
+is in ``daemon.signals``:
 
 - ``SIGUSR1``: try every pending upload now;
 - ``SIGTERM`` (also ``SIGINT``, ``SIGHUP``): flush pending uploads (bounded), unmount;
@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from vaultfs.bridge.daemon.signals import FLUSH_SIGNAL, STOP_NOW_SIGNAL, STOP_SIGNAL
 from vaultfs.bridge.tree.nodes import CONTROL_DIR
 
 __all__ = [
@@ -41,9 +42,6 @@ __all__ = [
 
 #: the file system type the kernel lists for a vaultfs mount (``fuse.<subtype>``)
 FSTYPE = "fuse.vaultfs"
-FLUSH_SIGNAL = signal.SIGUSR1
-STOP_SIGNAL = signal.SIGTERM
-STOP_NOW_SIGNAL = signal.SIGUSR2
 
 
 def _unescape(field: str) -> str:

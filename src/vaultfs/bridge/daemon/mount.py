@@ -14,34 +14,27 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
 from collections.abc import Callable
 from contextlib import AsyncExitStack
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import trio
 
-from vaultfs.bridge.commands.control import FLUSH_SIGNAL, STOP_NOW_SIGNAL
 from vaultfs.bridge.content.blobcache import BlobCache
 from vaultfs.bridge.daemon import fuse_ops
+from vaultfs.bridge.daemon.build import build_filesystem
 from vaultfs.bridge.daemon.config import MountConfig
 from vaultfs.bridge.daemon.notify import notify
-from vaultfs.bridge.fs.filesystem import Core, Options
+from vaultfs.bridge.daemon.signals import on_signals
+from vaultfs.bridge.fs.options import Options
 from vaultfs.bridge.tree.index import DocumentIndex, TypeCatalog
 from vaultfs.bridge.tree.tree import Tree
+from vaultfs.bridge.write.spool.spool import Spool
 from vaultfs.client import Credentials, VaultClient
-
-if TYPE_CHECKING:
-    from vaultfs.bridge.write.spool.spool import Spool
 
 __all__ = ["run_mount"]
 
 log = logging.getLogger(__name__)
-
-#: how long a stop signal waits for pending check-ins before the unmount goes ahead
-_FLUSH_TIMEOUT = 30.0
-#: how often the service manager hears the pending count while a stop waits
-_STOP_PROGRESS_INTERVAL = 2.0
 
 
 def _fuse_options(config: MountConfig) -> set[str]:
@@ -58,17 +51,10 @@ def _fuse_options(config: MountConfig) -> set[str]:
 
 
 def _make_spool(config: MountConfig, client: VaultClient) -> Spool | None:
-    """The write-back spool, or None when this build has none (a read-only bridge)."""
+    """The write-back spool (it makes its private directory), None on a read-only mount."""
     if config.read_only:
         return None
-    try:
-        from vaultfs.bridge.write.spool.spool import Spool as SpoolClass
-    except ImportError:
-        log.info("no write-back spool available: writing is disabled")
-        return None
-    directory = config.cache_dir / "spool"
-    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-    return SpoolClass(directory, client, user_id=client.user_id)
+    return Spool(config.cache_dir / "spool", client, user_id=client.user_id)
 
 
 async def run_mount(config: MountConfig, ready: Callable[[], None] | None = None) -> None:
@@ -97,16 +83,22 @@ async def run_mount(config: MountConfig, ready: Callable[[], None] | None = None
             allow_delete=config.allow_delete,
             attr_timeout=config.attr_timeout,
         )
-        core = Core(tree, blobs, options, spool=spool)
-        core.status_extra = lambda: _status_extra(config)
-        fuse_ops.init(fuse_ops.FuseOps(core), str(config.mountpoint), _fuse_options(config))
+        filesystem = build_filesystem(
+            tree,
+            blobs,
+            options,
+            spool=spool,
+            status_extra=lambda: _status_extra(config),
+            invalidate_attr=fuse_ops.invalidate_attr,
+        )
+        fuse_ops.init(fuse_ops.FuseOps(filesystem), str(config.mountpoint), _fuse_options(config))
         stack.callback(fuse_ops.close, unmount=True)
         nursery = await stack.enter_async_context(trio.open_nursery())
         await nursery.start(blobs.run)
         await nursery.start(index.run, config.poll_interval)
         if spool is not None:
             await nursery.start(spool.run)
-        nursery.start_soon(_on_signals, spool, nursery)
+        nursery.start_soon(on_signals, spool, nursery, fuse_ops.terminate)
         nursery.start_soon(_announce, config, ready)
         await fuse_ops.main()
         log.info("unmounting %s", config.mountpoint)
@@ -131,62 +123,3 @@ async def _announce(config: MountConfig, ready: Callable[[], None] | None) -> No
     notify("READY=1", f"STATUS=mounted {config.url} as {config.user} at {config.mountpoint}")
     if ready is not None:
         ready()
-
-
-async def _on_signals(spool: Spool | None, nursery: trio.Nursery) -> None:
-    """Flush on SIGUSR1; stop on the others. A stop waits for pending check-ins (bounded);
-    SIGUSR2, or a second stop signal, cuts that wait short."""
-    stop_signals = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, STOP_NOW_SIGNAL)
-    waiting: trio.CancelScope | None = None
-    with trio.open_signal_receiver(FLUSH_SIGNAL, *stop_signals) as signals:
-        async for signum in signals:
-            name = signal.Signals(signum).name
-            if signum == FLUSH_SIGNAL:
-                if spool is not None:
-                    log.info("signal %s: uploading pending check-ins now", name)
-                    nursery.start_soon(spool.flush_now)
-            elif waiting is not None:
-                log.info("signal %s: unmounting without waiting longer", name)
-                waiting.cancel()
-            else:
-                waiting = trio.CancelScope()
-                if signum == STOP_NOW_SIGNAL or spool is None:
-                    waiting.cancel()
-                nursery.start_soon(_stop, spool, waiting, name, nursery)
-
-
-async def _stop(
-    spool: Spool | None, waiting: trio.CancelScope, signame: str, nursery: trio.Nursery
-) -> None:
-    """Upload pending check-ins now and wait for them (within ``waiting``, at most
-    ``_FLUSH_TIMEOUT``), then end the FUSE main loop."""
-    now = waiting.cancel_called
-    log.info("signal %s: unmounting%s", signame, "" if now else " once pending uploads are in")
-    notify("STOPPING=1")
-    if spool is not None:
-        if not now:
-            # Backoffs may be minutes long: a stop is the moment to try everything again.
-            nursery.start_soon(spool.flush_now)
-        with waiting:
-            await _wait_flushed(spool)
-        left = spool.pending()
-        if left:
-            log.warning(
-                "unmounting with %d check-in(s) not in the vault, kept in the spool for the "
-                "next mount: %s",
-                len(left),
-                ", ".join(f"doc {e['doc_id']} {e['filename']}" for e in left),
-            )
-    fuse_ops.terminate()
-
-
-async def _wait_flushed(spool: Spool) -> None:
-    """Wait up to ``_FLUSH_TIMEOUT`` for the spool to drain, telling systemd the count."""
-    deadline = trio.current_time() + _FLUSH_TIMEOUT
-    while trio.current_time() < deadline:
-        left = [e for e in spool.pending() if e["state"] != "editing"]
-        if not left:
-            return
-        notify(f"STATUS=flushing {len(left)} pending upload(s) before unmounting")
-        if await spool.wait_idle(min(_STOP_PROGRESS_INTERVAL, deadline - trio.current_time())):
-            return

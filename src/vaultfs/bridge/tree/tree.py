@@ -306,7 +306,7 @@ class Tree:
                 ]
             )
             return {n: (Kind.ATT, doc_id, i) for n, i in zip(names, ids, strict=True)}
-        raise errors.NotEditable(f"{key!r} is not a directory")
+        raise errors.NotADirectory(f"{key!r} is not a directory")
 
     @staticmethod
     def _list_renditions(renditions: dict[str, str], prefix: NodeKey) -> dict[str, NodeKey]:

@@ -24,6 +24,7 @@ from vaultfs.bridge.content.sources import content_of
 from vaultfs.bridge.tree.nodes import Kind, NodeKey
 from vaultfs.bridge.tree.tree import Tree
 from vaultfs.bridge.write.spool import store as spool_store
+from vaultfs.client import VaultClient
 
 if TYPE_CHECKING:
     from vaultfs.bridge.write.spool.spool import Spool
@@ -40,8 +41,9 @@ def _text(default: Any) -> str:
 
 
 class Creator:
-    def __init__(self, tree: Tree, blobs: BlobCache, spool: Spool) -> None:
+    def __init__(self, tree: Tree, client: VaultClient, blobs: BlobCache, spool: Spool) -> None:
         self.tree = tree
+        self.client = client
         self.blobs = blobs
         self.spool = spool
 
@@ -67,7 +69,7 @@ class Creator:
     async def _send(self, fields: dict[str, str], filename: str, content: Path) -> int:
         named = spool_store.upload_name(content, filename)  # a link: quick
         try:
-            return await self.tree.client.create_document(fields, named)
+            return await self.client.create_document(fields, named)
         finally:
             spool_store.drop_upload_name(content)
 

@@ -23,7 +23,6 @@ decisions, written down for users in docs/writing.md:
 
 from __future__ import annotations
 
-import errno
 import logging
 import os
 import time
@@ -41,8 +40,9 @@ from vaultfs.bridge.tree.nodes import DOCUMENT_DIRS, FOLDERS, LOST_AND_FOUND, Ki
 from vaultfs.bridge.tree.tree import Tree, parse_version
 from vaultfs.bridge.write.creating import Creator
 from vaultfs.bridge.write.editing import Editing
-from vaultfs.bridge.write.scratch import Scratch, ScratchFile, is_temporary_name
+from vaultfs.bridge.write.scratch import NewFolder, Scratch, ScratchFile, is_temporary_name
 from vaultfs.bridge.write.spool import store as spool_store
+from vaultfs.client import VaultClient
 
 if TYPE_CHECKING:
     from vaultfs.bridge.write.spool.spool import Spool
@@ -59,19 +59,24 @@ class Namespace:
     def __init__(
         self,
         tree: Tree,
+        client: VaultClient,
         blobs: BlobCache,
         editing: Editing,
         spool: Spool | None,
         *,
+        scratch: Scratch | None,
+        creator: Creator | None,
         allow_delete: bool,
     ) -> None:
         self.tree = tree
+        self.client = client
         self.blobs = blobs
         self.editing = editing
         self.spool = spool
         self.allow_delete = allow_delete
-        self.scratch = Scratch(spool.directory / "scratch") if spool is not None else None
-        self.creator = Creator(tree, blobs, spool) if spool is not None else None
+        #: scratch files and new documents: None on a mount without a spool
+        self.scratch = scratch
+        self.creator = creator
         #: node -> monotonic time until which it is left out of its directory
         self._hidden: dict[NodeKey, float] = {}
         #: node the kernel still knows -> the node it now stands for
@@ -130,7 +135,7 @@ class Namespace:
 
     def lost_path(self, key: NodeKey) -> Path:
         if self.spool is None:
-            raise OSError(errno.ENOENT, "no lost+found")
+            raise errors.NotFound("no lost+found")
         return self.spool.directory / LOST_AND_FOUND / str(key[1])
 
     async def source_name(self, doc_id: int) -> str | None:
@@ -142,8 +147,25 @@ class Namespace:
 
     def _scratch(self) -> Scratch:
         if self.scratch is None:
-            raise OSError(errno.EROFS, "this mount has no write-back spool")
+            raise errors.ReadOnly("this mount has no write-back spool")
         return self.scratch
+
+    def scratch_file(self, key: NodeKey) -> ScratchFile:
+        scratch = self.scratch.file(key) if self.scratch is not None else None
+        if scratch is None:
+            raise errors.NotFound("scratch file no longer exists")
+        return scratch
+
+    def new_folder(self, key: NodeKey) -> NewFolder:
+        folder = self.scratch.folder(key) if self.scratch is not None else None
+        if folder is None:
+            raise errors.NotFound("directory no longer exists")
+        return folder
+
+    def scratch_closed(self, scratch: ScratchFile) -> None:
+        """The last handle on ``scratch`` is gone: its content goes if it has no name."""
+        if self.scratch is not None:
+            self.scratch.closed(scratch)
 
     async def create(self, parent: NodeKey, name: str, mode: int) -> NodeKey:
         """The node a new file ``name`` in ``parent`` stands for (made now)."""
@@ -155,7 +177,7 @@ class Namespace:
                 self._hidden.pop((Kind.SRC, doc_id), None)
                 return (Kind.SRC, doc_id)
         elif kind not in FOLDERS and kind != Kind.NEWDIR:
-            raise OSError(errno.EACCES, "files are made in type folders and documents only")
+            raise errors.AccessDenied("files are made in type folders and documents only")
         return self._scratch().create(parent, name, mode).key
 
     def mkdir(self, parent: NodeKey, name: str) -> NodeKey:
@@ -168,7 +190,7 @@ class Namespace:
         parent = scratch.parent[0]
         return (parent in FOLDERS or parent == Kind.NEWDIR) and not is_temporary_name(scratch.name)
 
-    async def take(self, scratch: ScratchFile) -> None:
+    async def make_document(self, scratch: ScratchFile) -> None:
         """The last writer closed ``scratch``: create the document it stands for."""
         if not scratch.linked or not self.makes_document(scratch):
             return
@@ -198,7 +220,7 @@ class Namespace:
     async def rename(self, old: NodeKey, old_name: str, new: NodeKey, new_name: str) -> None:
         source = await self.child(old, old_name)
         if source is None:
-            raise OSError(errno.ENOENT, old_name)
+            raise errors.NotFound(old_name)
         target = await self.child(new, new_name)
         if source == target:
             return
@@ -229,19 +251,21 @@ class Namespace:
                 return
         if target is not None:
             if store.file(target) is None:
-                raise OSError(errno.EISDIR if target[0] != Kind.SRC else errno.EPERM, new_name)
+                if target[0] == Kind.SRC:
+                    raise errors.OperationNotPermitted(new_name)
+                raise errors.IsADirectory(new_name)
             store.unname(target)
         if new[0] not in FOLDERS and new[0] not in (Kind.DOC, Kind.NEWDIR):
-            raise OSError(errno.EXDEV, "scratch files stay in document and type folders")
+            raise errors.CrossDevice("scratch files stay in document and type folders")
         store.rename(scratch.key, new, new_name)
         if scratch.writers == 0 and self.makes_document(scratch):
-            await self.take(scratch)
+            await self.make_document(scratch)
 
     async def _rename_source(
         self, doc_id: int, target: NodeKey | None, new: NodeKey, new_name: str
     ) -> None:
         if new != (Kind.DOC, doc_id):
-            raise OSError(errno.EXDEV, "a source file stays in its document directory")
+            raise errors.CrossDevice("a source file stays in its document directory")
         store = self._scratch()
         if target is not None:
             if store.file(target) is None:
@@ -258,7 +282,7 @@ class Namespace:
         log.info("document %d: source file renamed to scratch %r", doc_id, new_name)
 
     async def _rename_document(self, doc_id: int, new_name: str) -> None:
-        await self.tree.client.update_document(doc_id, {"name__v": unescape(new_name)})
+        await self.client.update_document(doc_id, {"name__v": unescape(new_name)})
         self.tree.invalidate(doc_id)
         await self.tree.reload(doc_id)
 
@@ -271,7 +295,7 @@ class Namespace:
     async def unlink(self, parent: NodeKey, name: str) -> None:
         key = await self.child(parent, name)
         if key is None:
-            raise OSError(errno.ENOENT, name)
+            raise errors.NotFound(name)
         kind = key[0]
         if kind == Kind.SCRATCH:
             self._scratch().unname(key)
@@ -287,7 +311,7 @@ class Namespace:
         elif kind == Kind.STATUS:
             raise errors.OperationNotPermitted("status files cannot be removed")
         else:
-            raise OSError(errno.EISDIR, name)
+            raise errors.IsADirectory(name)
 
     async def _delete_version(self, key: NodeKey) -> None:
         doc_id, (major, minor) = nodes.doc_id(key), nodes.version(key)
@@ -296,7 +320,7 @@ class Namespace:
             # The vault keeps a document's only version: it goes with the document.
             self._hide(key)
             return
-        await self.tree.client.delete_version(doc_id, major, minor)
+        await self.client.delete_version(doc_id, major, minor)
         self._deleted.add((doc_id, major, minor))
         log.info("deleted version %d.%d of document %d", major, minor, doc_id)
         self.tree.invalidate(doc_id)
@@ -315,25 +339,25 @@ class Namespace:
         if key is None:
             if self._deleted_version(parent, name):
                 return  # its file's removal deleted it, in the same rm -r walk
-            raise OSError(errno.ENOENT, name)
+            raise errors.NotFound(name)
         kind = key[0]
         if kind == Kind.NEWDIR:
             if self._scratch().names_in(key):
-                raise OSError(errno.ENOTEMPTY, name)
+                raise errors.DirectoryNotEmpty(name)
             self._scratch().unname(key)
             return
         if nodes.is_file(key):
-            raise OSError(errno.ENOTDIR, name)
+            raise errors.NotADirectory(name)
         if kind not in FOLDERS and kind not in DOCUMENT_DIRS and kind != Kind.DOC:
             raise errors.OperationNotPermitted(f"{name} cannot be removed")
         self._deleting()
         if kind in FOLDERS and not self.tree.folder_exists(key):
             return  # its last document is gone: so is the folder
         if await self.children(key):
-            raise OSError(errno.ENOTEMPTY, name)
+            raise errors.DirectoryNotEmpty(name)
         if kind == Kind.DOC:
             doc_id = nodes.doc_id(key)
-            await self.tree.client.delete_document(doc_id)
+            await self.client.delete_document(doc_id)
             log.info("deleted document %d", doc_id)
             self.tree.index.forget(doc_id)
             for hidden in [k for k in self._hidden if len(k) > 1 and k[1] == doc_id]:

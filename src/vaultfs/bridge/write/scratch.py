@@ -7,7 +7,7 @@ in a document directory, and any new file in a type folder, is such a scratch fi
 its content lives in ``<spool>/scratch/<n>`` (mode 0600), its name and attributes in
 memory. Nothing of it is uploaded until it is renamed over a document's source file
 (a check-in) or, in a folder, becomes a new document. Scratch files vanish on unmount
-(the directory is emptied when the mount starts).
+(the mount empties the directory when it starts: ``empty_private_dir``).
 
 Owns the names (directory key + name -> scratch file), the content files and the
 attributes; the decisions what a scratch file means are ``core``'s and ``editing``'s.
@@ -25,10 +25,19 @@ from pathlib import Path
 from vaultfs.bridge.tree import nodes
 from vaultfs.bridge.tree.nodes import Kind, NodeKey
 
-__all__ = ["NewFolder", "Scratch", "ScratchFile", "is_temporary_name"]
+__all__ = ["NewFolder", "Scratch", "ScratchFile", "empty_private_dir", "is_temporary_name"]
 
 _DIR_MODE = 0o700
 _FILE_MODE = 0o600
+
+
+def empty_private_dir(directory: Path) -> Path:
+    """``directory`` made anew, empty and private: what an earlier mount left there is
+    nobody's any more (scratch never outlives one mount)."""
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(mode=_DIR_MODE, parents=True)
+    os.chmod(directory, _DIR_MODE)
+    return directory
 
 
 def is_temporary_name(name: str) -> bool:
@@ -112,11 +121,8 @@ class Scratch:
     """All scratch files and new folders of one mount."""
 
     def __init__(self, directory: Path) -> None:
+        """``directory``: an empty private directory (``empty_private_dir``)."""
         self.directory = directory
-        # What an earlier mount left is nobody's any more: scratch never outlives one.
-        shutil.rmtree(directory, ignore_errors=True)
-        directory.mkdir(mode=_DIR_MODE, parents=True)
-        os.chmod(directory, _DIR_MODE)
         self._next = 1
         self.files: dict[int, ScratchFile] = {}
         self.folders: dict[int, NewFolder] = {}
