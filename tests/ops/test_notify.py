@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ADMIN, DEMO_PASSWORD
+from tests.mountproc import unmount
 from tests.ops.conftest import needs_mount
 from tests.vaultproc import VaultProcess
 from vaultfs.bridge.daemon.notify import notify
@@ -102,7 +103,7 @@ def test_foreground_mount_reports_ready_then_stopping(
         assert DEMO_PASSWORD not in log
     finally:
         if os.path.ismount(mountpoint):
-            subprocess.run(["fusermount3", "-u", "-z", str(mountpoint)], check=False)
+            unmount(mountpoint)
         if proc.poll() is None:
             proc.kill()
         proc.wait(timeout=10)

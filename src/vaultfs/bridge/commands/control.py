@@ -36,6 +36,7 @@ __all__ = [
     "not_in_vault",
     "read_status",
     "send",
+    "unmount",
     "vaultfs_mounts",
     "wait_gone",
 ]
@@ -118,5 +119,11 @@ def clear_dead_mount(mountpoint: Path) -> bool:
     if mountpoint not in vaultfs_mounts():
         return False
     with contextlib.suppress(OSError):
-        subprocess.run(["fusermount3", "-u", "-z", str(mountpoint)], check=False)
+        unmount(mountpoint)
     return True
+
+
+def unmount(mountpoint: Path, *, lazy: bool = True) -> bool:
+    """``fusermount3 -u`` (``-z``: lazily, even while files are open); True on success."""
+    argv = ["fusermount3", "-u", *(["-z"] if lazy else []), str(mountpoint)]
+    return subprocess.run(argv, check=False).returncode == 0

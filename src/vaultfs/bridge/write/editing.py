@@ -21,7 +21,7 @@ from vaultfs.bridge.content.blobcache import BlobCache
 from vaultfs.bridge.content.sources import content_of
 from vaultfs.bridge.tree.tree import Tree
 from vaultfs.bridge.write.spool.spool import EDITING
-from vaultfs.errors import VaultError
+from vaultfs.errors import NotFound, VaultError
 
 if TYPE_CHECKING:  # only for annotations: the spool is handed in by the mount
     from vaultfs.bridge.write.spool.spool import Spool, SpoolEntry
@@ -73,7 +73,7 @@ class Editing:
         """A read handle on the spool content of a document being edited."""
         entry = self.entry(doc_id)
         if entry is None:
-            raise OSError(errno.ENOENT, f"document {doc_id} is not being edited")
+            raise NotFound(f"document {doc_id} is not being edited")
         return EditHandle(entry, writer=False)
 
     async def open(self, doc_id: int, *, truncate: bool) -> EditHandle:
