@@ -6,6 +6,15 @@ server or the bridge. Public names are re-exported here.
 
 from ._client import VaultClient
 from ._probe import vault_answers
+from ._retry import backoff
 from ._types import Budget, Credentials, DocumentPage, Download
 
-__all__ = ["Budget", "Credentials", "DocumentPage", "Download", "VaultClient", "vault_answers"]
+__all__ = [
+    "Budget",
+    "Credentials",
+    "DocumentPage",
+    "Download",
+    "VaultClient",
+    "backoff",
+    "vault_answers",
+]
