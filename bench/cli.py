@@ -9,11 +9,12 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from tests.mountproc import unmount
 
 from . import dataset
 from .context import Context
@@ -55,7 +56,7 @@ def _preflight() -> None:
 def _clean(workdir: Path) -> None:
     mountpoint = workdir / "mnt"
     if os.path.ismount(mountpoint):
-        subprocess.run(["fusermount3", "-u", "-z", str(mountpoint)], check=False)
+        unmount(mountpoint)
     if os.path.ismount(mountpoint):
         _log(f"{mountpoint} is still mounted: leaving {workdir} in place")
         return

@@ -18,11 +18,26 @@ from typing import Any
 
 from tests.vaultproc import ADMIN, DEMO_PASSWORD, wait_until
 
-__all__ = ["MountProcess", "can_mount"]
+__all__ = ["MountProcess", "alive", "can_mount", "unmount"]
 
 
 def can_mount() -> bool:
     return os.path.exists("/dev/fuse") and shutil.which("fusermount3") is not None
+
+
+def unmount(mountpoint: Path) -> None:
+    """Lazily unmount whatever is mounted at ``mountpoint``, unconditionally: a crashed
+    daemon leaves a mount that ``os.path.ismount`` cannot stat (ENOTCONN)."""
+    subprocess.run(["fusermount3", "-u", "-z", str(mountpoint)], check=False, capture_output=True)
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, dead but not yet reaped, does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
 
 
 class MountProcess:
@@ -102,10 +117,7 @@ class MountProcess:
             return ""
 
     def stop(self, timeout: float = 15.0) -> None:
-        # A killed daemon leaves a mount that ismount() cannot stat: unmount regardless.
-        subprocess.run(
-            ["fusermount3", "-u", "-z", str(self.mountpoint)], check=False, capture_output=True
-        )
+        unmount(self.mountpoint)
         proc, self.proc = self.proc, None
         if proc is not None and proc.poll() is None:
             proc.terminate()

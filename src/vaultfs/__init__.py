@@ -2,8 +2,8 @@
 
 Layering (imports run one way only; see docs/architecture.md):
 
-    cli -> bridge.mount -> bridge.fuse_ops -> bridge.core -> bridge.{inodes, index,
-    blobcache, spool} -> client -> httpx
+    cli -> bridge.commands -> bridge.daemon -> bridge.fs -> bridge.write
+        -> bridge.content -> bridge.tree -> client -> httpx
     cli -> server (create_app) -> server.routes -> server.storage
 
 ``errors`` and ``wire`` are shared leaves: everything may import them, they import

@@ -11,7 +11,7 @@ import os
 import sys
 
 from vaultfs import __version__
-from vaultfs.bridge import command as bridge_command
+from vaultfs.bridge.commands import subcommands as bridge_command
 from vaultfs.server import command as server_command
 
 __all__ = ["main"]

@@ -17,21 +17,32 @@ from __future__ import annotations
 import errno as _errno
 
 __all__ = [
+    "AccessDenied",
+    "AlreadyExists",
     "AlreadyInUse",
     "ApiLimitExceeded",
+    "BadHandle",
     "BridgeError",
+    "CrossDevice",
+    "DirectoryNotEmpty",
     "InsufficientAccess",
     "InvalidData",
     "InvalidDocument",
     "InvalidSessionId",
+    "IsADirectory",
     "LockedByOther",
     "MalformedUrl",
     "MethodNotSupported",
+    "NoSuchAttribute",
+    "NotADirectory",
     "NotEditable",
+    "NotFound",
     "OperationNotAllowed",
     "OperationNotPermitted",
     "ParameterRequired",
+    "ReadOnly",
     "ServerException",
+    "Unsupported",
     "UserLockedOut",
     "UsernameOrPasswordIncorrect",
     "VaultError",
@@ -192,7 +203,51 @@ class NotEditable(BridgeError):
 
 
 class OperationNotPermitted(BridgeError):
-    """Refused by policy of the mount (deletion disabled, read-only mount)."""
+    """Refused by policy of the mount (deletion disabled, a name the vault owns)."""
+
+
+class ReadOnly(OperationNotPermitted):
+    """The mount is read-only, or has no write-back spool to write through."""
+
+
+class NotFound(BridgeError):
+    """No such node (left the tree, never existed, an inode the kernel forgot)."""
+
+
+class AccessDenied(BridgeError):
+    """This node cannot be opened or made so (a rendition for writing, a file at the root)."""
+
+
+class BadHandle(BridgeError):
+    """The handle is not open, or not open for what was asked (a write to a reader)."""
+
+
+class IsADirectory(BridgeError):
+    """A file operation on a directory."""
+
+
+class NotADirectory(BridgeError):
+    """A directory operation on a file."""
+
+
+class DirectoryNotEmpty(BridgeError):
+    """rmdir of a directory that still has entries."""
+
+
+class AlreadyExists(BridgeError):
+    """The name is taken (rename with RENAME_NOREPLACE)."""
+
+
+class CrossDevice(BridgeError):
+    """A rename that would move a file out of the directories it may live in."""
+
+
+class Unsupported(BridgeError):
+    """Not an operation of this file system (RENAME_EXCHANGE, an xattr that is no field)."""
+
+
+class NoSuchAttribute(BridgeError):
+    """An extended attribute the node does not have."""
 
 
 class AlreadyInUse(BridgeError):
@@ -211,7 +266,18 @@ _ERRNO: list[tuple[type[VaultError], int]] = [
     (AlreadyInUse, _errno.EBUSY),
     (OperationNotAllowed, _errno.EBUSY),
     (NotEditable, _errno.EPERM),
+    (ReadOnly, _errno.EROFS),  # before its base class
     (OperationNotPermitted, _errno.EPERM),
+    (NotFound, _errno.ENOENT),
+    (AccessDenied, _errno.EACCES),
+    (BadHandle, _errno.EBADF),
+    (IsADirectory, _errno.EISDIR),
+    (NotADirectory, _errno.ENOTDIR),
+    (DirectoryNotEmpty, _errno.ENOTEMPTY),
+    (AlreadyExists, _errno.EEXIST),
+    (CrossDevice, _errno.EXDEV),
+    (Unsupported, _errno.ENOTSUP),
+    (NoSuchAttribute, _errno.ENODATA),
     (ParameterRequired, _errno.EINVAL),
     (InvalidData, _errno.EINVAL),
     (MethodNotSupported, _errno.EINVAL),

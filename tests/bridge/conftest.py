@@ -1,14 +1,24 @@
-"""Fixtures of the bridge tests: a real ``vaultfs mount --foreground`` of a real server."""
+"""Fixtures of the bridge tests: the file system over a fake vault, and a real
+``vaultfs mount --foreground`` of a real server."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+import trio
 
 from tests.mountproc import MountProcess, can_mount
 from tests.vaultproc import VaultProcess
+from vaultfs.bridge.content.blobcache import BlobCache
+from vaultfs.bridge.daemon.build import build_filesystem
+from vaultfs.bridge.fs.filesystem import FileSystem
+from vaultfs.bridge.fs.options import Options
+from vaultfs.bridge.tree.index import DocumentIndex, TypeCatalog
+from vaultfs.bridge.tree.tree import Tree
+
+from .fakevault import FakeVault
 
 
 def _mount(url: str, root: Path) -> Iterator[MountProcess]:
@@ -33,3 +43,47 @@ def shared_mount(
 def own_mount(fresh_vault: VaultProcess, tmp_path: Path) -> Iterator[MountProcess]:
     """A mount of a vault of this test's own, for tests that change documents."""
     yield from _mount(fresh_vault.url, tmp_path)
+
+
+@pytest.fixture
+def invalidated() -> list[int]:
+    """Inodes whose attributes the file system told the kernel to forget."""
+    return []
+
+
+@pytest.fixture
+def vault() -> FakeVault:
+    """A fake vault of four documents: two types, a duplicate name, a hostile name."""
+    vault = FakeVault()
+    vault.add(
+        "Brochure A",
+        b"alpha\n" * 1000,
+        type_="promotional_piece__c",
+        subtype="brochure__c",
+        filename="a.txt",
+        renditions={"viewable_rendition__v": b"%PDF-a"},
+    )
+    vault.add("Guide", b"guide\n", filename="guide.txt")
+    vault.add("Guide", b"second guide\n", filename="guide.txt")
+    vault.add("../../etc", b"hostile\n", filename="../passwd")
+    return vault
+
+
+@pytest.fixture
+async def core(
+    vault: FakeVault, invalidated: list[int], tmp_path: Path
+) -> AsyncIterator[FileSystem]:
+    """The file system over ``vault`` (no spool: read-only), its workers running."""
+    index = DocumentIndex(vault)  # type: ignore[arg-type]
+    await index.build()
+    tree = Tree(vault, index, TypeCatalog(vault))  # type: ignore[arg-type]
+    blobs = BlobCache(tmp_path / "cache", 1 << 30)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(blobs.run)
+        yield build_filesystem(
+            tree,
+            blobs,
+            Options(url="http://vault", user="me"),
+            invalidate_attr=invalidated.append,
+        )
+        nursery.cancel_scope.cancel()

@@ -11,9 +11,10 @@ import pytest
 import trio
 
 from vaultfs import errors
-from vaultfs.bridge.blobcache import BlobCache
+from vaultfs.bridge.content.blobcache import BlobCache
 
 from .fakevault import FakeDownload
+from .fsdriver import running
 
 
 def _fetch(data: bytes, gate: trio.Event | None = None, counter: list[int] | None = None):
@@ -24,14 +25,6 @@ def _fetch(data: bytes, gate: trio.Event | None = None, counter: list[int] | Non
         yield FakeDownload(data, offset, gate=gate)
 
     return fetch
-
-
-@asynccontextmanager
-async def running(cache: BlobCache) -> AsyncIterator[BlobCache]:
-    async with trio.open_nursery() as nursery:
-        await nursery.start(cache.run)
-        yield cache
-        nursery.cancel_scope.cancel()
 
 
 async def test_first_bytes_arrive_before_the_download_completes(tmp_path: Path) -> None:

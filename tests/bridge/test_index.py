@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vaultfs.bridge.index import DocumentIndex, TypeCatalog
+from vaultfs.bridge.tree.index import DocumentIndex, TypeCatalog
 
 from .fakevault import FakeVault
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vaultfs.bridge.inodes import ROOT_INODE, InodeTable
+from vaultfs.bridge.fs.inodes import ROOT_INODE, InodeTable
 
 
 def test_inodes_are_stable_counted_and_freed_on_forget() -> None:

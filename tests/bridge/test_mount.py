@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from tests.conftest import ADMIN, DEMO_PASSWORD, login
-from tests.mountproc import MountProcess
+from tests.mountproc import MountProcess, unmount
 from tests.vaultproc import VaultProcess, wait_until
 
 pytestmark = pytest.mark.mount
@@ -193,7 +193,7 @@ def test_daemon_mount_and_umount(fresh_vault: VaultProcess, tmp_path: Path) -> N
         assert not running(pid)
     finally:
         if os.path.ismount(mountpoint):
-            subprocess.run(["fusermount3", "-u", "-z", str(mountpoint)], check=False)
+            unmount(mountpoint)
 
 
 def test_appending_checks_in_a_new_draft(

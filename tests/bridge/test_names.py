@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vaultfs.bridge.names import MAX_NAME_BYTES, Sibling, assign_names, escape, unescape
+from vaultfs.bridge.tree.filenames import MAX_NAME_BYTES, Sibling, assign_names, escape, unescape
 
 
 def _safe(name: str) -> bool:

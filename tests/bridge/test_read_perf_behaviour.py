@@ -20,12 +20,11 @@ from tests.conftest import login
 from tests.mountproc import MountProcess
 from tests.vaultproc import VaultProcess, wait_until
 from vaultfs import errors
-from vaultfs.bridge.blobcache import CHUNK, BlobCache
-from vaultfs.bridge.core import Core
+from vaultfs.bridge.content.blobcache import CHUNK, BlobCache
+from vaultfs.bridge.fs.filesystem import FileSystem
 
 from .fakevault import FakeDownload, FakeVault
-from .test_blobcache import running
-from .test_core import core, listdir, read_all, vault, walk  # noqa: F401 (fixtures)
+from .fsdriver import listdir, read_all, running, walk
 
 API = "/api/v25.1"
 
@@ -86,8 +85,8 @@ async def test_learned_sizes_are_saved_when_the_cache_stops(tmp_path: Path) -> N
 
 
 async def test_the_kernel_drops_pages_when_the_latest_file_changes_content(
-    core,  # noqa: F811
-    vault,  # noqa: F811
+    core,
+    vault,
 ) -> None:
     ino = await walk(core, "Reference", "Guide", "guide.txt")
     assert await read_all(core, ino) == b"guide\n"
@@ -111,7 +110,7 @@ async def _until(condition: Callable[[], bool]) -> None:
             await trio.testing.wait_all_tasks_blocked(cushion=0.01)
 
 
-async def test_a_walk_reads_the_next_documents_ahead(core: Core, vault: FakeVault) -> None:  # noqa: F811
+async def test_a_walk_reads_the_next_documents_ahead(core: FileSystem, vault: FakeVault) -> None:
     await listdir(core, await walk(core, "Reference"))  # the walk's order: etc, Guide, Guide [3]
     first = await walk(core, "Reference", "..%2F..%2Fetc")
     vault.calls.clear()
@@ -131,7 +130,9 @@ async def test_a_walk_reads_the_next_documents_ahead(core: Core, vault: FakeVaul
     assert sum(vault.calls.values()) == 0
 
 
-async def test_no_read_ahead_while_the_burst_budget_runs_low(core: Core, vault: FakeVault) -> None:  # noqa: F811
+async def test_no_read_ahead_while_the_burst_budget_runs_low(
+    core: FileSystem, vault: FakeVault
+) -> None:
     vault.budget.burst_remaining = 50
     await listdir(core, await walk(core, "Reference"))
     first = await walk(core, "Reference", "..%2F..%2Fetc")

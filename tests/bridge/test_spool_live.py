@@ -19,7 +19,7 @@ import trio
 
 from tests.conftest import ADMIN, EDITOR
 from tests.vaultproc import DEMO_PASSWORD, VaultProcess
-from vaultfs.bridge.spool import Spool, start_from
+from vaultfs.bridge.write.spool.spool import Spool, start_from
 from vaultfs.client import Credentials, VaultClient
 from vaultfs.errors import LockedByOther, VaultError
 

@@ -23,8 +23,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from trio.testing import MockClock
 
-from vaultfs.bridge import spool_store as store
-from vaultfs.bridge.spool import Spool, SpoolEntry, start_from
+from vaultfs.bridge.write.spool import store
+from vaultfs.bridge.write.spool.spool import Spool, SpoolEntry, start_from
 from vaultfs.client import VaultClient
 from vaultfs.errors import (
     ApiLimitExceeded,

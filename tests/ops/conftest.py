@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -21,14 +20,12 @@ import httpx
 import pytest
 
 from tests.conftest import ADMIN, DEMO_PASSWORD, login
+from tests.mountproc import alive, can_mount, unmount
 from tests.vaultproc import VaultProcess, wait_until
 
 __all__ = ["Daemon", "documents", "latest_file", "needs_mount", "run_vaultfs"]
 
-needs_mount = pytest.mark.skipif(
-    not (os.path.exists("/dev/fuse") and shutil.which("fusermount3")),
-    reason="needs /dev/fuse and fusermount3",
-)
+needs_mount = pytest.mark.skipif(not can_mount(), reason="needs /dev/fuse and fusermount3")
 
 
 def run_vaultfs(
@@ -42,14 +39,6 @@ def run_vaultfs(
         text=True,
         timeout=timeout,
     )
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in ("Z", "X")
 
 
 class Daemon:
@@ -89,8 +78,8 @@ class Daemon:
             return ""
 
     def stop(self) -> None:
-        if os.path.ismount(self.mountpoint):
-            subprocess.run(["fusermount3", "-u", "-z", str(self.mountpoint)], check=False)
+        # Unconditionally: after a crash ismount() is False (ENOTCONN) yet the mount stays.
+        unmount(self.mountpoint)
         if self.pid is not None and alive(self.pid):
             os.kill(self.pid, signal.SIGTERM)
             try:

@@ -11,7 +11,7 @@ import pytest
 from keyring.backend import KeyringBackend
 from keyring.backends.fail import Keyring as NoKeyring
 
-from vaultfs.bridge.credentials import (
+from vaultfs.bridge.commands.credentials import (
     CredentialError,
     find_password,
     keyring_password,

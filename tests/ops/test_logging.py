@@ -13,7 +13,12 @@ import pytest
 
 from tests.conftest import ADMIN, DEMO_PASSWORD
 from tests.vaultproc import VaultProcess
-from vaultfs.bridge.logs import OneLineFormatter, setup_logging, stderr_is_journal, under_systemd
+from vaultfs.bridge.daemon.logs import (
+    OneLineFormatter,
+    setup_logging,
+    stderr_is_journal,
+    under_systemd,
+)
 from vaultfs.client import Credentials, VaultClient
 
 

@@ -12,10 +12,12 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ADMIN, DEMO_PASSWORD
-from tests.ops.conftest import Daemon, alive, needs_mount, run_vaultfs
+from tests.mountproc import alive
+from tests.ops.conftest import Daemon, needs_mount, run_vaultfs
 from tests.vaultproc import VaultProcess, wait_until
-from vaultfs.bridge.control import vaultfs_mounts
-from vaultfs.mount_helper import HELPER_DIR, HELPER_NAME, translate
+from vaultfs.bridge.commands.control import vaultfs_mounts
+from vaultfs.bridge.commands.install_helper import HELPER_DIR, HELPER_NAME
+from vaultfs.bridge.commands.mount_helper import translate
 
 
 def test_fstab_options_are_translated_and_systemd_ones_dropped() -> None:

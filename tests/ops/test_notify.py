@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ADMIN, DEMO_PASSWORD
+from tests.mountproc import unmount
 from tests.ops.conftest import needs_mount
 from tests.vaultproc import VaultProcess
-from vaultfs.bridge.notify import notify
+from vaultfs.bridge.daemon.notify import notify
 
 
 @pytest.fixture
@@ -98,11 +99,11 @@ def test_foreground_mount_reports_ready_then_stopping(
         assert proc.stderr is not None
         log = proc.stderr.read().decode()
         # journald style: priority prefix, no timestamp, one line per event
-        assert "<6>vaultfs.bridge.mount: mounted" in log
+        assert "<6>vaultfs.bridge.daemon.mount: mounted" in log
         assert DEMO_PASSWORD not in log
     finally:
         if os.path.ismount(mountpoint):
-            subprocess.run(["fusermount3", "-u", "-z", str(mountpoint)], check=False)
+            unmount(mountpoint)
         if proc.poll() is None:
             proc.kill()
         proc.wait(timeout=10)

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from tests.ops.conftest import Daemon, alive, documents, latest_file, needs_mount, run_vaultfs
+from tests.mountproc import alive
+from tests.ops.conftest import Daemon, documents, latest_file, needs_mount, run_vaultfs
 from tests.vaultproc import VaultProcess, wait_until
 
 pytestmark = [pytest.mark.mount, needs_mount]

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from vaultfs.bridge.commands.mount_helper import translate
 from vaultfs.cli import build_parser
-from vaultfs.mount_helper import translate
 
 UNITS = Path(__file__).resolve().parents[2] / "systemd"
 

@@ -100,24 +100,17 @@ def _delay(
             if exc.retry_after > policy.max_limit_wait:
                 return None
             return exc.retry_after + rng.uniform(0, 1)
-        return _jittered(policy.limit_delay, retry, policy.max_limit_wait, rng)
+        return backoff(policy.limit_delay, retry, policy.max_limit_wait, rng)
     transient = isinstance(exc, VaultUnavailable | ServerException) or exc.http_status >= 500
     if transient and may_resend:
-        return _jittered(policy.base_delay, retry, policy.max_delay, rng)
+        return backoff(policy.base_delay, retry, policy.max_delay, rng)
     return None
 
 
-_RNG = random.Random()
-
-
-def backoff(retry: int, *, base: float = 0.5, cap: float = 30.0) -> float:
-    """The wait before retry number ``retry`` (from 1) of a caller that retries on its
-    own (after it checked that a resend is safe): the same growth and jitter as here."""
-    return _jittered(base, retry - 1, cap, _RNG)
-
-
-def _jittered(base: float, retry: int, cap: float, rng: random.Random) -> float:
-    """Exponential backoff with "equal jitter": half fixed, half random, so that parallel
-    callers spread out but every wait still grows."""
+def backoff(base: float, retry: int, cap: float, rng: random.Random) -> float:
+    """The one backoff of vaultfs (the client's retries, the spool's check-ins): the
+    ``retry``-th wait (from 0) is exponential from ``base`` up to ``cap``, with "equal
+    jitter": half fixed, half random, so that parallel callers spread out but every
+    wait still grows."""
     ceiling = min(cap, base * 2**retry)
     return ceiling / 2 + rng.uniform(0, ceiling / 2)

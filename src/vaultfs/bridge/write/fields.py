@@ -11,16 +11,15 @@ record is read again so ``getfattr`` shows the vault's value at once.
 
 from __future__ import annotations
 
-import errno
 import json
 import logging
 from typing import Any
 
 from vaultfs import errors
-
-from . import xattrs
-from .inodes import NodeKey
-from .tree import Tree, latest_version
+from vaultfs.bridge.tree import nodes, xattrs
+from vaultfs.bridge.tree.nodes import FIELD_NODES, Kind, NodeKey
+from vaultfs.bridge.tree.tree import Tree, latest_version
+from vaultfs.client import VaultClient
 
 __all__ = ["FieldEditor"]
 
@@ -45,8 +44,9 @@ def form_value(value: bytes) -> str:
 
 
 class FieldEditor:
-    def __init__(self, tree: Tree) -> None:
+    def __init__(self, tree: Tree, client: VaultClient) -> None:
         self.tree = tree
+        self.client = client
 
     async def set(
         self, key: NodeKey, record: dict[str, Any], name: str, value: bytes | None
@@ -54,12 +54,12 @@ class FieldEditor:
         """Set field ``name`` (an xattr name) of the node ``key`` whose fields are
         ``record``; ``value`` None clears it."""
         field = xattrs.field_of(name)
-        if field is None or key[0] not in ("doc", "src", "ver", "vsrc"):
-            raise OSError(errno.ENOTSUP, f"{name} is not a field")
+        if field is None or key[0] not in FIELD_NODES:
+            raise errors.Unsupported(f"{name} is not a field")
         specs = await self.tree.catalog.fields()
         spec = specs.get(field)
         if spec is None and field not in record:
-            raise OSError(errno.ENOTSUP, f"{field} is not a field of this vault")
+            raise errors.Unsupported(f"{field} is not a field of this vault")
         if spec is None or not spec.get("editable") or spec.get("setOnCreateOnly"):
             raise errors.NotEditable(f"{field} is not editable")
         if value is not None and value == xattrs.value_of(record.get(field)):
@@ -67,10 +67,10 @@ class FieldEditor:
         if value is None and record.get(field) in (None, [], ""):
             return
         text = None if value is None else form_value(value)
-        doc_id = int(key[1])  # type: ignore[call-overload]
-        client = self.tree.client
-        if key[0] in ("ver", "vsrc"):
-            major, minor = int(key[2]), int(key[3])  # type: ignore[call-overload]
+        doc_id = nodes.doc_id(key)
+        client = self.client
+        if key[0] in (Kind.VER, Kind.VSRC):
+            major, minor = nodes.version(key)
             if (major, minor) != latest_version(self.tree.record(doc_id)):
                 await client.update_version(doc_id, major, minor, {field: text})
                 self.tree.invalidate(doc_id)

@@ -18,13 +18,8 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 
-__all__ = ["HELPER_DIR", "HELPER_NAME", "install", "main", "translate"]
-
-HELPER_NAME = "mount.fuse.vaultfs"
-#: where mount(8) looks for ``mount.<type>`` helpers
-HELPER_DIR = Path("/sbin")
+__all__ = ["main", "translate"]
 
 # Options mount(8), fstab or systemd consume themselves; meaningless to the daemon.
 _DROPPED = {
@@ -96,26 +91,6 @@ def translate(argv: list[str]) -> list[str]:
     if passed:
         command += ["-o", ",".join(passed)]
     return command
-
-
-def install(directory: Path = HELPER_DIR, *, remove: bool = False) -> str:
-    """Link (or unlink) ``directory/mount.fuse.vaultfs`` to the installed console script;
-    returns what was done. Never replaces a file that is not a link."""
-    script = Path(sys.executable).parent / HELPER_NAME
-    link = directory / HELPER_NAME
-    if link.exists() and not link.is_symlink():
-        raise OSError(f"{link} exists and is not a link; remove it yourself first")
-    if remove:
-        if not link.is_symlink():
-            return f"{link} is not installed"
-        link.unlink()
-        return f"removed {link}"
-    if not script.is_file():
-        raise OSError(f"{script} is missing: install vaultfs with pip first")
-    if link.is_symlink():
-        link.unlink()
-    link.symlink_to(script)
-    return f"linked {link} -> {script}"
 
 
 def main() -> int:

@@ -18,10 +18,10 @@ from collections.abc import Awaitable, Callable
 import trio
 
 from vaultfs import errors
-
-from .blobcache import BlobCache
-from .content import content_of
-from .tree import Tree
+from vaultfs.bridge.content.blobcache import BlobCache
+from vaultfs.bridge.content.sources import content_of
+from vaultfs.bridge.tree.nodes import Kind
+from vaultfs.bridge.tree.tree import Tree
 
 __all__ = ["AHEAD", "Prefetcher"]
 
@@ -99,7 +99,7 @@ class Prefetcher:
         record = self._tree.index.get(doc_id)
         if record is None or not record.get("filename__v"):
             return
-        content = await content_of(self._tree, ("src", doc_id))
+        content = await content_of(self._tree, (Kind.SRC, doc_id))
         if (
             content.estimate >= SMALL
             or self._blobs.is_cached(content.key)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import random
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,17 +24,16 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from vaultfs import errors
-from vaultfs.client import backoff
-
-from . import spool_store
-from .blobcache import BlobCache
-from .content import content_of
-from .index import SORT
-from .inodes import NodeKey
-from .tree import Tree
+from vaultfs.bridge.content.blobcache import BlobCache
+from vaultfs.bridge.content.sources import content_of
+from vaultfs.bridge.tree.index import SORT
+from vaultfs.bridge.tree.nodes import Kind, NodeKey
+from vaultfs.bridge.tree.tree import Tree
+from vaultfs.bridge.write.spool import store as spool_store
+from vaultfs.client import VaultClient, backoff
 
 if TYPE_CHECKING:
-    from .spool import Spool
+    from vaultfs.bridge.write.spool.spool import Spool
 
 __all__ = ["MARKER_FIELD", "Creator"]
 
@@ -44,6 +44,8 @@ MARKER_FIELD = "external_id__v"
 _MARKER_PREFIX = "vaultfs-"
 #: Tries of one create, each after finding that the earlier one left nothing.
 _CREATE_TRIES = 8
+#: Backoff of the tries (seconds): the client's policy's first and longest wait
+_RETRY_FIRST, _RETRY_MAX = 0.5, 30.0
 #: The latest-changed documents searched for a marker (one list call).
 _RECONCILE_PAGE = 200
 
@@ -62,10 +64,12 @@ def _text(default: Any) -> str:
 
 
 class Creator:
-    def __init__(self, tree: Tree, blobs: BlobCache, spool: Spool) -> None:
+    def __init__(self, tree: Tree, client: VaultClient, blobs: BlobCache, spool: Spool) -> None:
         self.tree = tree
+        self.client = client
         self.blobs = blobs
         self.spool = spool
+        self._rng = random.Random()
 
     async def missing(self, folder: NodeKey, name: str, given: dict[str, str]) -> list[str]:
         """The required fields a create of ``name`` in ``folder`` would lack."""
@@ -95,7 +99,7 @@ class Creator:
         log.info("created document %d %r in %r", doc_id, name, folder)
         try:
             await self.tree.reload(doc_id)
-            self.blobs.remember_size((await content_of(self.tree, ("src", doc_id))).key, size)
+            self.blobs.remember_size((await content_of(self.tree, (Kind.SRC, doc_id))).key, size)
         except errors.VaultError as exc:  # it exists; the next poll shows it
             log.warning("reading new document %d failed: %s", doc_id, exc)
         return doc_id
@@ -108,7 +112,7 @@ class Creator:
         whether a document with that marker exists before the create is sent again,
         so a fault never makes a duplicate and never reports as failed what exists.
         """
-        client = self.tree.client
+        client = self.client
         fields = {**fields, MARKER_FIELD: f"{_MARKER_PREFIX}{uuid.uuid4()}"}
         named = spool_store.upload_name(content, filename)  # a link: quick
         try:
@@ -122,7 +126,7 @@ class Creator:
                     if found is not None:
                         log.info("create of %r: answer lost, document %d exists", filename, found)
                         return found
-                    delay = backoff(attempt)
+                    delay = backoff(_RETRY_FIRST, attempt - 1, _RETRY_MAX, self._rng)
                     log.warning(
                         "create of %r failed (%s); not in the vault, sent again in %.1fs",
                         filename,
@@ -138,7 +142,7 @@ class Creator:
         """The id of the document carrying ``marker`` among the latest changed (one
         call), None when there is none; a failure to ask counts as none."""
         try:
-            page = await self.tree.client.list_documents(limit=_RECONCILE_PAGE, sort=SORT)
+            page = await self.client.list_documents(limit=_RECONCILE_PAGE, sort=SORT)
         except errors.VaultError as exc:
             log.warning("looking for a document whose create answer was lost: %s", exc)
             return None
@@ -157,10 +161,10 @@ class Creator:
         type_name = await self.tree.type_api_name(str(folder[1]))
         fields = {"name__v": name, "type__v": type_name}
         subtype = classification = None
-        if kind in ("sub", "cls"):
+        if kind in (Kind.SUB, Kind.CLS):
             subtype = _api_name(await catalog.subtype_labels(type_name), str(folder[2]))
             fields["subtype__v"] = subtype
-        if kind == "cls":
+        if kind == Kind.CLS:
             labels = await catalog.classification_labels(type_name, str(subtype))
             classification = _api_name(labels, str(folder[3]))
             fields["classification__v"] = classification

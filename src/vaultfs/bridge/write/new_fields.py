@@ -17,28 +17,27 @@ Owns those values and their xattr view; when the document is made is
 
 from __future__ import annotations
 
-import errno
 from typing import Any
 
-from . import xattrs
-from .field_edits import form_value
-from .inodes import NodeKey
-from .scratch import ScratchFile
+from vaultfs import errors
+from vaultfs.bridge.tree import xattrs
+from vaultfs.bridge.tree.nodes import FOLDERS, Kind, NodeKey
+from vaultfs.bridge.write.fields import form_value
+from vaultfs.bridge.write.scratch import ScratchFile
 
 __all__ = ["MISSING", "NewFields"]
 
 #: the xattr (under ``user.vault.``) listing a pending document's missing fields
 MISSING = "missing_fields"
 _DEFAULT = "default."
-_FOLDERS = frozenset({"type", "sub", "cls"})
 #: folder kinds and the length of their keys
-_LEVELS = (("type", 2), ("sub", 3), ("cls", 4))
+_LEVELS = ((Kind.TYPE, 2), (Kind.SUB, 3), (Kind.CLS, 4))
 
 
 def _ancestors(folder: NodeKey) -> list[NodeKey]:
     """``("cls", t, s, c)`` -> the type, subtype and classification folders, outermost
     first (a mkdir'd folder's files take the folder they were made in)."""
-    if folder[0] not in _FOLDERS:
+    if folder[0] not in FOLDERS:
         return []
     return [(kind, *folder[1:n]) for kind, n in _LEVELS if n <= len(folder)]
 
@@ -74,15 +73,15 @@ class NewFields:
         """``setfattr``/``removexattr`` on a folder (defaults) or a new file."""
         field = xattrs.field_of(name)
         if field is None:
-            raise OSError(errno.ENOTSUP, f"{name} is not a field")
+            raise errors.Unsupported(f"{name} is not a field")
         text = None if value is None else form_value(value)
-        if key[0] in _FOLDERS and field.startswith(_DEFAULT) and len(field) > len(_DEFAULT):
+        if key[0] in FOLDERS and field.startswith(_DEFAULT) and len(field) > len(_DEFAULT):
             target = self._defaults.setdefault(key, {})
             field = field[len(_DEFAULT) :]
         elif scratch is not None and field != MISSING:
             target = scratch.fields
         else:
-            raise OSError(errno.ENOTSUP, f"{name} cannot be set here")
+            raise errors.Unsupported(f"{name} cannot be set here")
         if text is None:
             target.pop(field, None)
         else:

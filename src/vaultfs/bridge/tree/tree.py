@@ -1,20 +1,11 @@
 """The shape of the tree: which nodes exist, their names, and what they stand for.
 
-Owns the node keys (tuples naming a node: ``("doc", 12)``), the directory listings
-computed from the document index and the type metadata (folders rebuilt once per
-index generation), and the per-document details (versions, renditions, attachments)
+Owns the directory listings (name -> node key; the keys are ``nodes``') computed from
+the document index and the type metadata (folders rebuilt once per index generation),
+and the per-document details (versions, renditions, attachments)
 and per-version records, fetched lazily and cached until the index sees the
-document change. Names come from ``names.assign_names``; nothing here does I/O on disk.
-
-Node keys::
-
-    ("root",)  ("ctl",)  ("status",)
-    ("type", t)  ("sub", t, s)  ("cls", t, s, c)            folders
-    ("doc", id)  ("src", id)                                  a document, its latest file
-    ("vers", id)  ("ver", id, M, m)  ("vsrc", id, M, m)       versions
-    ("vrends", id, M, m)  ("vrend", id, M, m, rtype)          a version's renditions
-    ("rends", id)  ("rend", id, rtype)                        latest renditions
-    ("atts", id)  ("att", id, attachment_id)                  attachments
+document change. Names come from ``filenames.assign_names``; nothing here does I/O on
+disk.
 """
 
 from __future__ import annotations
@@ -27,15 +18,13 @@ from typing import Any
 import trio
 
 from vaultfs import errors
+from vaultfs.bridge.tree import nodes
+from vaultfs.bridge.tree.filenames import Sibling, assign_names
+from vaultfs.bridge.tree.index import DocumentIndex, Record, TypeCatalog
+from vaultfs.bridge.tree.nodes import CONTROL_DIR, DOC_DIR_NAMES, FOLDERS, ROOT, Kind, NodeKey
 from vaultfs.client import VaultClient
 
-from .index import DocumentIndex, Record, TypeCatalog
-from .inodes import NodeKey
-from .names import Sibling, assign_names
-
 __all__ = [
-    "CONTROL_DIR",
-    "ROOT",
     "Details",
     "Tree",
     "parse_version",
@@ -44,10 +33,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-ROOT: NodeKey = ("root",)
-CONTROL_DIR = ".vaultfs"
-#: the fixed entries of a document directory (a source file may not take these names)
-DOC_DIRS = {"versions": "vers", "renditions": "rends", "attachments": "atts"}
 #: how API names end (``promotional_piece__c``); labels do not
 _API_NAME = re.compile(r"__(v|c|vs|sys)$")
 
@@ -93,11 +78,11 @@ def folder_of(record: Record) -> list[NodeKey]:
     type_ = str(record.get("type__v") or "")
     subtype = str(record.get("subtype__v") or "")
     classification = str(record.get("classification__v") or "")
-    chain: list[NodeKey] = [("type", type_)]
+    chain: list[NodeKey] = [(Kind.TYPE, type_)]
     if subtype:
-        chain.append(("sub", type_, subtype))
+        chain.append((Kind.SUB, type_, subtype))
         if classification:
-            chain.append(("cls", type_, subtype, classification))
+            chain.append((Kind.CLS, type_, subtype, classification))
     return chain
 
 
@@ -266,7 +251,7 @@ class Tree:
         listings leave out so that ``tar``, ``rsync`` and ``grep -r`` of the mount never
         meet its ever-changing status file."""
         if key == ROOT and name == CONTROL_DIR:
-            return ("ctl",)
+            return (Kind.CTL,)
         return (await self.children(key)).get(name)
 
     async def children(self, key: NodeKey) -> dict[str, NodeKey]:
@@ -280,34 +265,34 @@ class Tree:
 
     async def _list(self, key: NodeKey) -> dict[str, NodeKey]:
         kind = key[0]
-        if kind in ("root", "type", "sub", "cls"):
+        if kind == Kind.ROOT or kind in FOLDERS:
             return await self._list_folder(key)
-        if kind == "ctl":
-            return {"status": ("status",)}
-        doc_id = int(key[1])  # type: ignore[call-overload]
-        if kind == "doc":
+        if kind == Kind.CTL:
+            return {"status": (Kind.STATUS,)}
+        doc_id = nodes.doc_id(key)
+        if kind == Kind.DOC:
             return self._list_document(doc_id)
         details = await self.details(doc_id)
-        if kind == "vers":
-            return {f"{M}.{m}": ("ver", doc_id, M, m) for M, m in details.versions}
-        if kind == "ver":
-            major, minor = int(key[2]), int(key[3])  # type: ignore[call-overload]
+        if kind == Kind.VERS:
+            return {f"{M}.{m}": (Kind.VER, doc_id, M, m) for M, m in details.versions}
+        if kind == Kind.VER:
+            major, minor = nodes.version(key)
             record = await self.version_record(doc_id, major, minor)
-            listing: dict[str, NodeKey] = {"renditions": ("vrends", doc_id, major, minor)}
+            listing: dict[str, NodeKey] = {"renditions": (Kind.VRENDS, doc_id, major, minor)}
             filename = record.get("filename__v")
             if filename:
                 (name,) = assign_names(
                     [Sibling(str(filename), str(doc_id), is_file=True)], reserved={"renditions"}
                 )
-                listing[name] = ("vsrc", doc_id, major, minor)
+                listing[name] = (Kind.VSRC, doc_id, major, minor)
             return listing
-        if kind == "rends":
-            return self._list_renditions(details.renditions, ("rend", doc_id))
-        if kind == "vrends":
-            major, minor = int(key[2]), int(key[3])  # type: ignore[call-overload]
+        if kind == Kind.RENDS:
+            return self._list_renditions(details.renditions, (Kind.REND, doc_id))
+        if kind == Kind.VRENDS:
+            major, minor = nodes.version(key)
             renditions = await self.version_renditions(doc_id, major, minor)
-            return self._list_renditions(renditions, ("vrend", doc_id, major, minor))
-        if kind == "atts":
+            return self._list_renditions(renditions, (Kind.VREND, doc_id, major, minor))
+        if kind == Kind.ATTS:
             ids = sorted(details.attachments)
             names = assign_names(
                 [
@@ -320,8 +305,8 @@ class Tree:
                     for i in ids
                 ]
             )
-            return {n: ("att", doc_id, i) for n, i in zip(names, ids, strict=True)}
-        raise errors.NotEditable(f"{key!r} is not a directory")
+            return {n: (Kind.ATT, doc_id, i) for n, i in zip(names, ids, strict=True)}
+        raise errors.NotADirectory(f"{key!r} is not a directory")
 
     @staticmethod
     def _list_renditions(renditions: dict[str, str], prefix: NodeKey) -> dict[str, NodeKey]:
@@ -331,13 +316,13 @@ class Tree:
 
     def _list_document(self, doc_id: int) -> dict[str, NodeKey]:
         record = self.record(doc_id)
-        listing: dict[str, NodeKey] = {name: (kind, doc_id) for name, kind in DOC_DIRS.items()}
+        listing: dict[str, NodeKey] = {name: (kind, doc_id) for name, kind in DOC_DIR_NAMES.items()}
         filename = record.get("filename__v")
         if filename:
             (name,) = assign_names(
-                [Sibling(str(filename), str(doc_id), is_file=True)], reserved=set(DOC_DIRS)
+                [Sibling(str(filename), str(doc_id), is_file=True)], reserved=set(DOC_DIR_NAMES)
             )
-            listing[name] = ("src", doc_id)
+            listing[name] = (Kind.SRC, doc_id)
         return listing
 
     async def _list_folder(self, key: NodeKey) -> dict[str, NodeKey]:
@@ -357,7 +342,7 @@ class Tree:
             siblings.append(
                 Sibling(str(record.get("name__v") or doc_id), str(doc_id), (1, f"{doc_id:020d}"))
             )
-            keys.append(("doc", doc_id))
+            keys.append((Kind.DOC, doc_id))
         reserved = {CONTROL_DIR} if key == ROOT else set()
         names = assign_names(siblings, reserved=reserved)
         return dict(zip(names, keys, strict=True))
@@ -374,9 +359,9 @@ class Tree:
             if key == ROOT:
                 return await self.catalog.type_labels()
             type_name = await self.type_api_name(str(key[1]))
-            if key[0] == "type":
+            if key[0] == Kind.TYPE:
                 return await self.catalog.subtype_labels(type_name)
-            if key[0] == "sub":
+            if key[0] == Kind.SUB:
                 return await self.catalog.classification_labels(type_name, str(key[2]))
         except (errors.InvalidData, errors.MalformedUrl, errors.InvalidDocument) as exc:
             log.info("no labels for %r: %s", key, exc)

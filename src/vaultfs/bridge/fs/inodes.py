@@ -1,19 +1,17 @@
 """Inode numbers of the tree: one per node key, with the kernel's lookup counts.
 
-A node key is a hashable tuple naming a node of the tree (``("doc", 12)``). A key keeps
-its inode number while the kernel holds a reference (lookup count above zero); the
-number is freed when the kernel forgets the last reference, never on unlink, so an
-open file keeps working after its document leaves the tree. Numbers are never reused
+A node key (``tree.nodes``) names a node of the tree. A key keeps its inode number
+while the kernel holds a reference (lookup count above zero); the number is freed when
+the kernel forgets the last reference, never on unlink, so an open file keeps working
+after its document leaves the tree. Numbers are never reused
 within one mount, so a stale kernel reference can never reach a different node.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from vaultfs.bridge.tree.nodes import NodeKey
 
-__all__ = ["ROOT_INODE", "InodeTable", "NodeKey"]
-
-NodeKey = tuple[Hashable, ...]
+__all__ = ["ROOT_INODE", "InodeTable"]
 
 #: FUSE's root inode number
 ROOT_INODE = 1

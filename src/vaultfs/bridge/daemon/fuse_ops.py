@@ -19,10 +19,9 @@ from typing import Any
 import pyfuse3
 
 from vaultfs import errors
+from vaultfs.bridge.fs.filesystem import Attr, FileSystem
 
-from .core import Attr, Core
-
-__all__ = ["FuseOps", "close", "default_options", "init", "main", "terminate"]
+__all__ = ["FuseOps", "close", "default_options", "init", "invalidate_attr", "main", "terminate"]
 
 log = logging.getLogger(__name__)
 
@@ -31,11 +30,10 @@ _REPEAT_LOG_AFTER = 60.0
 
 
 class FuseOps(pyfuse3.Operations):
-    def __init__(self, core: Core) -> None:
+    def __init__(self, core: FileSystem) -> None:
         super().__init__()
         self.core = core
         self._logged: dict[tuple[str, Any], float] = {}
-        core.invalidate_attr = _invalidate_attr
 
     # --- error translation -------------------------------------------------------
 
@@ -250,7 +248,7 @@ class FuseOps(pyfuse3.Operations):
             await self.core.setxattr(inode, os.fsdecode(name), None)
 
 
-def _invalidate_attr(inode: int) -> None:
+def invalidate_attr(inode: int) -> None:
     """Make the kernel ask for ``inode``'s attributes again. Attributes only: that never
     waits for the kernel (no pages to write back), so it is safe inside a request."""
     try:

@@ -23,7 +23,6 @@ decisions, written down for users in docs/writing.md:
 
 from __future__ import annotations
 
-import errno
 import logging
 import os
 import time
@@ -33,50 +32,58 @@ from typing import TYPE_CHECKING
 import trio
 
 from vaultfs import errors
-
-from . import spool_store
-from .blobcache import BlobCache
-from .content import content_of
-from .creating import Creator
-from .editing import Editing
-from .inodes import NodeKey
-from .names import unescape
-from .new_fields import NewFields
-from .scratch import Scratch, ScratchFile, is_temporary_name, makes_document
-from .tree import Tree, parse_version
+from vaultfs.bridge.content.blobcache import BlobCache
+from vaultfs.bridge.content.sources import content_of
+from vaultfs.bridge.tree import nodes
+from vaultfs.bridge.tree.filenames import unescape
+from vaultfs.bridge.tree.nodes import DOCUMENT_DIRS, FOLDERS, LOST_AND_FOUND, Kind, NodeKey
+from vaultfs.bridge.tree.tree import Tree, parse_version
+from vaultfs.bridge.write.creating import Creator
+from vaultfs.bridge.write.editing import Editing
+from vaultfs.bridge.write.new_fields import NewFields
+from vaultfs.bridge.write.scratch import (
+    NewFolder,
+    Scratch,
+    ScratchFile,
+    is_temporary_name,
+    makes_document,
+)
+from vaultfs.bridge.write.spool import store as spool_store
+from vaultfs.client import VaultClient
 
 if TYPE_CHECKING:
-    from .spool import Spool
+    from vaultfs.bridge.write.spool.spool import Spool
 
 __all__ = ["Namespace"]
 
 log = logging.getLogger(__name__)
 
-FOLDERS = frozenset({"type", "sub", "cls"})
-LOST_DIR = "lost+found"
 #: how long an entry hidden by unlink/rmdir or a rename of the source file stays hidden
 _HIDE_FOR = 60.0
-#: directories inside a document directory, hidden by rmdir in an rm -r walk
-_DOC_DIRS = frozenset({"vers", "ver", "vrends", "rends", "atts"})
 
 
 class Namespace:
     def __init__(
         self,
         tree: Tree,
+        client: VaultClient,
         blobs: BlobCache,
         editing: Editing,
         spool: Spool | None,
         *,
+        scratch: Scratch | None,
+        creator: Creator | None,
         allow_delete: bool,
     ) -> None:
         self.tree = tree
+        self.client = client
         self.blobs = blobs
         self.editing = editing
         self.spool = spool
         self.allow_delete = allow_delete
-        self.scratch = Scratch(spool.directory / spool_store.SCRATCH) if spool is not None else None
-        self.creator = Creator(tree, blobs, spool) if spool is not None else None
+        #: scratch files and new documents: None on a mount without a spool
+        self.scratch = scratch
+        self.creator = creator
         self.new_fields = NewFields()
         #: node -> monotonic time until which it is left out of its directory
         self._hidden: dict[NodeKey, float] = {}
@@ -108,11 +115,11 @@ class Namespace:
             if found is not None:
                 return found
         kind = parent[0]
-        if kind == "ctl" and name == LOST_DIR:
-            return ("lost",)
-        if kind == "lost":
-            return ("lostf", name) if name in self._lost_names() else None
-        if kind == "newdir":
+        if kind == Kind.CTL and name == LOST_AND_FOUND:
+            return (Kind.LOST,)
+        if kind == Kind.LOST:
+            return (Kind.LOSTF, name) if name in self._lost_names() else None
+        if kind == Kind.NEWDIR:
             return None
         child = await self.tree.lookup(parent, name)
         if child is None or self.hidden(child):
@@ -121,12 +128,12 @@ class Namespace:
 
     async def children(self, parent: NodeKey) -> dict[str, NodeKey]:
         kind = parent[0]
-        if kind == "lost":
-            return {name: ("lostf", name) for name in self._lost_names()}
-        listing = {} if kind == "newdir" else await self.tree.children(parent)
+        if kind == Kind.LOST:
+            return {name: (Kind.LOSTF, name) for name in self._lost_names()}
+        listing = {} if kind == Kind.NEWDIR else await self.tree.children(parent)
         listing = {n: k for n, k in listing.items() if not self.hidden(k)}
-        if kind == "ctl":
-            listing[LOST_DIR] = ("lost",)
+        if kind == Kind.CTL:
+            listing[LOST_AND_FOUND] = (Kind.LOST,)
         if self.scratch is not None:
             listing.update(self.scratch.names_in(parent))
         return listing
@@ -136,32 +143,49 @@ class Namespace:
 
     def lost_path(self, key: NodeKey) -> Path:
         if self.spool is None:
-            raise OSError(errno.ENOENT, "no lost+found")
-        return self.spool.directory / spool_store.LOST_AND_FOUND / str(key[1])
+            raise errors.NotFound("no lost+found")
+        return self.spool.directory / LOST_AND_FOUND / str(key[1])
 
     async def source_name(self, doc_id: int) -> str | None:
         """The name of the document's source file in its directory (hidden or not)."""
-        listing = await self.tree.children(("doc", doc_id))
-        return next((n for n, k in listing.items() if k == ("src", doc_id)), None)
+        listing = await self.tree.children((Kind.DOC, doc_id))
+        return next((n for n, k in listing.items() if k == (Kind.SRC, doc_id)), None)
 
     # --- making things -------------------------------------------------------------
 
     def _scratch(self) -> Scratch:
         if self.scratch is None:
-            raise OSError(errno.EROFS, "this mount has no write-back spool")
+            raise errors.ReadOnly("this mount has no write-back spool")
         return self.scratch
+
+    def scratch_file(self, key: NodeKey) -> ScratchFile:
+        scratch = self.scratch.file(key) if self.scratch is not None else None
+        if scratch is None:
+            raise errors.NotFound("scratch file no longer exists")
+        return scratch
+
+    def new_folder(self, key: NodeKey) -> NewFolder:
+        folder = self.scratch.folder(key) if self.scratch is not None else None
+        if folder is None:
+            raise errors.NotFound("directory no longer exists")
+        return folder
+
+    def scratch_closed(self, scratch: ScratchFile) -> None:
+        """The last handle on ``scratch`` is gone: its content goes if it has no name."""
+        if self.scratch is not None:
+            self.scratch.closed(scratch)
 
     async def create(self, parent: NodeKey, name: str, mode: int) -> NodeKey:
         """The node a new file ``name`` in ``parent`` stands for (made now)."""
         kind = parent[0]
-        if kind == "doc":
-            doc_id = int(parent[1])  # type: ignore[call-overload]
+        if kind == Kind.DOC:
+            doc_id = nodes.doc_id(parent)
             if name == await self.source_name(doc_id):
                 # The source file was renamed away (vim) and is written anew.
-                self._hidden.pop(("src", doc_id), None)
-                return ("src", doc_id)
-        elif kind not in FOLDERS and kind != "newdir":
-            raise OSError(errno.EACCES, "files are made in type folders and documents only")
+                self._hidden.pop((Kind.SRC, doc_id), None)
+                return (Kind.SRC, doc_id)
+        elif kind not in FOLDERS and kind != Kind.NEWDIR:
+            raise errors.AccessDenied("files are made in type folders and documents only")
         return self._scratch().create(parent, name, mode).key
 
     def mkdir(self, parent: NodeKey, name: str) -> NodeKey:
@@ -173,8 +197,14 @@ class Namespace:
         """Whether closing ``scratch`` creates a new document."""
         return makes_document(scratch.parent, scratch.name)
 
-    async def take(self, scratch: ScratchFile) -> None:
-        """The last writer closed ``scratch``: create the document it stands for."""
+    async def make_document(self, scratch: ScratchFile) -> None:
+        """The last writer closed ``scratch``: create the document it stands for, or,
+        when it became one already, check in what was written since as a draft of it
+        (a handle kept open across the create: never dropped)."""
+        if scratch.became is not None:
+            scratch.dirty = scratch.written = False
+            await self.editing.check_in_file(scratch.became, scratch.path)
+            return
         if not scratch.linked or not self.makes_document(scratch):
             return
         assert self.scratch is not None and self.creator is not None
@@ -203,24 +233,24 @@ class Namespace:
         except errors.VaultError:
             self.scratch.unname(scratch.key)  # the content is in lost+found now
             raise
-        self.aliases[scratch.key] = ("src", doc_id)
+        self.aliases[scratch.key] = (Kind.SRC, doc_id)
         scratch.became = doc_id
         self.scratch.unname(scratch.key)
         if folder is not None:
             # The folder is the document now: its other files stay its scratch files.
-            self.aliases[folder.key] = ("doc", doc_id)
-            self.scratch.move_children(folder.key, ("doc", doc_id))
+            self.aliases[folder.key] = (Kind.DOC, doc_id)
+            self.scratch.move_children(folder.key, (Kind.DOC, doc_id))
             self.scratch.unname(folder.key)
 
     async def set_new_field(self, key: NodeKey, name: str, value: bytes | None) -> None:
         """setfattr on a new file (its fields) or a folder (defaults for new files);
         a pending new document that is complete now is created at once."""
-        scratch = self._scratch().file(key) if key[0] == "scratch" else None
+        scratch = self._scratch().file(key) if key[0] == Kind.SCRATCH else None
         if scratch is not None and not self.makes_document(scratch):
-            raise OSError(errno.ENOTSUP, "a scratch file has no fields")
+            raise errors.Unsupported("a scratch file has no fields")
         self.new_fields.set(key, scratch, name, value)
         if scratch is not None and scratch.missing is not None and scratch.writers == 0:
-            await self.take(scratch)
+            await self.make_document(scratch)
 
     def new_fields_of(self, key: NodeKey) -> dict[str, object]:
         """The xattr view of a new file's or a folder's supplied fields."""
@@ -243,19 +273,19 @@ class Namespace:
     async def rename(self, old: NodeKey, old_name: str, new: NodeKey, new_name: str) -> None:
         source = await self.child(old, old_name)
         if source is None:
-            raise OSError(errno.ENOENT, old_name)
+            raise errors.NotFound(old_name)
         target = await self.child(new, new_name)
         if source == target:
             return
         scratch = self.scratch.file(source) if self.scratch is not None else None
         if scratch is not None:
             await self._rename_scratch(scratch, target, new, new_name)
-        elif source[0] == "src":
-            await self._rename_source(int(source[1]), target, new, new_name)  # type: ignore[call-overload]
-        elif source[0] == "newdir" and target is None and new == old:
+        elif source[0] == Kind.SRC:
+            await self._rename_source(nodes.doc_id(source), target, new, new_name)
+        elif source[0] == Kind.NEWDIR and target is None and new == old:
             self._scratch().rename(source, new, new_name)
-        elif source[0] == "doc" and target is None and new == old:
-            await self._rename_document(int(source[1]), new_name)  # type: ignore[call-overload]
+        elif source[0] == Kind.DOC and target is None and new == old:
+            await self._rename_document(nodes.doc_id(source), new_name)
         else:
             raise errors.OperationNotPermitted("only files and new folders can be renamed")
 
@@ -263,30 +293,32 @@ class Namespace:
         self, scratch: ScratchFile, target: NodeKey | None, new: NodeKey, new_name: str
     ) -> None:
         store = self._scratch()
-        if new[0] == "doc":
-            doc_id = int(new[1])  # type: ignore[call-overload]
-            if target == ("src", doc_id) or new_name == await self.source_name(doc_id):
+        if new[0] == Kind.DOC:
+            doc_id = nodes.doc_id(new)
+            if target == (Kind.SRC, doc_id) or new_name == await self.source_name(doc_id):
                 # The save of an editor, sed -i or rsync: check the content in.
-                self._hidden.pop(("src", doc_id), None)
+                self._hidden.pop((Kind.SRC, doc_id), None)
                 await self.editing.check_in_file(doc_id, scratch.path)
-                self.aliases[scratch.key] = ("src", doc_id)
+                self.aliases[scratch.key] = (Kind.SRC, doc_id)
                 store.unname(scratch.key)
                 return
         if target is not None:
             if store.file(target) is None:
-                raise OSError(errno.EISDIR if target[0] != "src" else errno.EPERM, new_name)
+                if target[0] == Kind.SRC:
+                    raise errors.OperationNotPermitted(new_name)
+                raise errors.IsADirectory(new_name)
             store.unname(target)
-        if new[0] not in FOLDERS and new[0] not in ("doc", "newdir"):
-            raise OSError(errno.EXDEV, "scratch files stay in document and type folders")
+        if new[0] not in FOLDERS and new[0] not in (Kind.DOC, Kind.NEWDIR):
+            raise errors.CrossDevice("scratch files stay in document and type folders")
         store.rename(scratch.key, new, new_name)
         if scratch.writers == 0 and self.makes_document(scratch):
-            await self.take(scratch)
+            await self.make_document(scratch)
 
     async def _rename_source(
         self, doc_id: int, target: NodeKey | None, new: NodeKey, new_name: str
     ) -> None:
-        if new != ("doc", doc_id):
-            raise OSError(errno.EXDEV, "a source file stays in its document directory")
+        if new != (Kind.DOC, doc_id):
+            raise errors.CrossDevice("a source file stays in its document directory")
         if not is_temporary_name(new_name):
             # Only an editor's backup (``file~``, ``.file.bak``...) may take the source
             # file's content under another name: a visible name would exist only on
@@ -307,14 +339,14 @@ class Namespace:
         if entry is not None:
             path: Path | None = entry.path
         else:
-            content = await content_of(self.tree, ("src", doc_id))
+            content = await content_of(self.tree, (Kind.SRC, doc_id))
             path = await self.blobs.cached_path(content.key, content.fetch)
         await trio.to_thread.run_sync(store.copy_of, new, new_name, path, 0o644)
-        self._hide(("src", doc_id))
+        self._hide((Kind.SRC, doc_id))
         log.info("document %d: source file renamed to scratch %r", doc_id, new_name)
 
     async def _rename_document(self, doc_id: int, new_name: str) -> None:
-        await self.tree.client.update_document(doc_id, {"name__v": unescape(new_name)})
+        await self.client.update_document(doc_id, {"name__v": unescape(new_name)})
         self.tree.invalidate(doc_id)
         await self.tree.reload(doc_id)
 
@@ -327,32 +359,32 @@ class Namespace:
     async def unlink(self, parent: NodeKey, name: str) -> None:
         key = await self.child(parent, name)
         if key is None:
-            raise OSError(errno.ENOENT, name)
+            raise errors.NotFound(name)
         kind = key[0]
-        if kind == "scratch":
+        if kind == Kind.SCRATCH:
             self._scratch().unname(key)
-        elif kind == "lostf":
+        elif kind == Kind.LOSTF:
             assert self.spool is not None
             await trio.to_thread.run_sync(spool_store.remove_lost, self.spool.directory, name)
-        elif kind == "vsrc":
+        elif kind == Kind.VSRC:
             self._deleting()
             await self._delete_version(key)
-        elif kind in ("src", "rend", "vrend", "att"):
+        elif kind in (Kind.SRC, Kind.REND, Kind.VREND, Kind.ATT):
             self._deleting()
             self._hide(key)  # the document goes with rmdir of its directory
-        elif kind == "status":
+        elif kind == Kind.STATUS:
             raise errors.OperationNotPermitted("status files cannot be removed")
         else:
-            raise OSError(errno.EISDIR, name)
+            raise errors.IsADirectory(name)
 
     async def _delete_version(self, key: NodeKey) -> None:
-        doc_id, major, minor = (int(k) for k in key[1:4])  # type: ignore[call-overload]
+        doc_id, (major, minor) = nodes.doc_id(key), nodes.version(key)
         details = await self.tree.details(doc_id)
         if len(details.versions) <= 1:
             # The vault keeps a document's only version: it goes with the document.
             self._hide(key)
             return
-        await self.tree.client.delete_version(doc_id, major, minor)
+        await self.client.delete_version(doc_id, major, minor)
         self._deleted.add((doc_id, major, minor))
         log.info("deleted version %d.%d of document %d", major, minor, doc_id)
         self.tree.invalidate(doc_id)
@@ -361,9 +393,9 @@ class Namespace:
     def _deleted_version(self, parent: NodeKey, name: str) -> bool:
         version = parse_version(name)
         return (
-            parent[0] == "vers"
+            parent[0] == Kind.VERS
             and version is not None
-            and (int(parent[1]), *version) in self._deleted  # type: ignore[call-overload]
+            and (nodes.doc_id(parent), *version) in self._deleted
         )
 
     async def rmdir(self, parent: NodeKey, name: str) -> None:
@@ -371,25 +403,25 @@ class Namespace:
         if key is None:
             if self._deleted_version(parent, name):
                 return  # its file's removal deleted it, in the same rm -r walk
-            raise OSError(errno.ENOENT, name)
+            raise errors.NotFound(name)
         kind = key[0]
-        if kind == "newdir":
+        if kind == Kind.NEWDIR:
             if self._scratch().names_in(key):
-                raise OSError(errno.ENOTEMPTY, name)
+                raise errors.DirectoryNotEmpty(name)
             self._scratch().unname(key)
             return
-        if kind in ("scratch", "lostf", "src", "vsrc", "rend", "vrend", "att", "status"):
-            raise OSError(errno.ENOTDIR, name)
-        if kind not in FOLDERS and kind not in _DOC_DIRS and kind != "doc":
+        if nodes.is_file(key):
+            raise errors.NotADirectory(name)
+        if kind not in FOLDERS and kind not in DOCUMENT_DIRS and kind != Kind.DOC:
             raise errors.OperationNotPermitted(f"{name} cannot be removed")
         self._deleting()
         if kind in FOLDERS and not self.tree.folder_exists(key):
             return  # its last document is gone: so is the folder
         if await self.children(key):
-            raise OSError(errno.ENOTEMPTY, name)
-        if kind == "doc":
-            doc_id = int(key[1])  # type: ignore[call-overload]
-            await self.tree.client.delete_document(doc_id)
+            raise errors.DirectoryNotEmpty(name)
+        if kind == Kind.DOC:
+            doc_id = nodes.doc_id(key)
+            await self.client.delete_document(doc_id)
             log.info("deleted document %d", doc_id)
             self.tree.index.forget(doc_id)
             for hidden in [k for k in self._hidden if len(k) > 1 and k[1] == doc_id]:

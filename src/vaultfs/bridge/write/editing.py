@@ -12,7 +12,6 @@ the spool calls), so the tree shows the draft.
 
 from __future__ import annotations
 
-import errno
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,15 +19,15 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from vaultfs.errors import VaultError
-
-from .blobcache import BlobCache
-from .content import content_of
-from .spool import EDITING, Start, StartFrom
-from .tree import Tree
+from vaultfs.bridge.content.blobcache import BlobCache
+from vaultfs.bridge.content.sources import content_of
+from vaultfs.bridge.tree.nodes import Kind
+from vaultfs.bridge.tree.tree import Tree
+from vaultfs.bridge.write.spool.spool import EDITING, Start, StartFrom
+from vaultfs.errors import NotFound, ReadOnly, VaultError
 
 if TYPE_CHECKING:  # only for annotations: the spool is handed in by the mount
-    from .spool import Spool, SpoolEntry
+    from vaultfs.bridge.write.spool.spool import Spool, SpoolEntry
 
 __all__ = ["EditHandle", "Editing", "show_check_in"]
 
@@ -78,7 +77,7 @@ async def show_check_in(tree: Tree, blobs: BlobCache, doc_id: int, size: int) ->
     """Show a draft the spool just checked in: read the document again (one call) and
     remember its exact size, rather than wait for the next poll."""
     await tree.reload(doc_id)
-    content = await content_of(tree, ("src", doc_id))
+    content = await content_of(tree, (Kind.SRC, doc_id))
     blobs.remember_size(content.key, size)
 
 
@@ -102,7 +101,7 @@ class Editing:
         """A read handle on the spool content of a document being edited."""
         entry = self.entry(doc_id)
         if entry is None:
-            raise OSError(errno.ENOENT, f"document {doc_id} is not being edited")
+            raise NotFound(f"document {doc_id} is not being edited")
         return EditHandle(entry, writer=False)
 
     async def open(self, doc_id: int, *, truncate: bool, append: bool = False) -> EditHandle:
@@ -132,7 +131,7 @@ class Editing:
             record = await self.tree.reload(doc_id)
             content = None
             if copy:
-                latest = await content_of(self.tree, ("src", doc_id))
+                latest = await content_of(self.tree, (Kind.SRC, doc_id))
                 content = await self.blobs.cached_path(latest.key, latest.fetch)
             return Start(
                 content, record.get("md5checksum__v"), str(record.get("filename__v") or doc_id)
@@ -142,7 +141,7 @@ class Editing:
 
     async def _entry_for_writing(self, doc_id: int, *, truncate: bool) -> SpoolEntry:
         if self.spool is None:
-            raise OSError(errno.EROFS, "this mount has no write-back spool")
+            raise ReadOnly("this mount has no write-back spool")
         # begin() on an existing entry (an edit still pending upload) makes no API call
         # and marks it being edited again, so the retry worker leaves it alone.
         entry = await self.spool.begin(doc_id, self._start(doc_id, copy=not truncate))
@@ -233,7 +232,7 @@ class Editing:
         try:
             async with writers.lock:
                 if self.spool is None:
-                    raise OSError(errno.EROFS, "this mount has no write-back spool")
+                    raise ReadOnly("this mount has no write-back spool")
                 entry = await self.spool.begin(doc_id, self._start(doc_id, copy=False))
                 # A new entry started empty; one still pending held an older save.
                 await trio.to_thread.run_sync(_replace_content, entry, source)

@@ -12,11 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from vaultfs.bridge.content.blobcache import Fetch
+from vaultfs.bridge.tree import nodes
+from vaultfs.bridge.tree.nodes import Kind, NodeKey
+from vaultfs.bridge.tree.tree import Tree, latest_version
 from vaultfs.client import VaultClient
-
-from .blobcache import Fetch
-from .inodes import NodeKey
-from .tree import Tree, latest_version
 
 __all__ = ["Content", "content_of"]
 
@@ -61,20 +61,20 @@ def _source(client: VaultClient, doc_id: int, record: dict[str, Any]) -> Content
 async def content_of(tree: Tree, key: NodeKey) -> Content:
     """The content of file node ``key`` (may fetch the version record or details)."""
     client = tree.client
-    kind, doc_id = key[0], int(key[1])  # type: ignore[call-overload]
-    if kind == "src":
+    kind, doc_id = key[0], nodes.doc_id(key)
+    if kind == Kind.SRC:
         return _source(client, doc_id, tree.record(doc_id))
-    if kind == "vsrc":
-        major, minor = int(key[2]), int(key[3])  # type: ignore[call-overload]
+    if kind == Kind.VSRC:
+        major, minor = nodes.version(key)
         record = dict(await tree.version_record(doc_id, major, minor))
         record.setdefault("major_version_number__v", major)
         record.setdefault("minor_version_number__v", minor)
         return _source(client, doc_id, record)
-    if kind in ("rend", "vrend"):
-        if kind == "rend":
+    if kind in (Kind.REND, Kind.VREND):
+        if kind == Kind.REND:
             major, minor = latest_version(tree.record(doc_id)) or (0, 0)
         else:
-            major, minor = int(key[2]), int(key[3])  # type: ignore[call-overload]
+            major, minor = nodes.version(key)
         rtype = str(key[-1])
         return Content(
             f"rend/{doc_id}/{major}.{minor}/{rtype}",
@@ -83,8 +83,8 @@ async def content_of(tree: Tree, key: NodeKey) -> Content:
             _UNKNOWN_SIZE,
             lambda offset: client.download_rendition(doc_id, rtype, major, minor, offset=offset),
         )
-    if kind == "att":
-        attachment_id = int(key[2])  # type: ignore[call-overload]
+    if kind == Kind.ATT:
+        attachment_id = nodes.number(key)
         details = await tree.details(doc_id)
         record = details.attachments[attachment_id]
         version = int(record["version__v"]) if record.get("version__v") else None

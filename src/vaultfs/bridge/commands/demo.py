@@ -20,9 +20,10 @@ from pathlib import Path
 import trio
 
 from vaultfs import errors
+from vaultfs.bridge.commands.control import unmount
+from vaultfs.bridge.daemon.config import MountConfig, default_cache_dir
+from vaultfs.bridge.daemon.mount import run_mount
 from vaultfs.client import vault_answers
-
-from .mount import MountConfig, default_cache_dir, run_mount
 
 __all__ = ["DEMO_USER", "read_demo_credentials", "run_demo"]
 
@@ -113,7 +114,7 @@ def _prepare_mountpoint(mountpoint: Path) -> None:
         mountpoint.mkdir(parents=True, exist_ok=True)
     except OSError:
         # A mount left behind by a killed demo ("transport endpoint is not connected").
-        subprocess.run(["fusermount3", "-u", "-z", str(mountpoint)], check=False)
+        unmount(mountpoint)
         mountpoint.mkdir(parents=True, exist_ok=True)
 
 

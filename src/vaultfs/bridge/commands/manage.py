@@ -12,15 +12,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from vaultfs.bridge.commands import control
 from vaultfs.profiles import ProfileError, load_profile, names_profile
-
-from . import control
 
 __all__ = ["format_status", "register"]
 
@@ -236,7 +234,7 @@ def _umount(args: argparse.Namespace) -> int:
             print(f"vaultfs umount: {mountpoint} is not a vaultfs mount ({exc})", file=sys.stderr)
             return 1
         # A mount whose daemon is gone or hangs: only the kernel's side is left to undo.
-        return _fusermount(mountpoint, lazy=True)
+        return 0 if control.unmount(mountpoint) else 1
     pid: int = status["pid"]
     try:
         if not args.force:
@@ -265,9 +263,4 @@ def _umount(args: argparse.Namespace) -> int:
     if control.wait_gone(pid, args.timeout):
         return 0
     print(f"vaultfs umount: daemon {pid} still running; unmounting anyway", file=sys.stderr)
-    return _fusermount(mountpoint, lazy=args.force)
-
-
-def _fusermount(mountpoint: Path, *, lazy: bool) -> int:
-    argv = ["fusermount3", "-u", *(["-z"] if lazy else []), str(mountpoint)]
-    return 0 if subprocess.run(argv, check=False).returncode == 0 else 1
+    return 0 if control.unmount(mountpoint, lazy=args.force) else 1

@@ -35,8 +35,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from vaultfs.bridge.tree.nodes import LOST_AND_FOUND
+
 __all__ = [
-    "LOST_AND_FOUND",
     "SCRATCH",
     "SCRATCH_XATTR",
     "EntryRecord",
@@ -62,10 +63,9 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-LOST_AND_FOUND = "lost+found"
 SCRATCH = "scratch"
 #: on a scratch content file: json {name, new_document}, what a restart needs to
-#: rescue it (written by ``bridge.scratch``)
+#: rescue it (written by ``write.scratch``)
 SCRATCH_XATTR = "user.vaultfs.scratch"
 
 _DIR_MODE = 0o700

@@ -7,10 +7,10 @@ in a document directory, and any new file in a type folder, is such a scratch fi
 its content lives in ``<spool>/scratch/<n>`` (mode 0600), its name and attributes in
 memory. Nothing of it is uploaded until it is renamed over a document's source file
 (a check-in) or, in a folder, becomes a new document. Scratch files vanish on unmount
-(the directory is emptied when the mount starts), except the files that were to
-become new documents: their name is kept with the content (the ``user.vaultfs.scratch``
-extended attribute), and the next start moves them to lost+found
-(``spool_store.rescue_scratch``), so a crash of the daemon loses none of them.
+(the mount empties the directory when it starts: ``empty_private_dir``), except the
+files that were to become new documents: their name is kept with the content (the
+``user.vaultfs.scratch`` extended attribute), and the spool moves them to lost+found
+first (``store.rescue_scratch``), so a crash of the daemon loses none of them.
 
 Owns the names (directory key + name -> scratch file), the content files and the
 attributes; the decisions what a scratch file means are ``core``'s and ``editing``'s.
@@ -27,13 +27,15 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .inodes import NodeKey
-from .spool_store import SCRATCH_XATTR
+from vaultfs.bridge.tree import nodes
+from vaultfs.bridge.tree.nodes import Kind, NodeKey
+from vaultfs.bridge.write.spool.store import SCRATCH_XATTR
 
 __all__ = [
     "NewFolder",
     "Scratch",
     "ScratchFile",
+    "empty_private_dir",
     "is_temporary_name",
     "makes_document",
 ]
@@ -41,7 +43,16 @@ __all__ = [
 _DIR_MODE = 0o700
 _FILE_MODE = 0o600
 #: kinds of directory a new (non-temporary) file becomes a document in
-_DOCUMENT_PARENTS = frozenset({"type", "sub", "cls", "newdir"})
+_DOCUMENT_PARENTS = frozenset({*nodes.FOLDERS, Kind.NEWDIR})
+
+
+def empty_private_dir(directory: Path) -> Path:
+    """``directory`` made anew, empty and private: what an earlier mount left there is
+    nobody's any more (scratch never outlives one mount)."""
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(mode=_DIR_MODE, parents=True)
+    os.chmod(directory, _DIR_MODE)
+    return directory
 
 
 def is_temporary_name(name: str) -> bool:
@@ -93,7 +104,7 @@ class ScratchFile:
 
     @property
     def key(self) -> NodeKey:
-        return ("scratch", self.number)
+        return (Kind.SCRATCH, self.number)
 
     def size(self) -> int:
         return os.fstat(self.fd).st_size
@@ -144,18 +155,15 @@ class NewFolder:
 
     @property
     def key(self) -> NodeKey:
-        return ("newdir", self.number)
+        return (Kind.NEWDIR, self.number)
 
 
 class Scratch:
     """All scratch files and new folders of one mount."""
 
     def __init__(self, directory: Path) -> None:
+        """``directory``: an empty private directory (``empty_private_dir``)."""
         self.directory = directory
-        # What an earlier mount left is nobody's any more: scratch never outlives one.
-        shutil.rmtree(directory, ignore_errors=True)
-        directory.mkdir(mode=_DIR_MODE, parents=True)
-        os.chmod(directory, _DIR_MODE)
         self._next = 1
         self.files: dict[int, ScratchFile] = {}
         self.folders: dict[int, NewFolder] = {}
@@ -170,10 +178,10 @@ class Scratch:
         return {name: key for (p, name), key in self._names.items() if p == parent}
 
     def file(self, key: NodeKey) -> ScratchFile | None:
-        return self.files.get(int(key[1])) if key[0] == "scratch" else None  # type: ignore[call-overload]
+        return self.files.get(nodes.number(key)) if key[0] == Kind.SCRATCH else None
 
     def folder(self, key: NodeKey) -> NewFolder | None:
-        return self.folders.get(int(key[1])) if key[0] == "newdir" else None  # type: ignore[call-overload]
+        return self.folders.get(nodes.number(key)) if key[0] == Kind.NEWDIR else None
 
     # --- changes -----------------------------------------------------------------
 

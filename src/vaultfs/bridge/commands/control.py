@@ -4,7 +4,7 @@ Owns what the ``status``, ``flush`` and ``umount`` commands know about a mount f
 outside: which vaultfs mounts exist (``/proc/mounts``), the daemon's status (the
 mount's ``.vaultfs/status`` json, whose ``pid`` names the daemon), the signals the
 daemon understands, and waiting for a daemon to go. The daemon's side of the signals
-is in ``mount``:
+is in ``daemon.signals``:
 
 - ``SIGUSR1``: try every pending upload now;
 - ``SIGTERM`` (also ``SIGINT``, ``SIGHUP``): flush pending uploads (bounded), unmount;
@@ -23,6 +23,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from vaultfs.bridge.daemon.signals import FLUSH_SIGNAL, STOP_NOW_SIGNAL, STOP_SIGNAL
+from vaultfs.bridge.tree.nodes import CONTROL_DIR
+
 __all__ = [
     "FLUSH_SIGNAL",
     "FSTYPE",
@@ -33,15 +36,13 @@ __all__ = [
     "not_in_vault",
     "read_status",
     "send",
+    "unmount",
     "vaultfs_mounts",
     "wait_gone",
 ]
 
 #: the file system type the kernel lists for a vaultfs mount (``fuse.<subtype>``)
 FSTYPE = "fuse.vaultfs"
-FLUSH_SIGNAL = signal.SIGUSR1
-STOP_SIGNAL = signal.SIGTERM
-STOP_NOW_SIGNAL = signal.SIGUSR2
 
 
 def _unescape(field: str) -> str:
@@ -64,7 +65,7 @@ def vaultfs_mounts(table: Path = Path("/proc/mounts")) -> list[Path]:
 def read_status(mountpoint: Path) -> dict[str, Any]:
     """The daemon's status; OSError when the mount does not answer, ValueError when
     what it answers is not a vaultfs status."""
-    status = json.loads((mountpoint / ".vaultfs" / "status").read_text())
+    status = json.loads((mountpoint / CONTROL_DIR / "status").read_text())
     if not isinstance(status, dict) or not isinstance(status.get("pid"), int):
         raise ValueError(f"{mountpoint} does not answer like a vaultfs mount")
     return status
@@ -118,5 +119,11 @@ def clear_dead_mount(mountpoint: Path) -> bool:
     if mountpoint not in vaultfs_mounts():
         return False
     with contextlib.suppress(OSError):
-        subprocess.run(["fusermount3", "-u", "-z", str(mountpoint)], check=False)
+        unmount(mountpoint)
     return True
+
+
+def unmount(mountpoint: Path, *, lazy: bool = True) -> bool:
+    """``fusermount3 -u`` (``-z``: lazily, even while files are open); True on success."""
+    argv = ["fusermount3", "-u", *(["-z"] if lazy else []), str(mountpoint)]
+    return subprocess.run(argv, check=False).returncode == 0

@@ -38,7 +38,8 @@ from typing import Any
 
 import trio
 
-from vaultfs.client import VaultClient, surely_not_sent
+from vaultfs.bridge.write.spool import store
+from vaultfs.client import VaultClient, backoff, surely_not_sent
 from vaultfs.errors import (
     ApiLimitExceeded,
     InsufficientAccess,
@@ -51,8 +52,6 @@ from vaultfs.errors import (
     ParameterRequired,
     VaultError,
 )
-
-from . import spool_store as store
 
 __all__ = ["CheckedIn", "Spool", "SpoolEntry", "Start", "StartFrom", "start_from"]
 
@@ -656,8 +655,7 @@ class Spool:
     async def _failed(self, entry: SpoolEntry, exc: BaseException) -> None:
         entry.failures += 1
         entry.record.last_error = _describe(exc)
-        delay = min(self._retry_max, self._retry_initial * 2 ** (entry.failures - 1))
-        delay *= self._rng.uniform(0.5, 1.0)  # jitter: clients that failed together spread out
+        delay = backoff(self._retry_initial, entry.failures - 1, self._retry_max, self._rng)
         if isinstance(exc, ApiLimitExceeded) and exc.retry_after:
             delay = max(delay, exc.retry_after)
         entry.next_attempt = trio.current_time() + delay

@@ -25,14 +25,12 @@ from typing import BinaryIO
 
 import trio
 
-from vaultfs import errors, mount_helper
+from vaultfs import errors
+from vaultfs.bridge.commands import control, install_helper, manage
+from vaultfs.bridge.commands.credentials import CredentialError, find_password, store_in_keyring
+from vaultfs.bridge.daemon.config import MountConfig, default_cache_dir
+from vaultfs.bridge.daemon.logs import setup_logging, stderr_is_journal
 from vaultfs.profiles import ProfileError, load_profile, names_profile
-
-from . import control, manage
-from .credentials import CredentialError, find_password, store_in_keyring
-from .demo import run_demo
-from .logs import setup_logging, stderr_is_journal
-from .mount import MountConfig, default_cache_dir, run_mount
 
 __all__ = ["parse_mount_options", "parse_size", "register"]
 
@@ -138,7 +136,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "install-helper",
         help="link mount.fuse.vaultfs into /sbin so that mount -t fuse.vaultfs and fstab work",
     )
-    helper.add_argument("--dir", type=Path, default=mount_helper.HELPER_DIR, help="default /sbin")
+    helper.add_argument("--dir", type=Path, default=install_helper.HELPER_DIR, help="default /sbin")
     helper.add_argument("--remove", action="store_true", help="remove the link instead")
     helper.set_defaults(handler=_install_helper)
 
@@ -271,6 +269,9 @@ def _run_foreground(args: argparse.Namespace, config: MountConfig) -> int:
             os.close(ready_fd)
             ready_fd = None
 
+    # Imported here: the daemon loads pyfuse3, which no other command needs.
+    from vaultfs.bridge.daemon.mount import run_mount
+
     try:
         trio.run(run_mount, config, ready)
     except (errors.VaultError, OSError, RuntimeError) as exc:
@@ -359,6 +360,8 @@ def _read_with_timeout(pipe: BinaryIO, timeout: float) -> str:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    from vaultfs.bridge.commands.demo import run_demo  # mounts: loads pyfuse3
+
     setup_logging(_level(args), args.log_file)
     return run_demo(args.mountpoint)
 
@@ -387,7 +390,7 @@ def _set_password(args: argparse.Namespace) -> int:
 
 def _install_helper(args: argparse.Namespace) -> int:
     try:
-        message = mount_helper.install(args.dir, remove=args.remove)
+        message = install_helper.install(args.dir, remove=args.remove)
     except OSError as exc:
         print(f"vaultfs install-helper: {exc}", file=sys.stderr)
         return 1

@@ -1,0 +1,40 @@
+"""What a mount is asked for (``MountConfig``) and where it keeps its files by default.
+
+Light to import: the commands build a ``MountConfig`` without loading the daemon (and
+with it pyfuse3), which they import only when a mount really starts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["MountConfig", "default_cache_dir"]
+
+
+def default_cache_dir(url: str, user: str) -> Path:
+    """``~/.cache/vaultfs/<hash of url and user>``: one cache per vault and user."""
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "vaultfs"
+    return base / hashlib.sha256(f"{url}\0{user}".encode()).hexdigest()[:16]
+
+
+@dataclass
+class MountConfig:
+    url: str
+    user: str
+    password: str = field(repr=False)
+    mountpoint: Path
+    cache_dir: Path
+    cache_size: int = 1 << 30
+    poll_interval: float = 30.0
+    attr_timeout: float = 1.0
+    #: retries of one API call before it fails (an outage longer than that gives EIO)
+    retries: int = 6
+    read_only: bool = False
+    allow_other: bool = False
+    allow_delete: bool = False
+    #: mount on a directory that holds files (hiding them while mounted)
+    nonempty: bool = False
+    debug: bool = False

@@ -1,0 +1,144 @@
+"""Running a mount: builds the layers and runs them in one trio nursery.
+
+Owns the life of a mounted vault: logs in (so a wrong password fails before anything
+is mounted), builds the client, index, caches, spool, core and FUSE operations, starts
+the background workers (index poller, downloads, spool worker) into one nursery, runs
+``pyfuse3.main`` there, and unmounts cleanly on SIGTERM/SIGINT/SIGHUP after the spool
+has had a chance to check in what is pending (SIGUSR1 uploads pending work now, SIGUSR2
+unmounts without waiting; see ``control``). Tells systemd (``notify``) when the mount
+answers and when it stops. Everything opened is closed through one AsyncExitStack,
+also when the mount fails half-way.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+from collections.abc import Callable
+from contextlib import AsyncExitStack
+from typing import Any
+
+import trio
+
+from vaultfs.bridge.content.blobcache import BlobCache
+from vaultfs.bridge.daemon import fuse_ops
+from vaultfs.bridge.daemon.build import build_filesystem
+from vaultfs.bridge.daemon.config import MountConfig
+from vaultfs.bridge.daemon.notify import notify
+from vaultfs.bridge.daemon.ownership import owning
+from vaultfs.bridge.daemon.signals import on_signals
+from vaultfs.bridge.fs.options import Options
+from vaultfs.bridge.tree.index import DocumentIndex, TypeCatalog
+from vaultfs.bridge.tree.tree import Tree
+from vaultfs.bridge.write.editing import show_check_in
+from vaultfs.bridge.write.spool.spool import Spool
+from vaultfs.client import Credentials, VaultClient
+
+__all__ = ["run_mount"]
+
+log = logging.getLogger(__name__)
+
+
+#: retries of the login at mount time (a few seconds, then the mount fails)
+_LOGIN_RETRIES = 2
+
+
+def _fuse_options(config: MountConfig) -> set[str]:
+    options = fuse_ops.default_options()
+    options.discard("default_permissions")
+    # df and mount(8) name the vault (commas would split the option list)
+    fsname = config.url.replace(",", "%2C")
+    options |= {f"fsname={fsname}", "subtype=vaultfs", "default_permissions"}
+    if config.read_only:
+        options.add("ro")
+    if config.allow_other:
+        options.add("allow_other")
+    if config.debug:
+        options.add("debug")
+    return options
+
+
+def _make_spool(
+    config: MountConfig, client: VaultClient, tree: Tree, blobs: BlobCache
+) -> Spool | None:
+    """The write-back spool (it makes its private directory), None on a read-only mount.
+    Every check-in it makes is shown in the tree at once (``show_check_in``)."""
+    if config.read_only:
+        return None
+    return Spool(
+        config.cache_dir / "spool",
+        client,
+        user_id=client.user_id,
+        on_checked_in=functools.partial(show_check_in, tree, blobs),
+    )
+
+
+async def run_mount(config: MountConfig, ready: Callable[[], None] | None = None) -> None:
+    """Mount and serve until unmounted or signalled; ``ready`` is called once the mount
+    answers. Raises the login error (or OSError from mounting) before anything is
+    mounted."""
+    config.cache_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(config.cache_dir, 0o700)
+    async with AsyncExitStack() as stack:
+        stack.enter_context(owning(config.cache_dir, config.mountpoint, nonempty=config.nonempty))
+        client = await stack.enter_async_context(
+            VaultClient(
+                config.url,
+                Credentials(config.user, config.password),
+                max_retries=config.retries,
+            )
+        )
+        # A vault that cannot be reached is said at once, not after minutes of retries.
+        await client.login(max_retries=_LOGIN_RETRIES)
+        index = DocumentIndex(client)
+        tree = Tree(client, index, TypeCatalog(client))
+        blobs = BlobCache(config.cache_dir / "content", config.cache_size)
+        spool = _make_spool(config, client, tree, blobs)
+        options = Options(
+            url=config.url,
+            user=config.user,
+            read_only=config.read_only,
+            allow_delete=config.allow_delete,
+            attr_timeout=config.attr_timeout,
+        )
+        filesystem = build_filesystem(
+            tree,
+            blobs,
+            options,
+            spool=spool,
+            status_extra=lambda: _status_extra(config),
+            invalidate_attr=fuse_ops.invalidate_attr,
+        )
+        fuse_ops.init(fuse_ops.FuseOps(filesystem), str(config.mountpoint), _fuse_options(config))
+        stack.callback(fuse_ops.close, unmount=True)
+        nursery = await stack.enter_async_context(trio.open_nursery())
+        await nursery.start(blobs.run)
+        await nursery.start(index.run, config.poll_interval)
+        if spool is not None:
+            await nursery.start(spool.run)
+        nursery.start_soon(on_signals, spool, nursery, fuse_ops.terminate)
+        nursery.start_soon(_announce, config, ready)
+        await fuse_ops.main()
+        log.info("unmounting %s", config.mountpoint)
+        notify("STOPPING=1", f"STATUS=unmounting {config.mountpoint}")
+        nursery.cancel_scope.cancel()
+
+
+def _status_extra(config: MountConfig) -> dict[str, Any]:
+    """What the mount adds to ``.vaultfs/status``: who serves it and where it keeps
+    its files (the core reports pending uploads and lost+found itself)."""
+    return {
+        "pid": os.getpid(),
+        "mountpoint": str(config.mountpoint),
+        "cache_dir": str(config.cache_dir),
+    }
+
+
+async def _announce(config: MountConfig, ready: Callable[[], None] | None) -> None:
+    """Report readiness once the kernel answers for the mount (stat goes through FUSE)."""
+    await trio.to_thread.run_sync(os.stat, config.mountpoint)
+    log.info("mounted %s for %s at %s", config.url, config.user, config.mountpoint)
+    notify("READY=1", f"STATUS=mounted {config.url} as {config.user} at {config.mountpoint}")
+    if ready is not None:
+        ready()

@@ -1,0 +1,172 @@
+"""The attributes the kernel is given for each node: type, mode, size, times.
+
+Owns how a node's record becomes ``stat`` data: directories (writable where names may
+be made), vault files (exact sizes once the content cache knows them, the record's
+estimate until then, remembered in ``estimated`` so that open() can correct the
+kernel), scratch and lost+found files, and the status file. Times are the vault's and
+stable, so ``make``, ``rsync`` and editors see a file change only when it did.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from vaultfs import errors
+from vaultfs.bridge.content.blobcache import BlobCache
+from vaultfs.bridge.content.sources import content_of
+from vaultfs.bridge.fs.options import Options
+from vaultfs.bridge.tree import nodes
+from vaultfs.bridge.tree.nodes import FOLDERS, Kind, NodeKey
+from vaultfs.bridge.tree.tree import Tree
+from vaultfs.bridge.write.editing import Editing
+from vaultfs.bridge.write.namespace import Namespace
+from vaultfs.wire import parse_datetime
+
+__all__ = ["BLOCK", "Attr", "Attributes"]
+
+#: the block size the file system reports
+BLOCK = 4096
+
+
+@dataclass
+class Attr:
+    ino: int
+    mode: int
+    size: int
+    nlink: int
+    mtime_ns: int
+    ctime_ns: int
+    uid: int
+    gid: int
+    #: seconds the kernel may keep this (0 for files whose size changes under it)
+    timeout: float
+
+
+def _ns(text: Any) -> int:
+    if not text:
+        return 0
+    try:
+        return int(parse_datetime(str(text)).timestamp() * 1_000_000_000)
+    except ValueError:
+        return 0
+
+
+class Attributes:
+    def __init__(
+        self,
+        tree: Tree,
+        blobs: BlobCache,
+        editing: Editing,
+        namespace: Namespace,
+        options: Options,
+        *,
+        started: float,
+        status_size: Callable[[], int],
+    ) -> None:
+        self._tree = tree
+        self._blobs = blobs
+        self._editing = editing
+        self._namespace = namespace
+        self._options = options
+        self._started_ns = int(started * 1e9)
+        self._status_size = status_size
+        #: inodes whose size the kernel was given as an estimate
+        self.estimated: set[int] = set()
+
+    def _attr(self, ino: int, mode: int, size: int, mtime: int, ctime: int) -> Attr:
+        is_dir = stat.S_ISDIR(mode)
+        return Attr(
+            ino=ino,
+            mode=mode,
+            size=size,
+            nlink=2 if is_dir else 1,
+            mtime_ns=mtime,
+            ctime_ns=ctime,
+            uid=self._options.uid,
+            gid=self._options.gid,
+            timeout=self._options.attr_timeout,
+        )
+
+    async def of(self, key: NodeKey, ino: int) -> Attr:
+        """The attributes of node ``key`` (inode ``ino``)."""
+        if nodes.is_file(key):
+            return await self._file(key, ino)
+        kind = nodes.kind(key)
+        mtime = ctime = 0
+        if kind == Kind.NEWDIR:
+            mtime = ctime = self._namespace.new_folder(key).ctime_ns
+        elif kind == Kind.ROOT or kind in FOLDERS:
+            if not self._tree.folder_exists(key) and kind != Kind.ROOT:
+                raise errors.NotFound("folder no longer exists")
+            mtime = ctime = _ns(self._tree.folder_mtime(key))
+        elif kind in (Kind.CTL, Kind.LOST):
+            mtime = ctime = self._started_ns
+        else:
+            mtime, ctime = await self._document_times(key)
+        writable = kind in nodes.WRITABLE_DIRS and not self._options.read_only
+        mode = stat.S_IFDIR | (0o755 if writable else 0o555)
+        return self._attr(ino, mode, BLOCK, mtime, ctime)
+
+    async def _document_times(self, key: NodeKey) -> tuple[int, int]:
+        """(mtime, ctime) of a node of a document. Under ``versions/`` both are the
+        version's creation: a version's content never changes, and an mtime that moved
+        with its metadata (a lock, a field) would make ``rsync -a`` copy it again."""
+        doc_id = nodes.doc_id(key)
+        if key[0] in nodes.VERSION_NODES:
+            version = await self._tree.version_record(doc_id, *nodes.version(key))
+            created = _ns(version.get("version_creation_date__v"))
+            created = created or _ns(version.get("version_modified_date__v"))
+            return created, created
+        record = self._tree.record(doc_id)
+        mtime = _ns(record.get("version_modified_date__v"))
+        born = "document_creation_date__v" if key[0] in nodes.DOCUMENT_DIR_NODES else None
+        ctime = _ns(record.get(born or "version_creation_date__v")) or mtime
+        return mtime, ctime
+
+    async def _file(self, key: NodeKey, ino: int) -> Attr:
+        kind = nodes.kind(key)
+        if kind == Kind.STATUS:
+            attr = self._attr(ino, 0o444, self._status_size(), time.time_ns(), self._started_ns)
+            attr.timeout = 0
+        elif kind == Kind.SCRATCH:
+            scratch = self._namespace.scratch_file(key)
+            attr = self._attr(ino, scratch.mode, scratch.size(), scratch.mtime_ns, scratch.ctime_ns)
+            attr.timeout = 0
+        elif kind == Kind.LOSTF:
+            info = os.stat(self._namespace.lost_path(key))
+            attr = self._attr(ino, 0o444, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+        else:
+            attr = await self._vault_file(key, ino)
+        attr.mode |= stat.S_IFREG
+        return attr
+
+    async def _vault_file(self, key: NodeKey, ino: int) -> Attr:
+        kind = nodes.kind(key)
+        doc_id = nodes.doc_id(key)
+        mtime, ctime = await self._document_times(key)
+        if kind == Kind.ATT:
+            attachment = (await self._tree.details(doc_id)).attachments.get(nodes.number(key))
+            if attachment is None:
+                raise errors.NotFound("attachment no longer exists")
+            ctime = mtime = _ns(attachment.get("created_date__v")) or mtime
+        writable = kind == Kind.SRC and not self._options.read_only
+        attr = self._attr(ino, 0o644 if writable else 0o444, 0, mtime, ctime)
+        entry = self._editing.entry(doc_id) if kind == Kind.SRC else None
+        if entry is not None:
+            attr.size, attr.timeout = entry.size(), 0
+            return attr
+        content = await content_of(self._tree, key)
+        exact = self._blobs.exact_size(content.key)
+        if exact is None:
+            # The normal timeout all the same (a tree walk would otherwise stat every
+            # such file again): open() tells the kernel the exact size.
+            attr.size = content.estimate
+            self.estimated.add(ino)
+        else:
+            attr.size = exact
+        return attr

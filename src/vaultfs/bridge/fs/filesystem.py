@@ -1,0 +1,409 @@
+"""POSIX semantics over the vault, testable without a kernel.
+
+Owns the file-system operations as plain async methods (lookup, getattr, readdir,
+open/create/read/write/flush/release, setattr, xattrs, mkdir/unlink/rmdir/rename,
+statfs) and what they share: inode references and the handle table. Attributes are
+``attributes``', the status file ``status``', each kind of open file is a ``handles``
+class. It raises ``vaultfs.errors`` classes; turning those into FUSE replies is
+``daemon.fuse_ops``' job. Check-out and check-in are ``write.editing``'s, what new and
+changed names mean is ``write.namespace``'s, field changes are ``write.fields``'.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import trio
+
+from vaultfs import errors
+from vaultfs.bridge.content.blobcache import BlobCache
+from vaultfs.bridge.content.prefetch import Prefetcher
+from vaultfs.bridge.content.sources import content_of
+from vaultfs.bridge.fs.attributes import BLOCK, Attr, Attributes
+from vaultfs.bridge.fs.handles import (
+    CachedContent,
+    HandleTable,
+    LostFile,
+    OpenFile,
+    ScratchOpen,
+    Snapshot,
+    SourceEdit,
+)
+from vaultfs.bridge.fs.inodes import InodeTable
+from vaultfs.bridge.fs.options import Options
+from vaultfs.bridge.fs.status import StatusReport
+from vaultfs.bridge.tree import nodes, xattrs
+from vaultfs.bridge.tree.nodes import FOLDERS, ROOT, Kind, NodeKey
+from vaultfs.bridge.tree.tree import Tree
+from vaultfs.bridge.write.editing import Editing
+from vaultfs.bridge.write.fields import FieldEditor
+from vaultfs.bridge.write.namespace import Namespace
+from vaultfs.bridge.write.scratch import ScratchFile
+
+__all__ = ["Attr", "FileSystem", "Opened", "Options"]
+
+#: rename(2) flags (linux/fs.h)
+_RENAME_NOREPLACE = 1
+_RENAME_EXCHANGE = 2
+
+
+@dataclass
+class Opened:
+    fh: int
+    direct_io: bool = False
+    keep_cache: bool = False
+
+
+def no_invalidation(ino: int) -> None:
+    pass
+
+
+class FileSystem:
+    def __init__(
+        self,
+        tree: Tree,
+        blobs: BlobCache,
+        options: Options,
+        *,
+        editing: Editing,
+        namespace: Namespace,
+        fields: FieldEditor,
+        prefetch: Prefetcher,
+        status_extra: Callable[[], dict[str, Any]] = dict,
+        invalidate_attr: Callable[[int], None] = no_invalidation,
+    ) -> None:
+        """``status_extra``: what the mount adds to the status file;
+        ``invalidate_attr``: tells the kernel to forget an inode's attributes."""
+        self.tree = tree
+        self.blobs = blobs
+        self.options = options
+        self.editing = editing
+        self.namespace = namespace
+        self.fields = fields
+        self.prefetch = prefetch
+        self.inodes = InodeTable(ROOT)
+        self.handles = HandleTable()
+        self._invalidate_attr = invalidate_attr
+        self.report = StatusReport(
+            options,
+            tree.client,
+            tree.index,
+            blobs,
+            editing,
+            namespace,
+            self.inodes,
+            extra=status_extra,
+        )
+        self.attributes = Attributes(
+            tree,
+            blobs,
+            editing,
+            namespace,
+            options,
+            started=self.report.started,
+            status_size=lambda: len(self.report.as_bytes()),
+        )
+        #: inode -> the content key its last open served (its pages in the kernel)
+        self._page_keys: dict[int, str] = {}
+
+    # --- nodes -------------------------------------------------------------------
+
+    def _key(self, ino: int) -> NodeKey:
+        key = self.inodes.key(ino)
+        if key is None:
+            raise errors.NotFound(f"inode {ino} is not known")
+        return self.namespace.resolve(key)
+
+    async def _ready(self) -> None:
+        if self.tree.index.ready.is_set():
+            return
+        with trio.move_on_after(self.options.index_wait):
+            await self.tree.index.ready.wait()
+        if not self.tree.index.ready.is_set():
+            raise errors.VaultUnavailable("the document index could not be read yet")
+
+    async def _children(self, key: NodeKey) -> dict[str, NodeKey]:
+        await self._ready()
+        return await self.namespace.children(key)
+
+    async def lookup(self, parent: int, name: str) -> Attr:
+        await self._ready()
+        child = await self.namespace.child(self._key(parent), name)
+        if child is None:
+            raise errors.NotFound(name)
+        return await self._entry(child)
+
+    async def _entry(self, key: NodeKey) -> Attr:
+        """The attributes of ``key`` for the kernel, which takes a reference to it."""
+        attr = await self.attributes.of(key, self.inodes.inode(key))
+        self.inodes.lookup(key)
+        return attr
+
+    def forget(self, ino: int, nlookup: int) -> None:
+        self.inodes.forget(ino, nlookup)
+        if self.inodes.key(ino) is None:  # freed: numbers are never reused
+            self.attributes.estimated.discard(ino)
+            self._page_keys.pop(ino, None)
+
+    async def getattr(self, ino: int) -> Attr:
+        key = self._key(ino)
+        if key != ROOT:
+            await self._ready()
+        return await self.attributes.of(key, ino)
+
+    # --- directories -------------------------------------------------------------
+
+    async def opendir(self, ino: int) -> int:
+        key = self._key(ino)
+        if nodes.is_file(key):
+            raise errors.NotADirectory("not a directory")
+        kind = key[0]
+        if kind in nodes.DETAILS_DIRS:
+            self.prefetch.details_needed(nodes.doc_id(key))
+        # Subdirectories before files: an ``rm -r`` walk of a version directory then
+        # empties its renditions before the version file's removal deletes the version.
+        listing = sorted(
+            (await self._children(key)).items(), key=lambda item: (nodes.is_file(item[1]), item)
+        )
+        if kind == Kind.ROOT or kind in FOLDERS:
+            # The order a walk visits the documents in: what the prefetch reads ahead.
+            documents = [k[1] for _, k in listing if k[0] == Kind.DOC]
+            self.prefetch.folder_listed([int(d) for d in documents])
+        return self.handles.add_dir(listing)
+
+    async def readdir(self, fh: int, start: int) -> list[tuple[int, str, NodeKey, Attr]]:
+        """Entries from position ``start``: (next position, name, key, attributes).
+
+        The caller reports each entry it handed to the kernel with ``entry_returned``
+        (the kernel takes a reference to it, as with lookup).
+        """
+        listing = self.handles.dir(fh)
+        entries = []
+        for position in range(start, len(listing)):
+            name, key = listing[position]
+            try:
+                attr = await self.attributes.of(key, self.inodes.inode(key))
+            except (errors.InvalidDocument, errors.NotFound, FileNotFoundError):
+                continue  # left the vault since opendir
+            entries.append((position + 1, name, key, attr))
+        return entries
+
+    def entry_returned(self, key: NodeKey) -> None:
+        self.inodes.lookup(key)
+
+    def releasedir(self, fh: int) -> None:
+        self.handles.pop_dir(fh)
+
+    # --- files -------------------------------------------------------------------
+
+    def _open_scratch(self, scratch: ScratchFile, flags: int) -> Opened:
+        writer = flags & os.O_ACCMODE != os.O_RDONLY
+        if flags & os.O_TRUNC:
+            scratch.truncate(0, written=False)
+        fh = self.handles.add_file(ScratchOpen(self.namespace, scratch, writer=writer))
+        return Opened(fh, direct_io=True)
+
+    def _open_direct(self, handle: OpenFile) -> Opened:
+        return Opened(self.handles.add_file(handle), direct_io=True)
+
+    async def create(self, parent: int, name: str, mode: int, flags: int) -> tuple[Opened, Attr]:
+        """A new file ``name`` in ``parent``, opened with ``flags``."""
+        self._writable()
+        await self._ready()
+        key = await self.namespace.create(self._key(parent), name, mode)
+        if key[0] == Kind.SRC:  # the source file written anew after a rename: starts empty
+            opened = await self.open(self.inodes.inode(key), flags | os.O_TRUNC)
+        else:
+            opened = self._open_scratch(self.namespace.scratch_file(key), flags)
+        return opened, await self._entry(key)
+
+    async def open(self, ino: int, flags: int) -> Opened:
+        key = self._key(ino)
+        kind = key[0]
+        if not nodes.is_file(key):
+            raise errors.IsADirectory("is a directory")
+        writing = flags & os.O_ACCMODE != os.O_RDONLY or flags & os.O_TRUNC
+        if kind == Kind.SCRATCH:
+            return self._open_scratch(self.namespace.scratch_file(key), flags)
+        if kind == Kind.LOSTF and not writing:
+            return self._open_direct(LostFile(str(self.namespace.lost_path(key))))
+        if writing:
+            self._writable()
+            if kind != Kind.SRC:
+                raise errors.AccessDenied("only a document's latest source file is writable")
+            doc_id = nodes.doc_id(key)
+            handle = await self.editing.open(
+                doc_id, truncate=bool(flags & os.O_TRUNC), append=bool(flags & os.O_APPEND)
+            )
+            # The kernel may hold the listing's estimate (or the size before another
+            # client's save): a stat or a seek from the end after open() must see the
+            # content's exact size, which getattr answers from the spool entry now.
+            self.attributes.estimated.discard(ino)
+            self._invalidate_attr(ino)
+            return self._open_direct(SourceEdit(self.editing, handle))
+        if kind == Kind.STATUS:
+            return self._open_direct(Snapshot(self.report.as_bytes()))
+        doc_id = nodes.doc_id(key)
+        if kind == Kind.SRC and self.editing.entry(doc_id) is not None:
+            return self._open_direct(SourceEdit(self.editing, self.editing.reader(doc_id)))
+        content = await content_of(self.tree, key)
+        blob = await self.blobs.open(content.key, content.fetch)
+        if not blob.complete:
+            # Wait for the response to begin: its length is the exact size.
+            try:
+                await blob.wait_started()
+            except BaseException:
+                blob.close()
+                raise
+        fh = self.handles.add_file(CachedContent(blob))
+        size = self.blobs.exact_size(content.key)
+        if kind in (Kind.SRC, Kind.VSRC) and size is not None:
+            self.prefetch.source_opened(doc_id, size)
+        return self._opened_content(ino, fh, content.key, size)
+
+    def _opened_content(self, ino: int, fh: int, content_key: str, size: int | None) -> Opened:
+        """How the kernel reads a file of vault content: through its page cache once the
+        exact size is known, and keeping the pages of earlier opens while the inode
+        still stands for the same (immutable) content."""
+        if size is None:
+            return Opened(fh, direct_io=True)  # no length sent: read until a short read
+        if ino in self.attributes.estimated:
+            # The kernel may hold the estimate: it would cut reads short (or pad them).
+            self.attributes.estimated.discard(ino)
+            self._invalidate_attr(ino)
+        keep_cache = self._page_keys.get(ino) == content_key
+        self._page_keys[ino] = content_key
+        return Opened(fh, keep_cache=keep_cache)
+
+    async def read(self, fh: int, offset: int, size: int) -> bytes:
+        return await self.handles.file(fh).read(offset, size)
+
+    async def write(self, fh: int, offset: int, data: bytes) -> int:
+        return await self.handles.file(fh).write(offset, data)
+
+    async def flush(self, fh: int) -> None:
+        """close(): checks in (or creates a document) when the last writer closes a
+        changed file; the errors of that are what close() reports."""
+        await self.handles.file(fh).flush()
+
+    async def fsync(self, fh: int) -> None:
+        await self.handles.file(fh).fsync()
+
+    async def release(self, fh: int) -> None:
+        handle = self.handles.pop_file(fh)
+        if handle is not None:
+            await handle.release()
+
+    async def setattr(
+        self,
+        ino: int,
+        size: int | None,
+        fh: int | None,
+        *,
+        mode: int | None = None,
+        mtime_ns: int | None = None,
+    ) -> Attr:
+        key = self._key(ino)
+        if key[0] == Kind.SCRATCH:
+            scratch = self.namespace.scratch_file(key)
+            if size is not None:
+                scratch.truncate(size)
+            if mode is not None:
+                scratch.mode = stat.S_IMODE(mode)
+            if mtime_ns is not None:
+                scratch.mtime_ns = mtime_ns
+        elif size is not None:
+            self._writable()
+            if key[0] != Kind.SRC:
+                raise errors.AccessDenied("only a document's latest source file is writable")
+            await self.editing.truncate(nodes.doc_id(key), size)
+        # Times and modes of vault files are the vault's: changes are accepted and ignored.
+        return await self.attributes.of(key, ino)
+
+    # --- extended attributes -----------------------------------------------------
+
+    async def _fields(self, key: NodeKey) -> dict[str, Any]:
+        kind = key[0]
+        if kind in nodes.NEW_FIELD_NODES:
+            return self.namespace.new_fields_of(key)
+        if kind in (Kind.DOC, Kind.SRC):
+            return self.tree.record(nodes.doc_id(key))
+        if kind in (Kind.VER, Kind.VSRC):
+            doc_id, (major, minor) = nodes.doc_id(key), nodes.version(key)
+            return await self.tree.version_record(doc_id, major, minor)
+        return {}
+
+    async def listxattr(self, ino: int) -> list[str]:
+        return xattrs.names_of(await self._fields(self._key(ino)))
+
+    async def getxattr(self, ino: int, name: str) -> bytes:
+        field_name = xattrs.field_of(name)
+        if field_name is None:  # ls -l's security and ACL probes: answered at once
+            raise errors.NoSuchAttribute(name)
+        fields = await self._fields(self._key(ino))
+        if field_name not in fields:
+            raise errors.NoSuchAttribute(name)
+        return xattrs.value_of(fields[field_name])
+
+    async def setxattr(self, ino: int, name: str, value: bytes | None) -> None:
+        """Set (or with None remove) a field."""
+        self._writable()
+        key = self._key(ino)
+        if key[0] in nodes.NEW_FIELD_NODES:
+            await self.namespace.set_new_field(key, name, value)
+            return
+        await self.fields.set(key, await self._fields(key), name, value)
+
+    # --- names -------------------------------------------------------------------
+
+    def _writable(self) -> None:
+        if self.options.read_only:
+            raise errors.ReadOnly("mounted read-only")
+
+    async def mkdir(self, parent: int, name: str) -> Attr:
+        self._writable()
+        await self._ready()
+        return await self._entry(self.namespace.mkdir(self._key(parent), name))
+
+    async def unlink(self, parent: int, name: str) -> None:
+        self._writable()
+        await self._ready()
+        await self.namespace.unlink(self._key(parent), name)
+
+    async def rmdir(self, parent: int, name: str) -> None:
+        self._writable()
+        await self._ready()
+        await self.namespace.rmdir(self._key(parent), name)
+
+    async def rename(self, old: int, old_name: str, new: int, new_name: str, flags: int) -> None:
+        """rename(2); ``flags``: RENAME_NOREPLACE is honoured, RENAME_EXCHANGE refused."""
+        self._writable()
+        await self._ready()
+        old_key, new_key = self._key(old), self._key(new)
+        if flags & _RENAME_EXCHANGE:
+            raise errors.Unsupported("exchanging names is not supported")
+        if flags & _RENAME_NOREPLACE and await self.namespace.child(new_key, new_name):
+            raise errors.AlreadyExists(new_name)
+        await self.namespace.rename(old_key, old_name, new_key, new_name)
+
+    # --- the file system ---------------------------------------------------------
+
+    def statfs(self) -> dict[str, int]:
+        usage = self.blobs.usage()
+        total = max(1, self.blobs.max_bytes // BLOCK)
+        free = max(0, (self.blobs.max_bytes - usage["bytes"]) // BLOCK)
+        return {
+            "bsize": BLOCK,
+            "blocks": total,
+            "bfree": free,
+            "files": len(self.tree.index.documents),
+            "ffree": 0,
+            "namemax": 255,
+        }
+
+    def status(self) -> dict[str, Any]:
+        return self.report.document()

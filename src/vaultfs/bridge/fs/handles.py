@@ -1,0 +1,202 @@
+"""Open files and directories: the handle protocol, its kinds, and the handle table.
+
+Every kind of open file answers the same five calls (``OpenFile``): read, write,
+flush (close(2) of one descriptor), fsync and release (the last close). The table
+gives out the numbers the kernel knows handles by; the file system asks it for a
+handle and calls the protocol, never asking which kind it holds.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Protocol
+
+import trio
+
+from vaultfs import errors
+from vaultfs.bridge.content.blobcache import BlobHandle
+from vaultfs.bridge.tree.nodes import NodeKey
+from vaultfs.bridge.write.editing import EditHandle, Editing
+from vaultfs.bridge.write.namespace import Namespace
+from vaultfs.bridge.write.scratch import ScratchFile
+
+__all__ = [
+    "CachedContent",
+    "HandleTable",
+    "LostFile",
+    "OpenFile",
+    "ScratchOpen",
+    "Snapshot",
+    "SourceEdit",
+]
+
+log = logging.getLogger(__name__)
+
+
+class OpenFile(Protocol):
+    async def read(self, offset: int, size: int) -> bytes: ...
+    async def write(self, offset: int, data: bytes) -> int: ...
+    async def flush(self) -> None: ...
+    async def fsync(self) -> None: ...
+    async def release(self) -> None: ...
+
+
+class _ReadOnly:
+    """What every read-only open file does besides reading: refuses writes."""
+
+    async def write(self, offset: int, data: bytes) -> int:
+        raise errors.BadHandle("not open for writing")
+
+    async def flush(self) -> None:
+        pass
+
+    async def fsync(self) -> None:
+        pass
+
+    async def release(self) -> None:
+        pass
+
+
+class CachedContent(_ReadOnly):
+    """Vault content (a source file, rendition or attachment) read through the cache."""
+
+    def __init__(self, blob: BlobHandle) -> None:
+        self._blob = blob
+
+    async def read(self, offset: int, size: int) -> bytes:
+        return await self._blob.read(offset, size)
+
+    async def release(self) -> None:
+        self._blob.close()
+
+
+class LostFile(_ReadOnly):
+    """A lost+found file."""
+
+    def __init__(self, path: str) -> None:
+        self._fd = os.open(path, os.O_RDONLY)
+
+    async def read(self, offset: int, size: int) -> bytes:
+        return os.pread(self._fd, size, offset)
+
+    async def release(self) -> None:
+        os.close(self._fd)
+
+
+class Snapshot(_ReadOnly):
+    """A generated file (status): its bytes as of open()."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+
+    async def read(self, offset: int, size: int) -> bytes:
+        return self._data[offset : offset + size]
+
+
+class SourceEdit:
+    """An open of a document's source file while it is checked out: check-out,
+    writes and check-in are ``Editing``'s."""
+
+    def __init__(self, editing: Editing, handle: EditHandle) -> None:
+        self._editing = editing
+        self._handle = handle
+
+    async def read(self, offset: int, size: int) -> bytes:
+        return await self._handle.read(offset, size)
+
+    async def write(self, offset: int, data: bytes) -> int:
+        if not self._handle.writer:
+            raise errors.BadHandle("not open for writing")
+        return await self._editing.write(self._handle, offset, data)
+
+    async def flush(self) -> None:
+        await self._editing.flush(self._handle)
+
+    async def fsync(self) -> None:
+        await trio.to_thread.run_sync(self._handle.fsync)
+
+    async def release(self) -> None:
+        await self._editing.release(self._handle)
+
+
+class ScratchOpen:
+    """One open of a scratch file; the close of its last writer may make a document."""
+
+    def __init__(self, namespace: Namespace, scratch: ScratchFile, *, writer: bool) -> None:
+        self._namespace = namespace
+        self._scratch = scratch
+        self._writer = writer
+        scratch.handles += 1
+        scratch.writers += writer
+
+    async def read(self, offset: int, size: int) -> bytes:
+        return self._scratch.pread(offset, size)
+
+    async def write(self, offset: int, data: bytes) -> int:
+        if not self._writer:
+            raise errors.BadHandle("not open for writing")
+        return self._scratch.pwrite(offset, data)
+
+    async def flush(self) -> None:
+        scratch = self._scratch
+        if self._writer and scratch.written and scratch.writers == 1:
+            await self._namespace.make_document(scratch)
+
+    async def fsync(self) -> None:
+        await trio.to_thread.run_sync(self._scratch.fsync)
+
+    async def release(self) -> None:
+        scratch = self._scratch
+        scratch.handles -= 1
+        scratch.writers -= self._writer
+        try:
+            if self._writer and scratch.writers == 0 and scratch.dirty:
+                # Made and closed without a flush that took it (``touch``, ``: >``).
+                await self._namespace.make_document(scratch)
+        except (errors.VaultError, OSError) as exc:
+            log.warning("new document from %r failed on release: %s", scratch.name, exc)
+        finally:
+            self._namespace.scratch_closed(scratch)
+
+
+class HandleTable:
+    """The numbers the kernel knows open files and directories by (never reused)."""
+
+    def __init__(self) -> None:
+        self._next = 1
+        self._files: dict[int, OpenFile] = {}
+        self._dirs: dict[int, list[tuple[str, NodeKey]]] = {}
+
+    def _number(self) -> int:
+        fh = self._next
+        self._next += 1
+        return fh
+
+    def add_file(self, handle: OpenFile) -> int:
+        fh = self._number()
+        self._files[fh] = handle
+        return fh
+
+    def file(self, fh: int) -> OpenFile:
+        handle = self._files.get(fh)
+        if handle is None:
+            raise errors.BadHandle("file handle is not open")
+        return handle
+
+    def pop_file(self, fh: int) -> OpenFile | None:
+        return self._files.pop(fh, None)
+
+    def add_dir(self, listing: list[tuple[str, NodeKey]]) -> int:
+        fh = self._number()
+        self._dirs[fh] = listing
+        return fh
+
+    def dir(self, fh: int) -> list[tuple[str, NodeKey]]:
+        listing = self._dirs.get(fh)
+        if listing is None:
+            raise errors.BadHandle("directory handle is not open")
+        return listing
+
+    def pop_dir(self, fh: int) -> None:
+        self._dirs.pop(fh, None)

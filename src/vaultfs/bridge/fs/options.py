@@ -1,0 +1,21 @@
+"""What the mount tells the file system about itself (``Options``)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+__all__ = ["Options"]
+
+
+@dataclass
+class Options:
+    url: str = ""
+    user: str = ""
+    read_only: bool = False
+    allow_delete: bool = False
+    attr_timeout: float = 1.0
+    #: longest an operation waits for the first index build
+    index_wait: float = 60.0
+    uid: int = field(default_factory=os.getuid)
+    gid: int = field(default_factory=os.getgid)

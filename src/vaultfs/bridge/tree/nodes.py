@@ -1,0 +1,142 @@
+"""The nodes of the tree: their kinds, their keys, and the questions asked about them.
+
+A node key is a tuple whose first item is the node's ``Kind`` and whose other items
+name the node within its kind (document ids, version numbers, names). Keys are
+hashable and compare by value, so the same node always has the same key; a kind is a
+``str`` enum, so ``(Kind.DOC, 12) == ("doc", 12)``. Every key the bridge makes::
+
+    (ROOT,)  (CTL,)  (STATUS,)                              the root, .vaultfs, its status
+    (TYPE, t)  (SUB, t, s)  (CLS, t, s, c)                  folders of the type hierarchy
+    (DOC, id)  (SRC, id)                                    a document, its latest file
+    (VERS, id)  (VER, id, M, m)  (VSRC, id, M, m)           versions
+    (VRENDS, id, M, m)  (VREND, id, M, m, rtype)            a version's renditions
+    (RENDS, id)  (REND, id, rtype)                          latest renditions
+    (ATTS, id)  (ATT, id, attachment_id)                    attachments
+    (SCRATCH, n)  (NEWDIR, n)                               a scratch file, a mkdir'ed folder
+    (LOST,)  (LOSTF, name)                                  .vaultfs/lost+found and its files
+
+This module owns the kinds and the sets of kinds that share a behaviour; the other
+modules ask it rather than compare kinds among themselves.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+__all__ = [
+    "CONTROL_DIR",
+    "DETAILS_DIRS",
+    "DOCUMENT_DIRS",
+    "DOCUMENT_DIR_NODES",
+    "DOC_DIR_NAMES",
+    "FIELD_NODES",
+    "FILES",
+    "FOLDERS",
+    "LOST_AND_FOUND",
+    "NEW_FIELD_NODES",
+    "ROOT",
+    "VERSION_NODES",
+    "WRITABLE_DIRS",
+    "Kind",
+    "NodeKey",
+    "doc_id",
+    "is_file",
+    "is_folder",
+    "kind",
+    "number",
+    "version",
+]
+
+
+class Kind(StrEnum):
+    ROOT = "root"
+    CTL = "ctl"
+    STATUS = "status"
+    TYPE = "type"
+    SUB = "sub"
+    CLS = "cls"
+    DOC = "doc"
+    SRC = "src"
+    VERS = "vers"
+    VER = "ver"
+    VSRC = "vsrc"
+    VRENDS = "vrends"
+    VREND = "vrend"
+    RENDS = "rends"
+    REND = "rend"
+    ATTS = "atts"
+    ATT = "att"
+    SCRATCH = "scratch"
+    NEWDIR = "newdir"
+    LOST = "lost"
+    LOSTF = "lostf"
+
+
+#: a node: its kind, then what names it within that kind
+NodeKey = tuple[str | int, ...]
+
+ROOT: NodeKey = (Kind.ROOT,)
+#: the root's hidden directory (status, lost+found); left out of listings
+CONTROL_DIR = ".vaultfs"
+#: the name of lost+found, in ``.vaultfs`` and in the spool directory alike
+LOST_AND_FOUND = "lost+found"
+
+#: the folders of the type hierarchy (the root is a folder listing too, but not these)
+FOLDERS = frozenset({Kind.TYPE, Kind.SUB, Kind.CLS})
+#: nodes that are files; every other node is a directory
+FILES = frozenset(
+    {
+        Kind.SRC,
+        Kind.VSRC,
+        Kind.REND,
+        Kind.VREND,
+        Kind.ATT,
+        Kind.STATUS,
+        Kind.SCRATCH,
+        Kind.LOSTF,
+    }
+)
+#: the fixed entries of a document directory (a source file may not take these names)
+DOC_DIR_NAMES = {"versions": Kind.VERS, "renditions": Kind.RENDS, "attachments": Kind.ATTS}
+#: directories inside a document directory (hidden by rmdir in an ``rm -r`` walk)
+DOCUMENT_DIRS = frozenset({Kind.VERS, Kind.VER, Kind.VRENDS, Kind.RENDS, Kind.ATTS})
+#: directories whose listing needs the document's details (``Tree.details``)
+DETAILS_DIRS = frozenset({Kind.VERS, Kind.RENDS, Kind.ATTS})
+#: directories the user may create (or, in lost+found, remove) entries in
+WRITABLE_DIRS = frozenset({*FOLDERS, Kind.DOC, Kind.NEWDIR, Kind.LOST})
+#: nodes that show a record's fields as extended attributes
+FIELD_NODES = frozenset({Kind.DOC, Kind.SRC, Kind.VER, Kind.VSRC})
+#: nodes whose fields the user gives before a document exists (``write.new_fields``)
+NEW_FIELD_NODES = frozenset({Kind.SCRATCH, *FOLDERS})
+#: nodes of one version of a document (immutable content)
+VERSION_NODES = frozenset({Kind.VER, Kind.VSRC, Kind.VRENDS, Kind.VREND})
+#: a document's directory and its fixed subdirectories (their ctime is the document's)
+DOCUMENT_DIR_NODES = frozenset({Kind.DOC, Kind.VERS, Kind.RENDS, Kind.ATTS})
+
+
+def kind(key: NodeKey) -> Kind:
+    return Kind(str(key[0]))
+
+
+def is_file(key: NodeKey) -> bool:
+    return key[0] in FILES
+
+
+def is_folder(key: NodeKey) -> bool:
+    """A folder of the type hierarchy (type, subtype, classification)."""
+    return key[0] in FOLDERS
+
+
+def doc_id(key: NodeKey) -> int:
+    """The document a document's node (everything from DOC to ATT) belongs to."""
+    return int(key[1])
+
+
+def version(key: NodeKey) -> tuple[int, int]:
+    """(major, minor) of a version's node (VER, VSRC, VRENDS, VREND)."""
+    return int(key[2]), int(key[3])
+
+
+def number(key: NodeKey) -> int:
+    """The number of a scratch file or new folder, or the id of an attachment."""
+    return int(key[-1])

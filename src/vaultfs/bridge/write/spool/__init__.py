@@ -1,0 +1,1 @@
+"""The durable write-back spool: its behaviour (``spool``) and its files (``store``)."""

@@ -1,0 +1,104 @@
+"""The FUSE operations' translation, without a kernel: pyfuse3's own types are built and
+read directly, over the file system of a fake vault."""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+
+import pyfuse3
+import pytest
+
+from vaultfs import errors
+from vaultfs.bridge.daemon.fuse_ops import FuseOps
+from vaultfs.bridge.fs.filesystem import FileSystem
+from vaultfs.bridge.fs.inodes import ROOT_INODE
+
+from .fakevault import FakeVault
+
+
+async def _lookup(ops: FuseOps, *names: str) -> pyfuse3.EntryAttributes:
+    entry = await ops.getattr(ROOT_INODE, None)
+    for name in names:
+        entry = await ops.lookup(entry.st_ino, os.fsencode(name), None)
+    return entry
+
+
+async def test_entries_carry_the_attributes_and_timeouts(core: FileSystem) -> None:
+    ops = FuseOps(core)
+    root = await ops.getattr(ROOT_INODE, None)
+    assert root.st_ino == ROOT_INODE and stat.S_ISDIR(root.st_mode)
+    entry = await _lookup(ops, "Reference", "Guide", "guide.txt")
+    assert stat.S_ISREG(entry.st_mode) and entry.st_mode & 0o777 == 0o644
+    # the record's size__v estimate (in KB) until a download tells the exact size
+    assert entry.st_size == 1024 and entry.st_blocks == 2 and entry.st_nlink == 1
+    assert entry.entry_timeout == core.options.attr_timeout
+    assert entry.st_atime_ns == entry.st_mtime_ns > 0
+
+
+async def test_open_and_read_give_the_file_info_and_bytes(core: FileSystem) -> None:
+    ops = FuseOps(core)
+    entry = await _lookup(ops, "Reference", "Guide", "guide.txt")
+    info = await ops.open(entry.st_ino, os.O_RDONLY, None)  # type: ignore[arg-type]
+    assert isinstance(info, pyfuse3.FileInfo) and info.fh > 0
+    assert await ops.read(info.fh, 0, 100) == b"guide\n"
+    await ops.release(info.fh)
+    with pytest.raises(pyfuse3.FUSEError) as raised:
+        await ops.read(info.fh, 0, 100)
+    assert raised.value.errno == errno.EBADF
+
+
+@pytest.mark.parametrize(
+    ("call", "expected"),
+    [
+        (lambda ops: ops.lookup(ROOT_INODE, b"nothing here", None), errno.ENOENT),
+        (lambda ops: ops.getattr(999_999, None), errno.ENOENT),
+        (lambda ops: ops.getxattr(ROOT_INODE, b"security.selinux", None), errno.ENODATA),
+        (lambda ops: ops.mkdir(ROOT_INODE, b"new", 0o755, None), errno.EPERM),
+    ],
+    ids=["unknown name", "unknown inode", "not a field", "mkdir at the root"],
+)
+async def test_errors_become_their_errno(core: FileSystem, call: object, expected: int) -> None:
+    ops = FuseOps(core)
+    with pytest.raises(pyfuse3.FUSEError) as raised:
+        await call(ops)  # type: ignore[operator]
+    assert raised.value.errno == expected
+
+
+async def test_vault_errors_map_through_the_errno_table(core: FileSystem, vault: FakeVault) -> None:
+    ops = FuseOps(core)
+    document = await _lookup(ops, "Reference", "Guide")
+    vault.forbidden.add(2)
+    versions = await ops.lookup(document.st_ino, b"versions", None)
+    with pytest.raises(pyfuse3.FUSEError) as raised:
+        await ops.opendir(versions.st_ino, None)
+    assert raised.value.errno == errors.errno_for(errors.InsufficientAccess()) == errno.EACCES
+
+
+async def test_unexpected_exceptions_become_eio(core: FileSystem) -> None:
+    ops = FuseOps(core)
+
+    async def broken(ino: int) -> None:
+        raise RuntimeError("a bug")
+
+    core.getattr = broken  # type: ignore[method-assign,assignment]
+    with pytest.raises(pyfuse3.FUSEError) as raised:
+        await ops.getattr(ROOT_INODE, None)
+    assert raised.value.errno == errno.EIO
+
+
+async def test_statfs_fills_statvfs_data(core: FileSystem) -> None:
+    data = await FuseOps(core).statfs(None)  # type: ignore[arg-type]
+    assert isinstance(data, pyfuse3.StatvfsData)
+    assert data.f_bsize == data.f_frsize == 4096
+    assert data.f_blocks >= data.f_bfree == data.f_bavail
+    assert data.f_files == 4 and data.f_namemax == 255
+
+
+async def test_xattrs_are_bytes_both_ways(core: FileSystem) -> None:
+    ops = FuseOps(core)
+    document = await _lookup(ops, "Reference", "Guide")
+    names = await ops.listxattr(document.st_ino, None)  # type: ignore[arg-type]
+    assert b"user.vault.name__v" in names
+    assert await ops.getxattr(document.st_ino, b"user.vault.name__v", None) == b"Guide"  # type: ignore[arg-type]
