@@ -24,7 +24,8 @@ from hypothesis import strategies as st
 from trio.testing import MockClock
 
 from vaultfs.bridge.write.spool import store
-from vaultfs.bridge.write.spool.spool import Spool, SpoolEntry, start_from
+from vaultfs.bridge.write.spool.entry import SpoolEntry
+from vaultfs.bridge.write.spool.spool import Spool, start_from
 from vaultfs.client import VaultClient
 from vaultfs.errors import (
     ApiLimitExceeded,

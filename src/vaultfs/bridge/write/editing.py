@@ -23,11 +23,13 @@ from vaultfs.bridge.content.blobcache import BlobCache
 from vaultfs.bridge.content.sources import content_of
 from vaultfs.bridge.tree.nodes import Kind
 from vaultfs.bridge.tree.tree import Tree
-from vaultfs.bridge.write.spool.spool import EDITING, Start, StartFrom
+from vaultfs.bridge.write.spool.entry import EDITING
+from vaultfs.bridge.write.spool.spool import Start, StartFrom
 from vaultfs.errors import NotFound, ReadOnly, VaultError
 
 if TYPE_CHECKING:  # only for annotations: the spool is handed in by the mount
-    from vaultfs.bridge.write.spool.spool import Spool, SpoolEntry
+    from vaultfs.bridge.write.spool.entry import SpoolEntry
+    from vaultfs.bridge.write.spool.spool import Spool
 
 __all__ = ["EditHandle", "Editing", "show_check_in"]
 
