@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import EDITOR, login
+from tests.conftest import EDITOR, VIEWER, login
 from tests.mountproc import MountProcess, can_mount
 from tests.vaultproc import DEMO_PASSWORD, VaultProcess, wait_until
 
@@ -245,3 +245,37 @@ def test_the_vault_away_fails_fast_at_mount_and_at_open_for_writing(
     nobody = fresh_vault.url.rsplit(":", 1)[0] + ":9"  # the discard port: nothing listens
     said = mount_refusal(nobody, tmp_path / "x", tmp_path / "c")
     assert "cannot reach the vault" in said
+
+
+def test_modes_tell_what_a_viewer_and_a_check_out_allow(
+    fresh_vault: VaultProcess, api: httpx.Client, tmp_path: Path
+) -> None:
+    with MountProcess(fresh_vault.url, tmp_path / "v", user=VIEWER) as viewer:
+        general = viewer.mountpoint / "General"
+        assert os.stat(general).st_mode & 0o222 == 0  # no new files here
+        result = subprocess.run(
+            ["cp", "/etc/hostname", general / "new.txt"], capture_output=True, text=True
+        )
+        assert result.returncode != 0 and "Permission denied" in result.stderr
+        assert viewer.status()["lost_and_found"] == []  # refused at create, nothing kept
+        source = viewer.mountpoint / CHECKLIST
+        with pytest.raises(PermissionError):
+            open(source, "ab").close()  # the vault refuses the check-out
+        assert os.stat(source).st_mode & 0o222 == 0  # and the mode says so from then on
+    with MountProcess(fresh_vault.url, tmp_path / "a") as admin:
+        source = admin.mountpoint / CHECKLIST
+        assert os.stat(source).st_mode & 0o200
+        doc_id = int(os.getxattr(source.parent, "user.vault.id"))
+        with httpx.Client(
+            base_url=fresh_vault.url + API,
+            headers={"Authorization": login(fresh_vault.url, EDITOR)},
+        ) as editor:
+            editor.post(f"/objects/documents/{doc_id}/lock")
+            try:
+                wait_until(
+                    lambda: os.stat(source).st_mode & 0o222 == 0,
+                    timeout=20,
+                    what="the checked-out document shown read-only",
+                )
+            finally:
+                editor.delete(f"/objects/documents/{doc_id}/lock")

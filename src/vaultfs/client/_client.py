@@ -19,6 +19,7 @@ import httpx
 import trio
 
 from vaultfs import __version__
+from vaultfs.errors import InsufficientAccess, VaultError
 from vaultfs.wire import API_VERSION, PAGE_LIMIT, format_query_datetime
 
 from ._download import StreamDownload
@@ -251,6 +252,22 @@ class VaultClient:
         call = Call("POST", "/objects/documents", form=dict(fields), file=file, idempotent=False)
         body = await self._http.call(call)
         return int(body["id"])
+
+    async def may_create_documents(self) -> bool:
+        """Whether the vault lets this user create documents, asked without changing
+        anything: a create with no fields at all, which can only be refused, is refused
+        for want of permission before its fields are looked at (INSUFFICIENT_ACCESS)
+        or for want of fields. Anything else (the vault away) counts as yes: the create
+        itself decides then."""
+        try:
+            await self._http.call(
+                Call("POST", "/objects/documents", form={}, idempotent=False, max_retries=0)
+            )
+        except InsufficientAccess:
+            return False
+        except VaultError:
+            return True
+        return True  # pragma: no cover - a vault that took an empty create
 
     async def update_document(self, doc_id: int, fields: Mapping[str, str | None]) -> None:
         """PUT editable fields of the latest version; None sends an empty value, which

@@ -99,6 +99,9 @@ async def run_mount(config: MountConfig, ready: Callable[[], None] | None = None
             url=config.url,
             user=config.user,
             read_only=config.read_only,
+            # Modes tell the truth: a user who may not create gets no write bits on
+            # folders, and a new file there is refused at create(), not at close().
+            may_create=config.read_only or await client.may_create_documents(),
             allow_delete=config.allow_delete,
             attr_timeout=config.attr_timeout,
         )

@@ -109,6 +109,8 @@ class Attributes:
         else:
             mtime, ctime = await self._document_times(key)
         writable = kind in nodes.WRITABLE_DIRS and not self._options.read_only
+        if kind in nodes.NEW_DOCUMENT_DIRS and not self._options.may_create:
+            writable = False
         mode = stat.S_IFDIR | (0o755 if writable else 0o555)
         return self._attr(ino, mode, BLOCK, mtime, ctime)
 
@@ -154,9 +156,14 @@ class Attributes:
             if attachment is None:
                 raise errors.NotFound("attachment no longer exists")
             ctime = mtime = _ns(attachment.get("created_date__v")) or mtime
-        writable = kind == Kind.SRC and not self._options.read_only
-        attr = self._attr(ino, 0o644 if writable else 0o444, 0, mtime, ctime)
         entry = self._editing.entry(doc_id) if kind == Kind.SRC else None
+        writable = kind == Kind.SRC and not self._options.read_only
+        if writable and entry is None:
+            # What the caller may not edit shows no write bits: checked out by someone
+            # else, or refused to this user before (the vault's INSUFFICIENT_ACCESS).
+            record = self._tree.record(doc_id)
+            writable = not record.get("locked__v") and doc_id not in self._editing.refused
+        attr = self._attr(ino, 0o644 if writable else 0o444, 0, mtime, ctime)
         if entry is not None:
             attr.size, attr.timeout = entry.size(), 0
             return attr

@@ -11,6 +11,7 @@ changed names mean is ``write.namespace``'s, field changes are ``write.fields``'
 
 from __future__ import annotations
 
+import logging
 import os
 import stat
 from collections.abc import Callable
@@ -42,9 +43,11 @@ from vaultfs.bridge.tree.tree import Tree
 from vaultfs.bridge.write.editing import Editing
 from vaultfs.bridge.write.fields import FieldEditor
 from vaultfs.bridge.write.namespace import Namespace
-from vaultfs.bridge.write.scratch import ScratchFile
+from vaultfs.bridge.write.scratch import ScratchFile, makes_document
 
 __all__ = ["Attr", "FileSystem", "Opened", "Options"]
+
+log = logging.getLogger(__name__)
 
 #: rename(2) flags (linux/fs.h)
 _RENAME_NOREPLACE = 1
@@ -214,7 +217,10 @@ class FileSystem:
         """A new file ``name`` in ``parent``, opened with ``flags``."""
         self._writable()
         await self._ready()
-        key = await self.namespace.create(self._key(parent), name, mode)
+        parent_key = self._key(parent)
+        if makes_document(parent_key, name):
+            self._may_create(name)
+        key = await self.namespace.create(parent_key, name, mode)
         if key[0] == Kind.SRC:  # the source file written anew after a rename: starts empty
             opened = await self.open(self.inodes.inode(key), flags | os.O_TRUNC)
         else:
@@ -236,9 +242,13 @@ class FileSystem:
             if kind != Kind.SRC:
                 raise errors.AccessDenied("only a document's latest source file is writable")
             doc_id = nodes.doc_id(key)
-            handle = await self.editing.open(
-                doc_id, truncate=bool(flags & os.O_TRUNC), append=bool(flags & os.O_APPEND)
-            )
+            try:
+                handle = await self.editing.open(
+                    doc_id, truncate=bool(flags & os.O_TRUNC), append=bool(flags & os.O_APPEND)
+                )
+            except errors.InsufficientAccess:
+                self._invalidate_attr(ino)  # its mode loses the write bits now
+                raise
             # The kernel may hold the listing's estimate (or the size before another
             # client's save): a stat or a seek from the end after open() must see the
             # content's exact size, which getattr answers from the spool entry now.
@@ -360,6 +370,13 @@ class FileSystem:
 
     # --- names -------------------------------------------------------------------
 
+    def _may_create(self, name: str) -> None:
+        """Refuse a new document now, not at close, when the vault said (at mount time)
+        that this user may not create documents."""
+        if not self.options.may_create:
+            log.warning("new %r refused: this user may not create documents", name)
+            raise errors.AccessDenied("this user may not create documents")
+
     def _writable(self) -> None:
         if self.options.read_only:
             raise errors.ReadOnly("mounted read-only")
@@ -367,6 +384,7 @@ class FileSystem:
     async def mkdir(self, parent: int, name: str) -> Attr:
         self._writable()
         await self._ready()
+        self._may_create(name)
         return await self._entry(self.namespace.mkdir(self._key(parent), name))
 
     async def unlink(self, parent: int, name: str) -> None:

@@ -13,6 +13,8 @@ class Options:
     url: str = ""
     user: str = ""
     read_only: bool = False
+    #: the vault lets this user create documents (asked once at mount time)
+    may_create: bool = True
     allow_delete: bool = False
     attr_timeout: float = 1.0
     #: longest an operation waits for the first index build

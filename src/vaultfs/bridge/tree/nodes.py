@@ -33,6 +33,7 @@ __all__ = [
     "FILES",
     "FOLDERS",
     "LOST_AND_FOUND",
+    "NEW_DOCUMENT_DIRS",
     "NEW_FIELD_NODES",
     "ROOT",
     "VERSION_NODES",
@@ -106,6 +107,8 @@ DETAILS_DIRS = frozenset({Kind.VERS, Kind.RENDS, Kind.ATTS})
 WRITABLE_DIRS = frozenset({*FOLDERS, Kind.DOC, Kind.NEWDIR, Kind.LOST})
 #: nodes that show a record's fields as extended attributes
 FIELD_NODES = frozenset({Kind.DOC, Kind.SRC, Kind.VER, Kind.VSRC})
+#: directories a new file becomes a new document in
+NEW_DOCUMENT_DIRS = frozenset({*FOLDERS, Kind.NEWDIR})
 #: nodes whose fields the user gives before a document exists (``write.new_fields``)
 NEW_FIELD_NODES = frozenset({Kind.SCRATCH, *FOLDERS})
 #: nodes of one version of a document (immutable content)

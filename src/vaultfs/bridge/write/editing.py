@@ -25,7 +25,7 @@ from vaultfs.bridge.tree.nodes import Kind
 from vaultfs.bridge.tree.tree import Tree
 from vaultfs.bridge.write.spool.entry import EDITING
 from vaultfs.bridge.write.spool.spool import Start, StartFrom
-from vaultfs.errors import NotFound, ReadOnly, VaultError
+from vaultfs.errors import InsufficientAccess, NotFound, ReadOnly, VaultError
 
 if TYPE_CHECKING:  # only for annotations: the spool is handed in by the mount
     from vaultfs.bridge.write.spool.entry import SpoolEntry
@@ -89,6 +89,9 @@ class Editing:
         self.blobs = blobs
         self.spool = spool
         self._docs: dict[int, _Writers] = {}
+        #: documents the vault refused this user a check-out of (INSUFFICIENT_ACCESS):
+        #: shown read-only until an open for writing succeeds again
+        self.refused: set[int] = set()
 
     def entry(self, doc_id: int) -> SpoolEntry | None:
         return self.spool.entry(doc_id) if self.spool is not None else None
@@ -114,10 +117,13 @@ class Editing:
         try:
             async with writers.lock:
                 entry = await self._entry_for_writing(doc_id, truncate=truncate)
-        except BaseException:
+        except BaseException as exc:
             writers.count -= 1
             self._drop_if_idle(doc_id)
+            if isinstance(exc, InsufficientAccess):
+                self.refused.add(doc_id)
             raise
+        self.refused.discard(doc_id)
         return EditHandle(entry, writer=True, append=append)
 
     def _drop_if_idle(self, doc_id: int) -> None:

@@ -42,8 +42,6 @@ __all__ = [
 
 _DIR_MODE = 0o700
 _FILE_MODE = 0o600
-#: kinds of directory a new (non-temporary) file becomes a document in
-_DOCUMENT_PARENTS = frozenset({*nodes.FOLDERS, Kind.NEWDIR})
 
 
 def empty_private_dir(directory: Path) -> Path:
@@ -67,7 +65,7 @@ def is_temporary_name(name: str) -> bool:
 
 def makes_document(parent: NodeKey, name: str) -> bool:
     """Whether a file ``name`` in ``parent`` becomes a new document when closed."""
-    return parent[0] in _DOCUMENT_PARENTS and not is_temporary_name(name)
+    return parent[0] in nodes.NEW_DOCUMENT_DIRS and not is_temporary_name(name)
 
 
 @dataclass
