@@ -16,6 +16,7 @@ import pytest
 from tests.conftest import ADMIN, DEMO_PASSWORD, login
 from tests.server.helpers import api_client, assert_error, assert_ok
 from tests.vaultproc import VaultProcess
+from vaultfs.client._budget import BudgetMeter
 
 GENERAL = {"type__v": "General", "lifecycle__v": "General Lifecycle"}
 TOO_BIG = str(2**63)
@@ -160,6 +161,16 @@ def test_remaining_call_headers_under_both_names(client: httpx.Client) -> None:
     for kind in ("Burst", "Daily"):
         spec = r.headers[f"X-ServiceAPI-{kind}LimitRemaining"]
         assert spec.isdigit() and r.headers[f"X-VaultAPI-{kind}LimitRemaining"] == spec
+
+
+def test_the_bridge_reads_either_header_form() -> None:
+    # Kept beside the server's half of item 6: the bridge's budget takes either name.
+    meter = BudgetMeter(burst_window=300)
+    meter.observe({"X-VaultAPI-BurstLimitRemaining": "17", "X-VaultAPI-DailyLimitRemaining": "99"})
+    assert (meter.budget.burst_remaining, meter.budget.daily_remaining) == (17, 99)
+    both = {"X-ServiceAPI-BurstLimitRemaining": "5", "X-VaultAPI-BurstLimitRemaining": "6"}
+    meter.observe(both)
+    assert meter.budget.burst_remaining == 5  # the spec's name wins
 
 
 # --- 7: numbers that cannot exist --------------------------------------------------------
