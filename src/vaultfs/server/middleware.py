@@ -17,6 +17,9 @@ request it:
    from API v14, where the spec introduces them, and under the ``X-VaultAPI-*`` names
    too, which clients of the real service read; the execution id always);
 5. sends JSON envelopes as XML when the request asks for XML (``formats.xml_send``);
+5a. reads what is left of a request body before the answer starts (``_Body``): the
+    server drops a keep-alive connection whose request body had not fully arrived when
+    the answer ended, and the client's next request on it would get no answer;
 6. turns any exception that escaped the routes into the JSON envelope
    (``envelope.error_response``; a POST never answers a 5xx).
 """
@@ -28,6 +31,7 @@ import re
 import uuid
 from urllib.parse import parse_qsl
 
+import trio
 from starlette.datastructures import URL
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -69,6 +73,46 @@ def session_token(scope: Scope) -> str | None:
                 text = text[7:].strip()
             return text or None
     return None
+
+
+#: The most of an unread request body read before answering; beyond it the answer says
+#: ``Connection: close`` (a refused multi-gigabyte upload is not worth receiving).
+_DRAIN_LIMIT = 1024 * 1024
+
+
+class _Body:
+    """The request's ``receive``, knowing whether the body was read to its end.
+
+    Calls are serialized: a streaming answer may wait for the disconnect in another task
+    while the body is drained; whoever receives the body's end, the other sees it.
+    """
+
+    def __init__(self, receive: Receive) -> None:
+        self._receive = receive
+        self._lock = trio.Lock()
+        self.complete = False
+
+    async def __call__(self) -> Message:
+        async with self._lock:
+            return self._note(await self._receive())
+
+    def _note(self, message: Message) -> Message:
+        if message["type"] != "http.request" or not message.get("more_body", False):
+            self.complete = True
+        return message
+
+    async def drain(self) -> bool:
+        """Read the rest of the body (up to ``_DRAIN_LIMIT``); True when it all came."""
+        size = 0
+        while not self.complete:
+            async with self._lock:
+                if self.complete:  # another task received the end while we waited
+                    break
+                message = self._note(await self._receive())
+            size += len(message.get("body", b""))
+            if size > _DRAIN_LIMIT:
+                return False
+        return True
 
 
 def _normal_path(scope: Scope) -> Scope:
@@ -133,6 +177,7 @@ class ApiMiddleware:
             await self.app(scope, receive, send)
             return
         scope = _normal_path(scope)
+        body = _Body(receive)
         # The state the lifespan opened (Starlette puts itself in the scope).
         vault: VaultState = scope["app"].state.vault
         execution_id = uuid.uuid4().hex
@@ -146,6 +191,8 @@ class ApiMiddleware:
             if message["type"] == "http.response.start":
                 started = True
                 headers = [*message.get("headers", [])]
+                if not await body.drain():
+                    headers.append((b"connection", b"close"))
                 if with_counts:
                     left = remaining or vault.limiter.peek(vault.host_vault(_host(scope)))
                     burst, daily = str(left.burst).encode(), str(left.daily).encode()
@@ -171,10 +218,10 @@ class ApiMiddleware:
                 remaining = vault.limiter.peek(who.vault_id)
                 remaining = vault.limiter.charge(who.vault_id)
                 scope[CALLER_KEY] = who
-            await self.app(scope, receive, send_with_headers)
+            await self.app(scope, body, send_with_headers)
         except Exception as exc:
             if started:
                 # Headers are out: nothing to do but end the connection and log.
                 log.error("error after the response started", exc_info=exc)
                 raise
-            await error_response(exc, method=scope["method"])(scope, receive, send_with_headers)
+            await error_response(exc, method=scope["method"])(scope, body, send_with_headers)
