@@ -20,9 +20,11 @@ import pytest
 import requests
 from requests.adapters import HTTPAdapter
 from veevatools.veevavault import DocumentService, DomainService, VaultClient
+from veevatools.veevavault.services.authentication import AuthenticationService
 from veevatools.veevavault.services.lifecycle_and_workflow import (
     DocumentLifecycleWorkflowService,
 )
+from veevatools.veevavault.services.objects import ObjectMetadataService
 
 from tests.vaultproc import ADMIN, DEMO_PASSWORD, VaultProcess
 
@@ -87,6 +89,7 @@ def test_metadata(vault: VaultClient, docs: DocumentService) -> None:
     assert ok(docs.locks.retrieve_document_lock_metadata())["properties"]
     assert ok(docs.events.retrieve_document_event_types())["events"]
     assert ok(docs.events.retrieve_document_event_subtype_metadata("distribution__v", "engage__v"))
+    assert ok(ObjectMetadataService(vault).retrieve_limits_on_objects())["data"]
     domains = DomainService(vault)
     assert ok(domains.retrieve_domains())["domains"]
     assert ok(domains.retrieve_domain_information())["domain__v"]["vaults__v"]
@@ -244,3 +247,12 @@ def _csv(rows: list[list[str]]) -> str:
 def _all_ok(answer: Any) -> bool:
     data = ok(answer)["data"]
     return all(row["responseStatus"] == "SUCCESS" for row in data) and bool(data)
+
+
+def test_logout_ends_that_session_only(vault_server: VaultProcess, vault: VaultClient) -> None:
+    other = VaultClient()
+    other._session.mount(LOGIN_HOST, _ToLocalVault(vault_server.url))
+    other.authenticate(vaultURL=vault_server.url, vaultUserName=ADMIN, vaultPassword=DEMO_PASSWORD)
+    assert ok(AuthenticationService(other).logout()) and other.sessionId is None
+    assert ok(vault.session_keep_alive())  # the module's session lives on
+    other._session.close()
