@@ -151,6 +151,8 @@ def test_json_bodies_and_unsuffixed_relationship_fields(client: httpx.Client) ->
     assert_ok(client.post(f"/objects/documents/{source}/roles", json={"viewer__v": {"users": [2]}}))
     bad = client.post(url, content=b"[1, 2]", headers={"Content-Type": "application/json"})
     assert_error(bad, "INVALID_DATA", mentions="JSON")
+    empty = client.post(url, headers={"Content-Type": "application/json"})
+    assert_error(empty, "PARAMETER_REQUIRED", 400)
 
 
 # --- 6: headers -------------------------------------------------------------------------

@@ -110,9 +110,11 @@ async def read_form(
         # sent when it had no file to attach is a url-encoded form.
         content_type = b"application/x-www-form-urlencoded"
     body = await _read_small(stream)
+    if not body.strip():
+        return Form()  # whatever the Content-Type says, no fields were sent
     if content_type == b"application/json" or content_type.endswith(b"+json"):
         return Form(fields=_json_fields(body))
-    if content_type in _FORM_TYPES or not body:
+    if content_type in _FORM_TYPES:
         if body.lstrip().startswith(b"{"):
             return Form(fields=_json_fields(body))
         try:
