@@ -53,10 +53,17 @@ def test_create_missing_required_field_creates_nothing(fresh_vault: VaultProcess
     assert_error(
         upload(client, "/objects/documents", wrong, "a.txt", b"x"), "INVALID_DATA", mentions="Nope"
     )
+    # JSON is taken where a form is (an empty object lacks the required fields) ...
     assert_error(
         client.post(
             "/objects/documents", content=b"{}", headers={"Content-Type": "application/json"}
         ),
+        "PARAMETER_REQUIRED",
+        mentions="type__v",
+    )
+    # ... any other body is not.
+    assert_error(
+        client.post("/objects/documents", content=b"x", headers={"Content-Type": "text/plain"}),
         "INVALID_DATA",
         mentions="Content-Type",
     )

@@ -23,9 +23,16 @@ async def _boom(request: Request) -> Response:
     raise RuntimeError("secret internal detail")
 
 
+async def _overflow(request: Request) -> Response:
+    raise OverflowError("Python int too large to convert to SQLite INTEGER")
+
+
 def _app(tmp_path: Path) -> Starlette:
     app = Starlette(
-        routes=[Route("/boom", _boom, methods=["GET", "POST"])],
+        routes=[
+            Route("/boom", _boom, methods=["GET", "POST"]),
+            Route("/overflow", _overflow, methods=["GET", "POST"]),
+        ],
         middleware=[Middleware(ApiMiddleware)],
     )
     app.state.vault = VaultState(
@@ -48,7 +55,14 @@ async def test_unexpected_errors_are_json_and_creates_never_5xx(tmp_path: Path) 
         assert create.status_code == 400
         body = create.json()
         assert body["responseStatus"] == "FAILURE"
-        assert body["errors"][0]["type"] == "UNEXPECTED_ERROR"
+        # Only the spec's error types reach a client.
+        assert body["errors"][0]["type"] == "INVALID_DATA"
+        # A number too large for the database names nothing that exists.
+        for method in ("GET", "POST"):
+            big = await client.request(method, "/overflow")
+            assert big.status_code == 400
+            assert big.json()["errors"][0]["type"] == "INVALID_DATA"
+            assert "SQLite" not in big.text
     for response in (read, create):
         assert "secret" not in response.text
         assert "X-ServiceAPI-ExecutionId" in response.headers

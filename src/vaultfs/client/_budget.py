@@ -17,6 +17,12 @@ from ._types import Budget
 
 __all__ = ["BudgetMeter"]
 
+#: The same counts under the names the real service's own clients read: a server may
+#: send either form (or both; the spec's name wins).
+_ALSO_NAMED = {
+    BURST_REMAINING_HEADER: "X-VaultAPI-BurstLimitRemaining",
+    DAILY_REMAINING_HEADER: "X-VaultAPI-DailyLimitRemaining",
+}
 #: Below this many remaining burst calls the client always paces...
 _LOW_WATER_MIN = 20
 #: ... and below this share of the largest burst remainder seen.
@@ -41,11 +47,11 @@ class BudgetMeter:
 
     def observe(self, headers: Mapping[str, str]) -> None:
         """Record the remaining-call headers of a response (absent ones keep their value)."""
-        burst = _int_or_none(headers.get(BURST_REMAINING_HEADER))
+        burst = _int_or_none(_either(headers, BURST_REMAINING_HEADER))
         if burst is not None:
             self.budget.burst_remaining = burst
             self._burst_seen = max(self._burst_seen, burst)
-        daily = _int_or_none(headers.get(DAILY_REMAINING_HEADER))
+        daily = _int_or_none(_either(headers, DAILY_REMAINING_HEADER))
         if daily is not None:
             self.budget.daily_remaining = daily
 
@@ -69,6 +75,11 @@ class BudgetMeter:
             delay = self.pace_delay()
             if delay:
                 await trio.sleep(delay)
+
+
+def _either(headers: Mapping[str, str], name: str) -> str | None:
+    value = headers.get(name)
+    return value if value is not None else headers.get(_ALSO_NAMED[name])
 
 
 def _int_or_none(value: str | None) -> int | None:

@@ -97,9 +97,13 @@ def create_app(config: ServerConfig) -> Starlette:
         finally:
             vault.db.close()
 
-    return Starlette(
+    app = Starlette(
         routes=api_routes(),
         middleware=[Middleware(ApiMiddleware)],
         exception_handlers={HTTPException: _http_error},
         lifespan=lifespan,
     )
+    # A redirect (307, empty body) is never an answer of this API: the middleware
+    # already drops trailing slashes, and an unknown path is MALFORMED_URL.
+    app.router.redirect_slashes = False
+    return app

@@ -277,6 +277,10 @@ class _Doc:
     attachments: int = 0
 
 
+#: Fields that make a Draft document ready for ``approve`` (its entry requirement
+#: ``country__v``, scope Document): a first client can approve one at once.
+_READY = (("country__v", "united_states__v"),)
+
 _DOCS = [
     _Doc(
         "Employee Handbook",
@@ -287,13 +291,21 @@ _DOCS = [
         ((0, 1), (0, 2), (1, 0)),
         attachments=2,
     ),
-    _Doc("Meeting Notes", "general__c", None, None, "txt", ((0, 1), (0, 2))),
+    _Doc("Meeting Notes", "general__c", None, None, "txt", ((0, 1), (0, 2)), _READY),
     _Doc("Meeting Notes", "general__c", None, None, "md", ((0, 1),)),
-    _Doc("Q3 Results / Forecast", "general__c", None, None, "csv", ((0, 1), (0, 2), (0, 3))),
+    _Doc(
+        "Q3 Results / Forecast",
+        "general__c",
+        None,
+        None,
+        "csv",
+        ((0, 1), (0, 2), (0, 3)),
+        _READY,
+    ),
     _Doc("Überblick: Jahresbericht ✓", "general__c", None, None, "docx", ((0, 1), (1, 0))),
     _Doc("Company Logo", "general__c", None, None, "png", ((0, 1), (0, 2))),
     _Doc("Travel Policy", "general__c", None, None, "docx", ((0, 1), (0, 2), (1, 0), (1, 1))),
-    _Doc("Release Checklist", "general__c", None, None, "md", ((0, 1),), attachments=1),
+    _Doc("Release Checklist", "general__c", None, None, "md", ((0, 1),), _READY, attachments=1),
     _Doc("Price List 2024", "general__c", None, None, "csv", ((0, 1), (1, 0))),
     _Doc(
         "Spring Campaign Poster",

@@ -1,20 +1,27 @@
-"""The API middleware: versions, sessions, call limits, ``X-ServiceAPI-*`` headers,
+"""The API middleware: paths, versions, sessions, call limits, remaining-call headers,
 response format, last-resort error envelope.
 
 A pure ASGI middleware (streaming responses pass through untouched). For every HTTP
 request it:
 
-1. refuses versioned paths whose label is not a served API version (``MALFORMED_URL``);
+0. drops a trailing ``/`` from the path (``/api/`` keeps it): clients add one, and a
+   redirect is never an answer of this API;
+1. refuses versioned paths whose label is not a served API version (``MALFORMED_URL``),
+   except logins, which take any well-formed ``vN.M`` (``versions``);
 2. resolves the session of versioned calls other than authentication (``auth`` query
    parameter first, then ``Authorization: <id>`` or ``Bearer <id>``) and puts the
    caller in the scope; no valid session, or a session of another vault than the one
    the request's host name addresses -> ``INVALID_SESSION_ID``;
 3. charges the call to the session's vault (``API_LIMIT_EXCEEDED`` + Retry-After);
 4. adds ``X-ServiceAPI-*`` headers to every response (the remaining-call counts only
-   from API v14, where the spec introduces them; the execution id always);
+   from API v14, where the spec introduces them, and under the ``X-VaultAPI-*`` names
+   too, which clients of the real service read; the execution id always);
 5. sends JSON envelopes as XML when the request asks for XML (``formats.xml_send``);
-6. turns any exception that escaped the routes into the JSON envelope: a POST
-   answers FAILURE (a create must never look retryable), others EXCEPTION.
+5a. reads what is left of a request body before the answer starts (``_Body``): the
+    server drops a keep-alive connection whose request body had not fully arrived when
+    the answer ended, and the client's next request on it would get no answer;
+6. turns any exception that escaped the routes into the JSON envelope
+   (``envelope.error_response``; a POST never answers a 5xx).
 """
 
 from __future__ import annotations
@@ -24,14 +31,15 @@ import re
 import uuid
 from urllib.parse import parse_qsl
 
+import trio
 from starlette.datastructures import URL
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from vaultfs.errors import InvalidSessionId, MalformedUrl, VaultError
+from vaultfs.errors import InvalidSessionId, MalformedUrl
 from vaultfs.wire import BURST_REMAINING_HEADER, DAILY_REMAINING_HEADER, EXECUTION_ID_HEADER
 
 from . import formats, versions
-from .envelope import error_response, failure_for_unexpected
+from .envelope import error_response
 from .limits import Remaining
 from .routes.common import CALLER_KEY, EXTRA_HEADERS_KEY
 from .state import VaultState
@@ -45,6 +53,12 @@ log = logging.getLogger("vaultfs.server")
 _VERSIONED = re.compile(r"^/api/([^/]+)(/.*)?$")
 #: Versioned paths that need no session (authentication and discovery).
 _OPEN = re.compile(r"^/auth(/discovery|/oauth/session/[^/]+)?/?$")
+#: The password login: answered under any well-formed version label.
+_LOGIN = re.compile(r"^/auth/?$")
+#: The remaining-call headers under the names of the real service's own clients
+#: (VAPIL reads these), sent beside the spec's ``X-ServiceAPI-*`` names.
+_VAULT_API_BURST = "X-VaultAPI-BurstLimitRemaining"
+_VAULT_API_DAILY = "X-VaultAPI-DailyLimitRemaining"
 
 
 def session_token(scope: Scope) -> str | None:
@@ -59,6 +73,64 @@ def session_token(scope: Scope) -> str | None:
                 text = text[7:].strip()
             return text or None
     return None
+
+
+#: The most of an unread request body read before answering; beyond it the answer says
+#: ``Connection: close`` (a refused multi-gigabyte upload is not worth receiving).
+_DRAIN_LIMIT = 1024 * 1024
+
+
+class _Body:
+    """The request's ``receive``, knowing whether the body was read to its end.
+
+    Calls are serialized: a streaming answer may wait for the disconnect in another task
+    while the body is drained; whoever receives the body's end, the other sees it.
+    """
+
+    def __init__(self, receive: Receive) -> None:
+        self._receive = receive
+        self._lock = trio.Lock()
+        self.complete = False
+
+    async def __call__(self) -> Message:
+        async with self._lock:
+            return self._note(await self._receive())
+
+    def _note(self, message: Message) -> Message:
+        if message["type"] != "http.request" or not message.get("more_body", False):
+            self.complete = True
+        return message
+
+    async def drain(self) -> bool:
+        """Read the rest of the body (up to ``_DRAIN_LIMIT``); True when it all came."""
+        size = 0
+        while not self.complete:
+            async with self._lock:
+                if self.complete:  # another task received the end while we waited
+                    break
+                message = self._note(await self._receive())
+            size += len(message.get("body", b""))
+            if size > _DRAIN_LIMIT:
+                return False
+        return True
+
+
+def _normal_path(scope: Scope) -> Scope:
+    """The scope with one trailing ``/`` dropped from its path (``/api/`` keeps it).
+
+    ``/api/v25.1/`` and ``/objects/documents/`` mean the same resource as without the
+    slash; answering them directly spares clients a redirect they may not follow.
+    """
+    path: str = scope["path"]
+    if path == "/api":
+        path = "/api/"
+    elif len(path) > 1 and path.endswith("/") and path != "/api/":
+        path = path.rstrip("/") or "/"
+    if path == scope["path"]:
+        return scope
+    raw: bytes = scope.get("raw_path") or scope["path"].encode()
+    raw = b"/api/" if path == "/api/" else raw.rstrip(b"/") or b"/"
+    return {**scope, "path": path, "raw_path": raw}
 
 
 def _host(scope: Scope) -> str:
@@ -94,7 +166,9 @@ class ApiMiddleware:
         if match is None or path == "/api/":
             return None, False
         label, rest = match.group(1), match.group(2) or ""
-        if not versions.supported(label):
+        if not versions.supported(label) and not (
+            versions.well_formed(label) and _LOGIN.match(rest)
+        ):
             raise MalformedUrl(f"Invalid or unsupported API version [{label}] in the URL")
         return label, not _OPEN.match(rest)
 
@@ -102,6 +176,8 @@ class ApiMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        scope = _normal_path(scope)
+        body = _Body(receive)
         # The state the lifespan opened (Starlette puts itself in the scope).
         vault: VaultState = scope["app"].state.vault
         execution_id = uuid.uuid4().hex
@@ -115,11 +191,16 @@ class ApiMiddleware:
             if message["type"] == "http.response.start":
                 started = True
                 headers = [*message.get("headers", [])]
+                if not await body.drain():
+                    headers.append((b"connection", b"close"))
                 if with_counts:
                     left = remaining or vault.limiter.peek(vault.host_vault(_host(scope)))
+                    burst, daily = str(left.burst).encode(), str(left.daily).encode()
                     headers += [
-                        (BURST_REMAINING_HEADER.encode(), str(left.burst).encode()),
-                        (DAILY_REMAINING_HEADER.encode(), str(left.daily).encode()),
+                        (BURST_REMAINING_HEADER.encode(), burst),
+                        (DAILY_REMAINING_HEADER.encode(), daily),
+                        (_VAULT_API_BURST.encode(), burst),
+                        (_VAULT_API_DAILY.encode(), daily),
                     ]
                 headers += [
                     (name.encode(), value.encode())
@@ -137,12 +218,10 @@ class ApiMiddleware:
                 remaining = vault.limiter.peek(who.vault_id)
                 remaining = vault.limiter.charge(who.vault_id)
                 scope[CALLER_KEY] = who
-            await self.app(scope, receive, send_with_headers)
+            await self.app(scope, body, send_with_headers)
         except Exception as exc:
             if started:
                 # Headers are out: nothing to do but end the connection and log.
                 log.error("error after the response started", exc_info=exc)
                 raise
-            if scope["method"] == "POST" and not isinstance(exc, VaultError):
-                exc = failure_for_unexpected(exc)
-            await error_response(exc)(scope, receive, send_with_headers)
+            await error_response(exc, method=scope["method"])(scope, body, send_with_headers)

@@ -1,4 +1,4 @@
-"""Request bodies of forms: url-encoded, or multipart streamed into the blob store.
+"""Request bodies of forms: url-encoded, JSON, or multipart streamed into the blob store.
 
 ``read_form`` parses ``multipart/form-data`` as the body arrives (python-multipart's
 streaming parser over ``request.stream()``): text parts are kept (small, bounded),
@@ -6,12 +6,20 @@ file parts go straight into a ``BlobWriter`` while being hashed, never whole in
 memory. Files are moved into the blob store only once the whole body has been
 parsed; a body that stops short, a client that disconnects, or a malformed body
 removes every temp file, so an aborted upload leaves nothing behind.
+
+Lenient where real clients are sloppy (docs/server.md, "What the local vault accepts
+beyond the spec"): a multipart ``Content-Type`` without ``boundary`` takes the boundary
+from the body's first line (or, when the body is no multipart at all, is read as
+url-encoded); a JSON object is accepted wherever a form is (``application/json``, or
+a url-encoded ``Content-Type`` whose body is a JSON object), its values turned into the
+strings a form would carry.
 """
 
 from __future__ import annotations
 
+import json
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +34,10 @@ __all__ = ["Form", "read_form"]
 
 #: Bound of a url-encoded body and of each text part (they hold field values only).
 _MAX_TEXT = 16 * 1024 * 1024
+#: Longest first line that can carry a multipart boundary (RFC 2046: at most 70
+#: characters, plus the leading ``--`` and some slack for trailing blanks).
+_MAX_BOUNDARY_LINE = 100
+_FORM_TYPES = (b"application/x-www-form-urlencoded", b"")
 
 
 @dataclass
@@ -84,13 +96,27 @@ async def read_form(
 ) -> Form:
     """The fields and files of a request body (query parameters are not included)."""
     content_type, options = parse_options_header(request.headers.get("content-type", ""))
+    content_type = content_type.lower()
+    stream = _chunks(request)
     if content_type == b"multipart/form-data":
         boundary = options.get(b"boundary")
-        if not boundary:
-            raise InvalidData("Malformed multipart body: the Content-Type has no boundary")
-        return await _read_multipart(request, blobs, boundary, max_file_size, file_fields)
-    body = await _read_small(request)
-    if content_type in (b"application/x-www-form-urlencoded", b"") or not body:
+        if boundary:
+            return await _read_multipart(stream, blobs, boundary, max_file_size, file_fields)
+        head, stream = await _first_line(stream)
+        if head.startswith(b"--") and len(head) > 2:
+            boundary = head[2:].rstrip()
+            return await _read_multipart(stream, blobs, boundary, max_file_size, file_fields)
+        # No boundary, and a body that is no multipart: what the client's HTTP library
+        # sent when it had no file to attach is a url-encoded form.
+        content_type = b"application/x-www-form-urlencoded"
+    body = await _read_small(stream)
+    if not body.strip():
+        return Form()  # whatever the Content-Type says, no fields were sent
+    if content_type == b"application/json" or content_type.endswith(b"+json"):
+        return Form(fields=_json_fields(body))
+    if content_type in _FORM_TYPES:
+        if body.lstrip().startswith(b"{"):
+            return Form(fields=_json_fields(body))
         try:
             pairs = urllib.parse.parse_qsl(
                 body.decode(), keep_blank_values=True, strict_parsing=False
@@ -100,14 +126,73 @@ async def read_form(
         return Form(fields=dict(pairs))
     raise InvalidData(
         f"Unsupported Content-Type '{content_type.decode(errors='replace')}': send "
-        "multipart/form-data or application/x-www-form-urlencoded"
+        "multipart/form-data, application/x-www-form-urlencoded or application/json"
     )
 
 
-async def _read_small(request: Request) -> bytes:
+async def _chunks(request: Request) -> AsyncIterator[bytes]:
+    try:
+        async for chunk in request.stream():
+            yield chunk
+    except ClientDisconnect:
+        raise InvalidData("The client closed the connection before the body was complete") from None
+
+
+async def _first_line(stream: AsyncIterator[bytes]) -> tuple[bytes, AsyncIterator[bytes]]:
+    """The body's first line (without its end), and the whole body again as a stream."""
+    head = b""
+    async for chunk in stream:
+        head += chunk
+        if b"\n" in head or len(head) > _MAX_BOUNDARY_LINE:
+            break
+    line = head.split(b"\n", 1)[0].rstrip(b"\r")
+    if len(line) > _MAX_BOUNDARY_LINE:
+        line = b""
+
+    async def again() -> AsyncIterator[bytes]:
+        if head:
+            yield head
+        async for chunk in stream:
+            yield chunk
+
+    return line, again()
+
+
+def _text(value: Any) -> str:
+    """A JSON value as the text of a form field."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return ",".join(_text(item) for item in value)
+    if isinstance(value, dict):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)
+
+
+def _json_fields(body: bytes) -> dict[str, str]:
+    """The fields of a JSON object body; a nested object ``{"viewer__v": {"users":
+    [2, 3]}}`` gives the dotted form fields ``viewer__v.users=2,3``."""
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        raise InvalidData("The JSON body is malformed") from None
+    if not isinstance(data, dict):
+        raise InvalidData("The JSON body must be an object of field names and values")
+    fields: dict[str, str] = {}
+    for key, value in data.items():
+        if isinstance(value, dict):
+            fields.update({f"{key}.{k}": _text(v) for k, v in value.items()})
+        else:
+            fields[key] = _text(value)
+    return fields
+
+
+async def _read_small(stream: AsyncIterator[bytes]) -> bytes:
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
+    async for chunk in stream:
         size += len(chunk)
         if size > _MAX_TEXT:
             raise InvalidData("The form body is too large")
@@ -116,7 +201,7 @@ async def _read_small(request: Request) -> bytes:
 
 
 async def _read_multipart(
-    request: Request,
+    stream: AsyncIterator[bytes],
     blobs: BlobStore,
     boundary: bytes,
     max_file_size: int,
@@ -131,7 +216,7 @@ async def _read_multipart(
     writers: list[tuple[str, str, BlobWriter]] = []
     part = _Part()
     try:
-        async for chunk in request.stream():
+        async for chunk in stream:
             try:
                 parser.write(chunk)
             except Exception as exc:
@@ -147,8 +232,6 @@ async def _read_multipart(
             form.files[name] = StoredFile(blob=await writer.finish(), filename=filename)
         writers.clear()
         return form
-    except ClientDisconnect:
-        raise InvalidData("The client closed the connection before the body was complete") from None
     except TooLarge as exc:
         raise InvalidData(f"The uploaded file is too large: {exc}") from None
     finally:

@@ -1,7 +1,10 @@
 """API versions: the labels served, and the version each feature appeared in.
 
-``API_VERSIONS`` runs from v2.0 up to the client's version (``vaultfs.wire``); a
-versioned path with any other label is ``MALFORMED_URL``. The constants below are the
+``API_VERSIONS`` runs from v2.0 up to ``CURRENT_RELEASE``, the newest version of the
+real service (its last entry is the beta, as the spec's version list describes); a
+versioned path with any other label is ``MALFORMED_URL``, except that a login accepts
+any well-formed ``vN.M`` (clients log in at the newest version they know, then move to
+the newest one ``GET /api/`` lists). The constants below are the
 spec's "Introduction of features" table; routes are gated with
 ``routes.common.since(<constant>)`` and parameters with ``at_least(...)``.
 """
@@ -10,16 +13,16 @@ from __future__ import annotations
 
 import re
 
-from vaultfs.wire import API_VERSION
-
 __all__ = [
     "API_VERSIONS",
     "ATTACHMENTS",
+    "BETA",
     "BINDER_FLAG",
     "BULK",
     "CREATE_DRAFT",
     "CRM_DELEGATION",
     "CROSSLINK",
+    "CURRENT_RELEASE",
     "DELETED_DOCUMENTS",
     "DOMAIN_INFORMATION",
     "EVENTS",
@@ -40,7 +43,12 @@ __all__ = [
     "at_least",
     "parse",
     "supported",
+    "well_formed",
 ]
+
+#: The newest release of the real service (three a year: vNN.1 to vNN.3). Clients
+#: such as veevatools log in at it; raise it when the service ships a new one.
+CURRENT_RELEASE = "v26.3"
 
 RELATIONSHIPS = "v3.0"
 SEARCH_SCOPE = "v4.0"
@@ -69,18 +77,24 @@ LIMITS = "v14.0"
 REMAINING_CALL_HEADERS = "v14.0"
 VERSION_ID = "v15.0"
 
-_LABEL = re.compile(r"^v(\d+)\.(\d+)$")
+# ASCII digits only, and a bounded length: a label is never a big number.
+_LABEL = re.compile(r"v([0-9]{1,4})\.([0-9]{1,4})")
 
 
 def parse(label: str) -> tuple[int, int] | None:
     """``(major, minor)`` of a label such as ``v14.0``; None when malformed."""
-    match = _LABEL.match(label)
+    match = _LABEL.fullmatch(label)
     return (int(match.group(1)), int(match.group(2))) if match else None
 
 
+def well_formed(label: str) -> bool:
+    """Whether ``label`` looks like an API version (``vN.M``), served or not."""
+    return parse(label) is not None
+
+
 def _labels() -> list[str]:
-    """Every label from v2.0 up to the client's version (three or four a year)."""
-    last = parse(API_VERSION)
+    """Every label from v2.0 up to the current release (three or four a year)."""
+    last = parse(CURRENT_RELEASE)
     assert last is not None
     labels = []
     for major in range(2, last[0] + 1):
@@ -91,6 +105,9 @@ def _labels() -> list[str]:
 
 
 API_VERSIONS: tuple[str, ...] = tuple(_labels())
+#: The last listed version is the beta (the spec: "The last listed version may be the
+#: Beta version"); the one before it is the newest generally available version.
+BETA = API_VERSIONS[-1]
 _SUPPORTED = frozenset(API_VERSIONS)
 
 

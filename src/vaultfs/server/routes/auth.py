@@ -33,6 +33,8 @@ RESPONSE_DELAY_HEADER = "X-VaultAPI-ResponseDelay"
 
 
 async def api_versions(request: Request) -> Response:
+    """The version map, at ``/api/`` and (with a session: clients validate a session
+    id by calling it) at ``/api/{version}``."""
     base = base_url(request)
     return success(values={label: f"{base}/api/{label}" for label in API_VERSIONS})
 
@@ -162,7 +164,11 @@ def _auth_host_routes() -> list[BaseRoute]:
 
 
 def unversioned_routes() -> list[BaseRoute]:
-    return [Route("/api/", api_versions, methods=["GET"]), *_auth_host_routes()]
+    return [
+        Route("/api/", api_versions, methods=["GET"]),
+        Route("/api/{version}", api_versions, methods=["GET"]),
+        *_auth_host_routes(),
+    ]
 
 
 def versioned_routes() -> list[BaseRoute]:

@@ -30,12 +30,13 @@ from vaultfs.errors import InvalidData, OperationNotAllowed, VaultError
 from vaultfs.wire import MAX_FILE_SIZE
 
 from .. import formats, versions
+from ..envelope import is_api_type
 from ..permissions import Permission
 from ..state import VaultState
 from ..storage import bulk, search
 from ..storage.blobs import BlobStore, StoredFile
 from ..storage.users import SessionUser
-from .common import caller, form, query, since, state
+from .common import caller, check_numbers, form, query, since, state
 
 __all__ = ["routes"]
 
@@ -63,16 +64,37 @@ async def _spool(request: Request) -> IO[bytes]:
     return spool
 
 
-def _csv_rows(spool: IO[bytes], limit: int) -> list[dict[str, str]]:
+#: One input row, and the error that already fails it (a malformed row fails alone).
+Row = tuple[dict[str, str], VaultError | None]
+#: Cells of a row that hold record ids or version numbers.
+_NUMBER_CELLS = ("id", "major_version_number__v", "minor_version_number__v")
+
+
+def _checked(row: dict[str, str], error: VaultError | None = None) -> Row:
+    """A row with the error of a number no record can have (it must not reach SQL)."""
+    if error is None:
+        try:
+            check_numbers(row, _NUMBER_CELLS)
+        except InvalidData as exc:
+            error = exc
+    return row, error
+
+
+def _csv_rows(spool: IO[bytes], limit: int) -> list[Row]:
     """The rows of a CSV body (blocking)."""
     try:
         text = io.TextIOWrapper(spool, encoding="utf-8-sig", newline="")
         reader = csv.DictReader(text, strict=True)
-        rows = []
+        rows: list[Row] = []
         for row in reader:
             if None in row:
                 raise InvalidData(f"CSV line {reader.line_num} has more cells than the header")
-            rows.append({k.strip(): (v or "") for k, v in row.items() if k and k.strip()})
+            error = None
+            if any(value is None for value in row.values()):
+                # The spec: per-row failures of bulk results are INVALID_DATA.
+                error = InvalidData(f"CSV line {reader.line_num} has fewer cells than the header")
+            cells = {k.strip(): (v or "") for k, v in row.items() if k and k.strip()}
+            rows.append(_checked(cells, error))
             if len(rows) > limit:
                 raise InvalidData(f"The batch has more than {limit} rows")
         if reader.fieldnames is None:
@@ -86,7 +108,7 @@ def _csv_rows(spool: IO[bytes], limit: int) -> list[dict[str, str]]:
         spool.close()
 
 
-def _json_rows(spool: IO[bytes], limit: int) -> list[dict[str, str]]:
+def _json_rows(spool: IO[bytes], limit: int) -> list[Row]:
     """The rows of a JSON body: an array of objects (blocking)."""
     try:
         data = json.loads(spool.read())
@@ -98,12 +120,12 @@ def _json_rows(spool: IO[bytes], limit: int) -> list[dict[str, str]]:
         raise InvalidData("The JSON input must be an array of objects")
     if len(data) > limit:
         raise InvalidData(f"The batch has more than {limit} rows")
-    return [{str(k): "" if v is None else str(v) for k, v in item.items()} for item in data]
+    return [
+        _checked({str(k): "" if v is None else str(v) for k, v in item.items()}) for item in data
+    ]
 
 
-async def _rows(
-    request: Request, limit: int, *, json_allowed: bool = False
-) -> list[dict[str, str]]:
+async def _rows(request: Request, limit: int, *, json_allowed: bool = False) -> list[Row]:
     media = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if media not in ("text/csv", "application/csv") and not (
         json_allowed and media == "application/json"
@@ -152,12 +174,12 @@ def _store_file(blobs: BlobStore, data_dir: Path, cell: str) -> tuple[StoredFile
     return stored, search.extract_text(blobs.path(info.sha256), source.name)
 
 
-async def _prepare(vault: VaultState, rows: list[dict[str, str]]) -> list[bulk.Prepared]:
+async def _prepare(vault: VaultState, rows: list[Row]) -> list[bulk.Prepared]:
     prepared = []
-    for row in rows:
+    for row, error in rows:
         cell = row.get("file", "").strip()
-        if not cell:
-            prepared.append(bulk.Prepared(row))
+        if not cell or error is not None:
+            prepared.append(bulk.Prepared(row, error=error))
             continue
         try:
             stored, text = await trio.to_thread.run_sync(
@@ -183,7 +205,18 @@ def _csv_row(result: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
+def _typed(result: dict[str, Any]) -> dict[str, Any]:
+    """A row result whose errors are all of the API's types (an unexpected failure of a
+    row, which changed nothing, is INVALID_DATA as the spec says of row failures)."""
+    if "errors" in result:
+        result["errors"] = [
+            e if is_api_type(e["type"]) else {**e, "type": "INVALID_DATA"} for e in result["errors"]
+        ]
+    return result
+
+
 def _answer(request: Request, results: list[dict[str, Any]]) -> Response:
+    results = [_typed(r) for r in results]
     body = {"responseStatus": "SUCCESS", "data": results}
     return formats.render(request, body, csv_rows=[_csv_row(r) for r in results])
 
@@ -233,7 +266,7 @@ async def update_documents(request: Request) -> Response:
         rows = await _form_rows(request)
     else:
         rows = await _rows(request, 1000)
-    prepared = [bulk.Prepared(row) for row in rows]
+    prepared = [bulk.Prepared(row, error=error) for row, error in rows]
     by_external = _by_external(request)
     now = vault.db.tick()
     return await _run(
@@ -241,7 +274,7 @@ async def update_documents(request: Request) -> Response:
     )
 
 
-async def _form_rows(request: Request) -> list[dict[str, str]]:
+async def _form_rows(request: Request) -> list[Row]:
     """``docIds=1,2,3`` and fields: the same fields for each listed document."""
     body = await form(request)
     fields = dict(body.fields)
@@ -250,7 +283,7 @@ async def _form_rows(request: Request) -> list[dict[str, str]]:
         raise InvalidData("Missing document ids: send docIds=<id>,<id>,...")
     if len(ids) > 1000:
         raise InvalidData("The batch has more than 1000 rows")
-    return [{"id": doc_id, **fields} for doc_id in ids]
+    return [_checked({"id": doc_id, **fields}) for doc_id in ids]
 
 
 async def _import(request: Request, row: Callable[..., dict[str, Any]]) -> Response:
@@ -278,7 +311,7 @@ async def delete_versions(request: Request) -> Response:
     vault = state(request)
     by_external = _by_external(request)
     rows = await _rows(request, 500, json_allowed=True)
-    prepared = [bulk.Prepared(row) for row in rows]
+    prepared = [bulk.Prepared(row, error=error) for row, error in rows]
     now = vault.db.tick()
     return await _run(
         request,

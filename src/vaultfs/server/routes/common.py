@@ -10,12 +10,13 @@ not know it): ``if version_at_least(request, versions.LOCK_ON_DOWNLOAD): ...``.
 from __future__ import annotations
 
 import functools
-from collections.abc import Awaitable, Callable
+import re
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 
 from starlette.requests import Request
 from starlette.responses import Response
 
-from vaultfs.errors import InvalidData, MalformedUrl
+from vaultfs.errors import InvalidData, InvalidDocument, MalformedUrl, VaultError
 from vaultfs.wire import API_VERSION, MAX_FILE_SIZE
 
 from .. import versions
@@ -27,12 +28,15 @@ from ..uploads import Form, read_form
 __all__ = [
     "CALLER_KEY",
     "EXTRA_HEADERS_KEY",
+    "MAX_ID",
     "add_header",
     "api_url",
     "base_url",
     "bool_param",
     "caller",
+    "check_numbers",
     "form",
+    "parse_count",
     "path_int",
     "query",
     "since",
@@ -83,11 +87,55 @@ def bool_param(value: str | None, name: str) -> bool:
     return lowered == "true"
 
 
+#: The largest id or number the database holds (a signed 64-bit integer). A larger
+#: one names nothing that exists, and must never reach SQL (it cannot be bound).
+MAX_ID = 2**63 - 1
+_SIGNED = re.compile(r"[+-]?[0-9]+")
+#: What a path number that cannot exist answers: a document or version that does not
+#: exist is INVALID_DOCUMENT; anything else on a document (attachment, relationship,
+#: group, ...) MALFORMED_URL, as the spec says of attachments.
+_ABSENT: dict[str, type[VaultError]] = {
+    "doc_id": InvalidDocument,
+    "major": InvalidDocument,
+    "minor": InvalidDocument,
+}
+
+
+def parse_count(text: str) -> int | None:
+    """A non-negative integer in ASCII digits, or None when ``text`` is not one.
+
+    Values above ``MAX_ID`` come back as ``MAX_ID + 1`` (never converted whole: a
+    string of thousands of digits is not worth the work, and Python refuses it).
+    """
+    digits = text.strip().removeprefix("+")
+    if not (digits.isascii() and digits.isdigit()):
+        return None
+    digits = digits.lstrip("0") or "0"
+    return MAX_ID + 1 if len(digits) > 19 else min(int(digits), MAX_ID + 1)
+
+
+def check_numbers(fields: Mapping[str, str], names: Iterable[str]) -> None:
+    """``INVALID_DATA`` naming the first of ``names`` whose value (or one item of its
+    comma-separated list) is a number beyond 64 bits: no record has it, and it must
+    not reach SQL."""
+    for name in names:
+        for item in fields.get(name, "").split(","):
+            value = parse_count(item)
+            if value is not None and value > MAX_ID:
+                raise InvalidData(f"Invalid value for [{name}]: '{item.strip()[:40]}' is too large")
+
+
 def path_int(request: Request, name: str, what: str | None = None) -> int:
+    """A number of the path: ``MALFORMED_URL`` when it is none, the "does not exist"
+    error of its kind when it is one no record can have (negative, beyond 64 bits)."""
     text = request.path_params[name]
-    if not (text.isascii() and text.isdigit()):
-        raise MalformedUrl(f"Invalid {what or name} [{text}]: not a number")
-    return int(text)
+    shown = text if len(text) <= 40 else text[:40] + "..."
+    if not _SIGNED.fullmatch(text):
+        raise MalformedUrl(f"Invalid {what or name} [{shown}]: not a number")
+    value = None if text.startswith("-") else parse_count(text)
+    if value is None or value > MAX_ID:
+        raise _ABSENT.get(name, MalformedUrl)(f"No such {what or name} [{shown}]")
+    return value
 
 
 def version_path(request: Request) -> tuple[int, int]:

@@ -22,10 +22,13 @@ from ..storage import changes, documents, search
 from ..storage.blobs import StoredFile
 from ..storage.db import now_ms
 from .common import (
+    MAX_ID,
     api_url,
     bool_param,
     caller,
+    check_numbers,
     form,
+    parse_count,
     path_int,
     query,
     since,
@@ -39,21 +42,36 @@ __all__ = ["date_param", "int_param", "routes"]
 _DOCS = "/objects/documents"
 #: How far back deleted documents can be listed.
 _DELETIONS_WINDOW = timedelta(days=30)
+_DELETIONS_GRACE_MS = 3_600_000
+#: Form fields of creates and updates that hold record ids or version numbers.
+_NUMBER_FIELDS = (
+    "major_version_number__v",
+    "minor_version_number__v",
+    "source_vault_id__v",
+    "source_document_id__v",
+    "bound_source_major_version__v",
+    "bound_source_minor_version__v",
+)
 
 
-def int_param(request: Request, name: str, default: int, minimum: int) -> int:
+def int_param(
+    request: Request, name: str, default: int, minimum: int, maximum: int = MAX_ID
+) -> int:
+    """An integer query parameter; values above ``maximum`` are taken as ``maximum``
+    (a ``limit`` can only lower the page size, a ``start`` past the end gives nothing)."""
     text = query(request, name)
     if text is None:
         return default
-    if not (text.isascii() and text.strip().isdigit()) or int(text) < minimum:
+    value = parse_count(text)
+    if value is None or value < minimum:
         raise InvalidData(f"Invalid value for [{name}]: '{text}' (an integer >= {minimum})")
-    return int(text)
+    return min(value, maximum)
 
 
 async def list_documents(request: Request) -> Response:
     who = caller(request)
     # "limit can only lower it": larger values are ignored, not refused.
-    limit = min(int_param(request, "limit", PAGE_LIMIT, 1), PAGE_LIMIT)
+    limit = int_param(request, "limit", PAGE_LIMIT, 1, PAGE_LIMIT)
     start = int_param(request, "start", 0, 0)
     scope = query(request, "versionscope") or "latest"
     if scope not in ("latest", "all"):
@@ -153,6 +171,7 @@ async def create_document(request: Request, *, binder: bool = False) -> Response
     who = caller(request, Permission.CREATE)
     vault = state(request)
     body = await form(request, files=frozenset({"file"}))
+    check_numbers(body.fields, _NUMBER_FIELDS)
     link = [name for name in changes.CROSSLINK_FIELDS if name in body.fields]
     if link and not version_at_least(request, versions.CROSSLINK):
         # Before CrossLinks existed these were just unknown fields.
@@ -182,16 +201,15 @@ async def update_document(request: Request) -> Response:
     vault = state(request)
     doc_id = path_int(request, "doc_id", "document id")
     version = version_path(request) if "major" in request.path_params else None
-    body = await form(request)
-    reclassify = version_at_least(request, versions.RECLASSIFY) and bool_param(
-        query(request, "reclassify"), "reclassify"
-    )
+    fields = dict((await form(request)).fields)
+    # In the query (the spec) or in the form body (the vendor's collection sends it there).
+    flag = query(request, "reclassify") or fields.pop("reclassify", None) or None
+    reclassify = version_at_least(request, versions.RECLASSIFY) and bool_param(flag, "reclassify")
+    check_numbers(fields, _NUMBER_FIELDS)
     if version is None and reclassify:
-        await vault.db.write(changes.reclassify, who, doc_id, body.fields, vault.db.tick())
+        await vault.db.write(changes.reclassify, who, doc_id, fields, vault.db.tick())
     else:
-        await vault.db.write(
-            changes.update_fields, who, doc_id, version, body.fields, vault.db.tick()
-        )
+        await vault.db.write(changes.update_fields, who, doc_id, version, fields, vault.db.tick())
     return success(id=doc_id)
 
 
@@ -252,15 +270,27 @@ def date_param(request: Request, name: str) -> int | None:
         ) from None
 
 
+def _window_date(request: Request, name: str, oldest: int) -> int | None:
+    """A date of the deletions list: no older than 30 days (the spec), with an hour of
+    grace for a client that computed "30 days ago" a moment before asking."""
+    when = date_param(request, name)
+    if when is None:
+        return None
+    if when < oldest - _DELETIONS_GRACE_MS:
+        raise InvalidData(
+            f"Invalid value for [{name}]: deleted documents are kept for 30 days only"
+        )
+    return max(when, oldest)
+
+
 async def deleted_documents(request: Request) -> Response:
     who = caller(request)
     now = now_ms()
     oldest = now - int(_DELETIONS_WINDOW.total_seconds() * 1000)
-    # Older start dates are moved to the edge of the window instead of refused.
-    start = max(date_param(request, "start_date") or oldest, oldest)
-    end = date_param(request, "end_date") or now
+    start = _window_date(request, "start_date", oldest) or oldest
+    end = _window_date(request, "end_date", oldest) or now
     offset = int_param(request, "offset", 0, 0)
-    limit = min(int_param(request, "limit", 1000, 1), 1000)
+    limit = int_param(request, "limit", 1000, 1, 1000)
     data, total = await state(request).db.read(
         documents.deleted_documents, who, start, end, offset, limit
     )

@@ -14,6 +14,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from vaultfs.errors import MethodNotSupported
+from vaultfs.wire import PAGE_LIMIT
 
 from .. import versions
 from ..envelope import success
@@ -97,7 +98,8 @@ async def log_event(request: Request) -> Response:
 async def list_events(request: Request) -> Response:
     who = caller(request)
     doc_id = path_int(request, "doc_id", "document id")
-    limit = int_param(request, "limit", 200, 1)
+    # As for documents: 200 by default and at most ("limit can only lower it").
+    limit = int_param(request, "limit", PAGE_LIMIT, 1, PAGE_LIMIT)
     start = int_param(request, "start", 0, 0)
     spec = events.EventQuery(
         filters={k: v for k, v in request.query_params.items() if k not in _NOT_FILTERS},

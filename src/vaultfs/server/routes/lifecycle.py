@@ -10,6 +10,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from vaultfs.errors import MalformedUrl, MethodNotSupported
+
 from .. import versions
 from ..envelope import success
 from ..permissions import Permission, allowed
@@ -40,30 +42,42 @@ async def list_actions(request: Request) -> Response:
     return success(responseMessage="Success", lifecycle_actions__v=actions)
 
 
+def _not_offered(exc: MalformedUrl) -> MethodNotSupported:
+    """An action the version does not offer names no endpoint: the spec's type for
+    "other endpoint-construction problems" (its version and document exist)."""
+    return MethodNotSupported(exc.message)
+
+
 async def entry_requirements(request: Request) -> Response:
     who, vault, doc_id, version = await subject(request, Permission.VIEW)
-    properties = await vault.db.read(
-        lifecycle.entry_requirements,
-        who.vault_id,
-        doc_id,
-        version,
-        request.path_params["action"],
-    )
+    try:
+        properties = await vault.db.read(
+            lifecycle.entry_requirements,
+            who.vault_id,
+            doc_id,
+            version,
+            request.path_params["action"],
+        )
+    except MalformedUrl as exc:
+        raise _not_offered(exc) from None
     return success(responseMessage="Success", properties=properties)
 
 
 async def start_action(request: Request) -> Response:
     who, vault, doc_id, version = await subject(request, Permission.EDIT)
     body = await form(request)
-    workflow_id = await vault.db.write(
-        lifecycle.start_action,
-        who,
-        doc_id,
-        version,
-        request.path_params["action"],
-        body.fields,
-        vault.db.tick(),
-    )
+    try:
+        workflow_id = await vault.db.write(
+            lifecycle.start_action,
+            who,
+            doc_id,
+            version,
+            request.path_params["action"],
+            body.fields,
+            vault.db.tick(),
+        )
+    except MalformedUrl as exc:
+        raise _not_offered(exc) from None
     if workflow_id is None:
         return success(id=doc_id)
     return success(id=doc_id, workflow_id__v=workflow_id)

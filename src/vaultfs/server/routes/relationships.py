@@ -17,7 +17,7 @@ from ..permissions import Permission
 from ..state import VaultState
 from ..storage import documents, relationships
 from ..storage.users import SessionUser
-from .common import caller, form, path_int, since, state, version_path
+from .common import caller, check_numbers, form, path_int, since, state, version_path
 
 __all__ = ["routes", "subject"]
 
@@ -38,11 +38,25 @@ async def subject(
     return who, vault, doc_id, version
 
 
+#: Field names without their ``__v`` suffix, as veevatools sends them (JSON body); each
+#: names one field only, so it is taken for that field unless the body has both.
+_UNSUFFIXED = ("target_doc_id", "relationship_type", "target_major_version", "target_minor_version")
+
+
+def _fields(sent: dict[str, str]) -> dict[str, str]:
+    fields = dict(sent)
+    for short in _UNSUFFIXED:
+        if short in fields and f"{short}__v" not in fields:
+            fields[f"{short}__v"] = fields.pop(short)
+    return fields
+
+
 async def create_relationship(request: Request) -> Response:
     who, vault, doc_id, version = await subject(request, Permission.EDIT)
-    body = await form(request)
+    fields = _fields((await form(request)).fields)
+    check_numbers(fields, [f"{short}__v" for short in _UNSUFFIXED if short != "relationship_type"])
     rel_id = await vault.db.write(
-        relationships.create_relationship, who, doc_id, version, body.fields, vault.db.tick()
+        relationships.create_relationship, who, doc_id, version, fields, vault.db.tick()
     )
     return success(responseMessage="Document relationship successfully created.", id=rel_id)
 
