@@ -128,7 +128,7 @@ class ScratchOpen:
         self._scratch = scratch
         self._writer = writer
         scratch.handles += 1
-        scratch.writers += writer
+        scratch.writers.count += writer
 
     async def read(self, offset: int, size: int) -> bytes:
         return self._scratch.pread(offset, size)
@@ -140,7 +140,7 @@ class ScratchOpen:
 
     async def flush(self) -> None:
         scratch = self._scratch
-        if self._writer and scratch.written and scratch.writers == 1:
+        if self._writer and scratch.writers.flush_takes():
             await self._namespace.make_document(scratch)
 
     async def fsync(self) -> None:
@@ -149,9 +149,9 @@ class ScratchOpen:
     async def release(self) -> None:
         scratch = self._scratch
         scratch.handles -= 1
-        scratch.writers -= self._writer
+        scratch.writers.count -= self._writer
         try:
-            if self._writer and scratch.writers == 0 and scratch.dirty:
+            if self._writer and scratch.writers.count == 0 and scratch.dirty:
                 # Made and closed without a flush that took it (``touch``, ``: >``).
                 await self._namespace.make_document(scratch)
         except (errors.VaultError, OSError) as exc:

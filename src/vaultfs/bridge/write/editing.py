@@ -13,7 +13,6 @@ the spool calls), so the tree shows the draft.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +24,7 @@ from vaultfs.bridge.tree.nodes import Kind
 from vaultfs.bridge.tree.tree import Tree
 from vaultfs.bridge.write.spool.entry import EDITING
 from vaultfs.bridge.write.spool.spool import Start, StartFrom
+from vaultfs.bridge.write.writers import Writers
 from vaultfs.errors import InsufficientAccess, NotFound, ReadOnly, VaultError
 
 if TYPE_CHECKING:  # only for annotations: the spool is handed in by the mount
@@ -57,24 +57,6 @@ class EditHandle:
         pass
 
 
-@dataclass
-class _Writers:
-    """The open writers of one document, and the order their opens and closes take
-    effect in.
-
-    ``count`` goes up before an open waits for anything and down when a handle is
-    released, so a close racing with an open never checks in under the opener; a
-    check-out and a check-in of one document never run at once (``lock``), so an open
-    that arrives during a check-in starts from the content that check-in left.
-    """
-
-    count: int = 0
-    #: written or truncated since the last check-in: the flush of a writer that changed
-    #: nothing (a shell's ``>>`` closes a dup'ed descriptor first) waits
-    dirty: bool = False
-    lock: trio.Lock = field(default_factory=trio.Lock)
-
-
 async def show_check_in(tree: Tree, blobs: BlobCache, doc_id: int, size: int) -> None:
     """Show a draft the spool just checked in: read the document again (one call) and
     remember its exact size, rather than wait for the next poll."""
@@ -88,7 +70,7 @@ class Editing:
         self.tree = tree
         self.blobs = blobs
         self.spool = spool
-        self._docs: dict[int, _Writers] = {}
+        self._docs: dict[int, Writers] = {}
         #: documents the vault refused this user a check-out of (INSUFFICIENT_ACCESS):
         #: shown read-only until an open for writing succeeds again
         self.refused: set[int] = set()
@@ -112,8 +94,8 @@ class Editing:
     async def open(self, doc_id: int, *, truncate: bool, append: bool = False) -> EditHandle:
         # An O_TRUNC open is a change too, but it is checked in by release, not by the
         # first flush: a shell's ``>`` flushes a duplicate descriptor before writing.
-        writers = self._docs.setdefault(doc_id, _Writers())
-        writers.count += 1  # before any wait: see _Writers
+        writers = self._docs.setdefault(doc_id, Writers())
+        writers.count += 1  # before any wait: see Writers
         try:
             async with writers.lock:
                 entry = await self._entry_for_writing(doc_id, truncate=truncate)
@@ -164,7 +146,7 @@ class Editing:
             # one after dup2): check out again, from the content just checked in.
             async with writers.lock:
                 handle.entry = await self._entry_for_writing(handle.doc_id, truncate=False)
-        writers.dirty = True
+        writers.written = True
         if handle.append:
             offset = handle.entry.size()  # no await from here to the write: atomic
         return int(handle.entry.pwrite(offset, data))
@@ -172,18 +154,18 @@ class Editing:
     async def flush(self, handle: EditHandle) -> None:
         """Check in when ``handle`` is the last writer of a changed document."""
         writers = self._docs.get(handle.doc_id)
-        if not handle.writer or writers is None or not writers.dirty or writers.count > 1:
+        if not handle.writer or writers is None or not writers.flush_takes():
             return
         async with writers.lock:
             if writers.count == 1:
                 await self._commit(handle.doc_id, writers)
 
-    async def _commit(self, doc_id: int, writers: _Writers) -> None:
+    async def _commit(self, doc_id: int, writers: Writers) -> None:
         """Check in the document's entry; ``writers.lock`` is held."""
         entry = self.spool.entry(doc_id) if self.spool is not None else None
         if self.spool is None or entry is None or entry.state != EDITING:
             return  # nothing open, or a check-in was tried already: the worker carries on
-        writers.dirty = False
+        writers.written = False
         await self.spool.commit(entry)
 
     async def release(self, handle: EditHandle) -> None:
@@ -211,11 +193,11 @@ class Editing:
         entry = self.entry(doc_id)
         if entry is not None and doc_id in self._docs:
             entry.truncate(size)
-            self._docs[doc_id].dirty = True
+            self._docs[doc_id].written = True
             return
         handle = await self.open(doc_id, truncate=size == 0)
         handle.entry.truncate(size)
-        self._docs[doc_id].dirty = True
+        self._docs[doc_id].written = True
         try:
             await self.flush(handle)
         finally:
@@ -233,9 +215,9 @@ class Editing:
         writers = self._docs.get(doc_id)
         if entry is not None and writers is not None and writers.count > 0:
             await trio.to_thread.run_sync(_replace_content, entry, source)
-            writers.dirty = True
+            writers.written = True
             return
-        writers = self._docs.setdefault(doc_id, _Writers())
+        writers = self._docs.setdefault(doc_id, Writers())
         writers.count += 1
         try:
             async with writers.lock:
@@ -249,7 +231,7 @@ class Editing:
             self._drop_if_idle(doc_id)
             raise
         handle = EditHandle(entry, writer=True)
-        writers.dirty = True
+        writers.written = True
         try:
             await self.flush(handle)
         finally:

@@ -202,13 +202,13 @@ class Namespace:
         when it became one already, check in what was written since as a draft of it
         (a handle kept open across the create: never dropped)."""
         if scratch.became is not None:
-            scratch.dirty = scratch.written = False
+            scratch.dirty = scratch.writers.written = False
             await self.editing.check_in_file(scratch.became, scratch.path)
             return
         if not scratch.linked or not self.makes_document(scratch):
             return
         assert self.scratch is not None and self.creator is not None
-        scratch.dirty = scratch.written = False
+        scratch.dirty = scratch.writers.written = False
         folder = self.scratch.folder(scratch.parent)
         filename = unescape(scratch.name)
         if folder is not None:
@@ -249,7 +249,7 @@ class Namespace:
         if scratch is not None and not self.makes_document(scratch):
             raise errors.Unsupported("a scratch file has no fields")
         self.new_fields.set(key, scratch, name, value)
-        if scratch is not None and scratch.missing is not None and scratch.writers == 0:
+        if scratch is not None and scratch.missing is not None and scratch.writers.count == 0:
             await self.make_document(scratch)
 
     def new_fields_of(self, key: NodeKey) -> dict[str, object]:
@@ -311,7 +311,7 @@ class Namespace:
         if new[0] not in FOLDERS and new[0] not in (Kind.DOC, Kind.NEWDIR):
             raise errors.CrossDevice("scratch files stay in document and type folders")
         store.rename(scratch.key, new, new_name)
-        if scratch.writers == 0 and self.makes_document(scratch):
+        if scratch.writers.count == 0 and self.makes_document(scratch):
             await self.make_document(scratch)
 
     async def _rename_source(

@@ -30,6 +30,7 @@ from pathlib import Path
 from vaultfs.bridge.tree import nodes
 from vaultfs.bridge.tree.nodes import Kind, NodeKey
 from vaultfs.bridge.write.spool.store import SCRATCH_XATTR
+from vaultfs.bridge.write.writers import Writers
 
 __all__ = [
     "NewFolder",
@@ -80,14 +81,13 @@ class ScratchFile:
     mode: int
     mtime_ns: int = field(default_factory=time.time_ns)
     ctime_ns: int = field(default_factory=time.time_ns)
-    #: open handles (readers and writers) and writers among them
+    #: open handles (readers and writers)
     handles: int = 0
-    writers: int = 0
-    #: created or changed since its content was last taken (check-in, new document)
+    #: the writers among them, and whether the close of the last one takes the content
+    writers: Writers = field(default_factory=Writers)
+    #: created or changed (a truncation by open included) since its content was last
+    #: taken: the release of the last writer takes it then (``touch``, ``: >``)
     dirty: bool = True
-    #: written or truncated since then: a flush (close) takes the content only then, as
-    #: a shell's ``>`` closes a duplicate descriptor before anything is written
-    written: bool = False
     #: still reachable by its name (False once unlinked or renamed over a source file)
     linked: bool = True
     #: the document this file became (a new file in a folder), once created: what is
@@ -125,10 +125,10 @@ class ScratchFile:
         os.ftruncate(self.fd, size)
         self.dirty = True
         self.mtime_ns = self.ctime_ns = time.time_ns()
-        self.written = self.written or written
+        self.writers.written = self.writers.written or written
 
     def touch(self) -> None:
-        self.dirty = self.written = True
+        self.dirty = self.writers.written = True
         self.mtime_ns = self.ctime_ns = time.time_ns()
 
     def fsync(self) -> None:
