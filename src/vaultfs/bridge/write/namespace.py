@@ -48,7 +48,7 @@ from vaultfs.bridge.write.scratch import (
     is_temporary_name,
     makes_document,
 )
-from vaultfs.bridge.write.spool import store as spool_store
+from vaultfs.bridge.write.spool import lost
 from vaultfs.client import VaultClient
 
 if TYPE_CHECKING:
@@ -365,7 +365,7 @@ class Namespace:
             self._scratch().unname(key)
         elif kind == Kind.LOSTF:
             assert self.spool is not None
-            await trio.to_thread.run_sync(spool_store.remove_lost, self.spool.directory, name)
+            await trio.to_thread.run_sync(lost.remove_lost, self.spool.directory, name)
         elif kind == Kind.VSRC:
             self._deleting()
             await self._delete_version(key)

@@ -10,7 +10,7 @@ memory. Nothing of it is uploaded until it is renamed over a document's source f
 (the mount empties the directory when it starts: ``empty_private_dir``), except the
 files that were to become new documents: their name is kept with the content (the
 ``user.vaultfs.scratch`` extended attribute), and the spool moves them to lost+found
-first (``store.rescue_scratch``), so a crash of the daemon loses none of them.
+first (``lost.rescue_scratch``), so a crash of the daemon loses none of them.
 
 Owns the names (directory key + name -> scratch file), the content files and the
 attributes; the decisions what a scratch file means are ``core``'s and ``editing``'s.

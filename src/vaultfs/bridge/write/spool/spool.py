@@ -35,7 +35,7 @@ from typing import Any
 
 import trio
 
-from vaultfs.bridge.write.spool import store
+from vaultfs.bridge.write.spool import lost, store
 from vaultfs.bridge.write.spool.entry import (
     EDITING,
     PENDING,
@@ -160,7 +160,7 @@ class Spool:
         store.ensure_private_dir(directory)
         for record in store.scan(directory):
             self._load(record)
-        store.rescue_scratch(directory)
+        lost.rescue_scratch(directory)
 
     def _load(self, record: store.EntryRecord) -> None:
         if record.state == EDITING:
@@ -197,10 +197,10 @@ class Spool:
         ]
 
     def lost_and_found(self) -> list[Path]:
-        return store.list_lost(self.directory)
+        return lost.list_lost(self.directory)
 
     def lost_records(self) -> list[dict[str, Any]]:
-        return store.lost_records(self.directory)
+        return lost.lost_records(self.directory)
 
     async def keep_lost(self, source: Path, filename: str, exc: VaultError) -> Path:
         """Move a file the vault would not take (a new document's content) to
@@ -214,7 +214,7 @@ class Spool:
         }
         with trio.CancelScope(shield=True):
             target = await self._run_sync(
-                store.keep_in_lost, self.directory, source, "new", filename, why
+                lost.keep_in_lost, self.directory, source, "new", filename, why
             )
         log.error("spool: %s could not be created (%s); content kept in %s", filename, exc, target)
         return target
@@ -508,7 +508,7 @@ class Spool:
         kind, _, message = reason.partition(": ")
         why = {"error_type": kind, "error_message": message, "lost": time.time()}
         with trio.CancelScope(shield=True):  # disk and memory must agree afterwards
-            target = await self._run_sync(store.move_to_lost, self.directory, entry.record, why)
+            target = await self._run_sync(lost.move_to_lost, self.directory, entry.record, why)
         self._forget(entry)
         log.error(
             "spool: doc %d cannot be checked in (%s); content kept in %s",

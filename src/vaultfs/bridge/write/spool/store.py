@@ -1,4 +1,4 @@
-"""The spool's files on disk: entry records, content files, lost+found.
+"""The spool's files on disk: entry records and content files.
 
 Owns the layout of the spool directory and every blocking file operation of the
 spool (the caller runs the slow ones in a worker thread):
@@ -17,9 +17,10 @@ spool (the caller runs the slow ones in a worker thread):
     <doc_id>-<filename>.json  why (a LostRecord)
 ```
 
-A record is the only thing that makes a content file an entry: it is written after
-the content file exists and removed before the content file is, so a crash leaves
-at worst an orphan content file, which holds nothing a user wrote (see ``scan``).
+lost+found is ``lost``'s. A record is the only thing that makes a content file an
+entry: it is written after the content file exists and removed before the content
+file is, so a crash leaves at worst an orphan content file, which holds nothing a
+user wrote (see ``scan``).
 """
 
 from __future__ import annotations
@@ -35,9 +36,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from vaultfs.bridge.tree.nodes import LOST_AND_FOUND
-
 __all__ = [
+    "FILE_MODE",
     "SCRATCH",
     "SCRATCH_XATTR",
     "EntryRecord",
@@ -46,18 +46,14 @@ __all__ = [
     "discard",
     "drop_upload_name",
     "ensure_private_dir",
-    "keep_in_lost",
-    "list_lost",
-    "lost_records",
+    "fsync_dir",
     "md5_of",
-    "move_to_lost",
     "remove_entry",
-    "remove_lost",
-    "rescue_scratch",
     "retire_entry",
     "safe_filename",
     "scan",
     "upload_name",
+    "write_json_atomically",
     "write_record",
 ]
 
@@ -69,10 +65,7 @@ SCRATCH = "scratch"
 SCRATCH_XATTR = "user.vaultfs.scratch"
 
 _DIR_MODE = 0o700
-_FILE_MODE = 0o600
-# Longest name of a lost+found file we make, leaving room for " (NN)" and ".json"
-# within the 255 bytes a POSIX file name may have.
-_MAX_LOST_NAME = 200
+FILE_MODE = 0o600
 _UPLOAD_SUFFIX = ".upload"
 _GONE_SUFFIX = ".gone"
 #: read size of the copy made at check-out
@@ -137,7 +130,7 @@ def record_path(directory: Path, doc_id: int) -> Path:
     return directory / f"{doc_id}.json"
 
 
-def _fsync_dir(path: Path) -> None:
+def fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.fsync(fd)
@@ -145,23 +138,23 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def _write_json_atomically(path: Path, data: dict[str, Any]) -> None:
+def write_json_atomically(path: Path, data: dict[str, Any]) -> None:
     """tmp + fsync + rename + fsync(dir): after a crash the file is old or new, whole."""
     tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, _FILE_MODE)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
     try:
-        os.fchmod(fd, _FILE_MODE)
+        os.fchmod(fd, FILE_MODE)
         os.write(fd, json.dumps(data, indent=1, sort_keys=True).encode())
         os.fsync(fd)
     finally:
         os.close(fd)
     os.replace(tmp, path)
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
 
 
 def write_record(directory: Path, record: EntryRecord) -> None:
     record.updated = time.time()
-    _write_json_atomically(record_path(directory, record.doc_id), asdict(record))
+    write_json_atomically(record_path(directory, record.doc_id), asdict(record))
 
 
 def create_entry(
@@ -175,11 +168,11 @@ def create_entry(
     Blocking: run in a worker thread. On failure nothing is left behind.
     """
     path = data_path(directory, record.doc_id)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, _FILE_MODE)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, FILE_MODE)
     try:
         # The mode given to open() is filtered by the umask and ignored for a file
         # that already existed: set it explicitly before any content lands.
-        os.fchmod(fd, _FILE_MODE)
+        os.fchmod(fd, FILE_MODE)
         md5 = hashlib.md5(usedforsecurity=False)
         if initial is not None:
             _copy_hashing(initial, fd, md5)
@@ -219,7 +212,7 @@ def remove_entry(directory: Path, doc_id: int) -> None:
     for path in (record_path(directory, doc_id), data_path(directory, doc_id)):
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
-    _fsync_dir(directory)
+    fsync_dir(directory)
 
 
 def retire_entry(directory: Path, doc_id: int) -> Path:
@@ -235,7 +228,7 @@ def retire_entry(directory: Path, doc_id: int) -> Path:
     gone = directory / f"{doc_id}.{time.time_ns()}{_GONE_SUFFIX}"
     with contextlib.suppress(FileNotFoundError):
         os.rename(data_path(directory, doc_id), gone)
-    _fsync_dir(directory)
+    fsync_dir(directory)
     return gone
 
 
@@ -307,160 +300,3 @@ def upload_name(source: Path, filename: str) -> Path:
 
 def drop_upload_name(source: Path) -> None:
     shutil.rmtree(source.with_name(source.name + _UPLOAD_SUFFIX), ignore_errors=True)
-
-
-def _lost_name(label: str, filename: str, n: int) -> str:
-    # The file name comes from the vault: keep it inside lost+found and within limits.
-    safe = safe_filename(filename)
-    stem, dot, ext = safe.rpartition(".")
-    if not stem:  # no extension, or a name like ".bashrc"
-        stem, dot, ext = safe, "", ""
-    if n > 1:
-        stem = f"{stem} ({n})"
-    name = f"{label}-{stem}{dot}{ext}"
-    raw = name.encode()
-    if len(raw) > _MAX_LOST_NAME:
-        name = raw[:_MAX_LOST_NAME].decode(errors="ignore")
-    return name
-
-
-def keep_in_lost(
-    directory: Path, source: Path, label: str, filename: str, why: dict[str, Any]
-) -> Path:
-    """Move the file ``source`` to lost+found as ``<label>-<filename>``, with a ``.json``
-    holding ``why``.
-
-    Never overwrites: a taken name gets `` (2)``, `` (3)``... before its extension.
-    Returns the content's new path. Blocking: run in a worker thread.
-    """
-    lost_dir = directory / LOST_AND_FOUND
-    ensure_private_dir(lost_dir)
-    n = 1
-    while True:
-        target = lost_dir / _lost_name(label, filename, n)
-        why_path = target.with_name(target.name + ".json")
-        if not why_path.exists():
-            try:
-                # link() fails on an existing name where rename() would replace it
-                os.link(source, target)
-                break
-            except FileExistsError:
-                pass
-        n += 1
-    os.chmod(target, _FILE_MODE)
-    try:
-        _write_json_atomically(why_path, {**why, "content": target.name})
-    except OSError as exc:
-        # A full disk: the content is kept all the same (a link took no space), and
-        # the reason goes to the log; the status lists the file without it.
-        log.error("lost+found: %s kept, but its reason %s could not be written: %s",
-                  target.name, why, exc)  # fmt: skip
-        with contextlib.suppress(OSError):
-            why_path.with_name(why_path.name + ".tmp").unlink()
-    source.unlink()
-    _fsync_dir(source.parent)
-    return target
-
-
-def rescue_scratch(directory: Path) -> list[Path]:
-    """Move the files an earlier daemon was writing as new documents, and that it
-    never got to create, to lost+found; returns where they went. Everything else in
-    the scratch directory is editors' temporary files, left for the mount to clear.
-    Blocking."""
-    rescued: list[Path] = []
-    scratch_dir = directory / SCRATCH
-    if not scratch_dir.is_dir():
-        return rescued
-    for path in sorted(scratch_dir.iterdir()):
-        try:
-            meta = json.loads(os.getxattr(path, SCRATCH_XATTR))
-            wanted = bool(meta["new_document"]) and path.stat().st_size > 0
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
-        if wanted:
-            why = {
-                "doc_id": None,
-                "filename": str(meta.get("name")),
-                "error_type": "DAEMON_STOPPED",
-                "error_message": "a new document being written when the daemon stopped",
-                "lost": time.time(),
-            }
-            target = keep_in_lost(directory, path, "new", str(meta.get("name")), why)
-            log.warning("spool: new file %r from before a restart kept in %s", meta["name"], target)
-            rescued.append(target)
-    return rescued
-
-
-def move_to_lost(directory: Path, record: EntryRecord, reason: dict[str, Any]) -> Path:
-    """Move an entry's content to lost+found, with a ``.json`` saying why.
-
-    Returns the content's new path. Blocking: run in a worker thread.
-    """
-    target = keep_in_lost(
-        directory,
-        data_path(directory, record.doc_id),
-        str(record.doc_id),
-        record.filename,
-        {**asdict(record), **reason},
-    )
-    remove_entry(directory, record.doc_id)
-    return target
-
-
-#: What the status says of a lost+found file whose reason could not be written.
-_REASON_UNKNOWN = {
-    "error_type": "UNKNOWN",
-    "error_message": "the reason could not be written (full disk?); see the log",
-}
-
-
-def _lost_files(directory: Path) -> list[tuple[Path, dict[str, Any]]]:
-    """(content, why) of every lost+found file, with its ``.json`` when it has one."""
-    lost_dir = directory / LOST_AND_FOUND
-    if not lost_dir.is_dir():
-        return []
-    found = []
-    for path in lost_dir.iterdir():
-        if path.name.endswith((".json", ".tmp")) or not path.is_file():
-            continue
-        try:
-            why = json.loads(path.with_name(path.name + ".json").read_text())
-        except FileNotFoundError:
-            why = _REASON_UNKNOWN
-        except (ValueError, OSError):
-            continue
-        if isinstance(why, dict) and why.get("content", path.name) == path.name:
-            found.append((path, why))
-    return sorted(found, key=lambda item: item[0])
-
-
-def list_lost(directory: Path) -> list[Path]:
-    """Content files in lost+found (each with a ``<name>.json`` saying why, when that
-    could be written)."""
-    return [path for path, _ in _lost_files(directory)]
-
-
-def lost_records(directory: Path) -> list[dict[str, Any]]:
-    """What the status file says about each lost+found file."""
-    return [
-        {
-            "file": path.name,
-            "path": str(path),
-            "doc_id": why.get("doc_id"),
-            "filename": why.get("filename"),
-            "error": f"{why.get('error_type')}: {why.get('error_message')}",
-            "lost": why.get("lost"),
-            "size": path.stat().st_size,
-        }
-        for path, why in _lost_files(directory)
-    ]
-
-
-def remove_lost(directory: Path, name: str) -> None:
-    """Delete a lost+found file and its ``.json`` (the user has rescued it)."""
-    lost_dir = directory / LOST_AND_FOUND
-    if safe_filename(name) != name or name.endswith(".json"):
-        raise FileNotFoundError(name)
-    (lost_dir / name).unlink()
-    with contextlib.suppress(FileNotFoundError):
-        (lost_dir / f"{name}.json").unlink()
