@@ -14,8 +14,15 @@ import trio
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve
 
-from .app import create_app
-from .config import ServerConfig, default_data_dir
+from .app import create_app, open_database
+from .config import (
+    DATABASE_ENV,
+    PASSWORD_FILE_ENV,
+    DatabaseSettings,
+    ServerConfig,
+    database_settings,
+    default_data_dir,
+)
 from .storage import users
 from .storage.db import Database
 
@@ -28,6 +35,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
     parser.add_argument("--port", type=int, default=8817, help="port to listen on")
     _data_argument(parser)
+    _database_arguments(parser)
     parser.add_argument(
         "--tls-cert", type=Path, default=None, metavar="FILE", help="serve HTTPS: certificate (PEM)"
     )
@@ -91,6 +99,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     unlock = actions.add_parser("unlock", help="unlock a user locked out by failed logins")
     unlock.add_argument("username", help="user name of the account")
     _data_argument(unlock)
+    _database_arguments(unlock)
     unlock.set_defaults(handler=run_unlock)
 
 
@@ -104,14 +113,60 @@ def _data_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run_unlock(args: argparse.Namespace) -> int:
-    """Unlock an account; works while the server runs (SQLite allows a second writer)."""
-    path = (args.data or default_data_dir()) / "vault.sqlite3"
-    if not path.exists():
-        print(f"vaultfs serve-admin: no vault data in {path.parent}", file=sys.stderr)
-        return 1
-    db = Database(path)
+def _database_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--database",
+        default=None,
+        metavar="URL",
+        help="postgresql://USER@HOST[:PORT]/DB shared by several processes; no password"
+        " here: PGPASSFILE, PGPASSWORD or --database-password-file (default:"
+        f" ${DATABASE_ENV}, DATA/server.toml, else SQLite in the data directory)",
+    )
+    parser.add_argument(
+        "--database-password-file",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help=f"file (mode 0600) holding the database password (or ${PASSWORD_FILE_ENV})",
+    )
+
+
+def _settings(args: argparse.Namespace, command: str) -> DatabaseSettings | None:
+    """The database settings of a command line, or None after saying what is wrong."""
+    try:
+        return database_settings(
+            (args.data or default_data_dir()).resolve(), args.database, args.database_password_file
+        )
+    except (ValueError, OSError) as exc:
+        print(f"vaultfs {command}: {exc}", file=sys.stderr)
+        return None
+
+
+def admin_database(args: argparse.Namespace) -> Database | None:
+    """The open database of a ``serve-admin`` command, or None after saying why not."""
+    settings = _settings(args, "serve-admin")
+    if settings is None:
+        return None
+    data_dir = (args.data or default_data_dir()).resolve()
+    config = ServerConfig(
+        data_dir=data_dir,
+        database_url=settings.url,
+        database_password_file=settings.password_file,
+    )
+    if settings.url is None and not (data_dir / "vault.sqlite3").exists():
+        print(f"vaultfs serve-admin: no vault data in {data_dir}", file=sys.stderr)
+        return None
+    db = open_database(config)
     db.open()
+    return db
+
+
+def run_unlock(args: argparse.Namespace) -> int:
+    """Unlock an account; works while the server runs (the database allows a second
+    writer)."""
+    db = admin_database(args)
+    if db is None:
+        return 1
     try:
         found = db.write_sync(users.unlock_user, args.username)
     finally:
@@ -133,6 +188,9 @@ def run(args: argparse.Namespace) -> int:
     if (args.tls_cert is None) != (args.tls_key is None):
         print("vaultfs serve: --tls-cert and --tls-key go together", file=sys.stderr)
         return 2
+    settings = _settings(args, "serve")
+    if settings is None:
+        return 2
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
@@ -152,6 +210,8 @@ def run(args: argparse.Namespace) -> int:
         # From the environment, never from argv (argv is visible to every user).
         demo_password=os.environ.get("VAULTFS_DEMO_PASSWORD") or None,
         log_level=args.log_level,
+        database_url=settings.url,
+        database_password_file=settings.password_file,
     )
     hypercorn = HypercornConfig()
     hypercorn.bind = [f"{config.host}:{config.port}"]
