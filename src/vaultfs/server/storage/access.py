@@ -198,8 +198,8 @@ def add_roles(
         ids = parse_ids(text, key)
         _check_principals(conn, vault_id, kind, ids, key)
         conn.executemany(
-            "INSERT OR IGNORE INTO document_roles (doc_id, role, kind, principal)"
-            " VALUES (?, ?, ?, ?)",
+            "INSERT INTO document_roles (doc_id, role, kind, principal)"
+            " VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
             [(doc_id, role, kind, principal) for principal in ids],
         )
         used.append(key)

@@ -74,7 +74,7 @@ def _set_members(conn: Conn, vault_id: int, group_id: int, text: str) -> None:
             raise InvalidData(f"Invalid value for [members__v]: no such user [{user_id}]")
     conn.execute("DELETE FROM group_members WHERE group_id = ?", (group_id,))
     conn.executemany(
-        "INSERT OR IGNORE INTO group_members (group_id, user_id) VALUES (?, ?)",
+        "INSERT INTO group_members (group_id, user_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
         [(group_id, user_id) for user_id in members],
     )
 

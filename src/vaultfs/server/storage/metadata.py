@@ -83,9 +83,11 @@ def type_node(conn: Conn, name: str) -> TypeNode | None:
 
 
 def children(conn: Conn, parent: str | None, level: str) -> list[TypeNode]:
+    # Two forms rather than SQLite's "parent IS ?", which PostgreSQL does not know.
+    same_parent = "parent IS NULL" if parent is None else "parent = ?"
     rows = conn.execute(
-        "SELECT * FROM doc_types WHERE level = ? AND parent IS ? ORDER BY position",
-        (level, parent),
+        f"SELECT * FROM doc_types WHERE level = ? AND {same_parent} ORDER BY position",
+        (level,) if parent is None else (level, parent),
     ).fetchall()
     return [_node(r) for r in rows]
 

@@ -104,8 +104,12 @@ def put_rendition(
     if not exists and replace:
         raise MalformedUrl(f"Document [{doc_id}] has no rendition [{rendition_type}] to replace")
     conn.execute(
-        "INSERT OR REPLACE INTO renditions (doc_id, major, minor, rendition_type, blob, md5,"
-        " size, filename, format, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO renditions (doc_id, major, minor, rendition_type, blob, md5,"
+        " size, filename, format, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        " ON CONFLICT (doc_id, major, minor, rendition_type) DO UPDATE SET"
+        " blob = excluded.blob, md5 = excluded.md5, size = excluded.size,"
+        " filename = excluded.filename, format = excluded.format,"
+        " created_ms = excluded.created_ms",
         (*key, file.blob.sha256, file.blob.md5, file.blob.size, file.filename, file.format, now),
     )
     touch_version(conn, doc_id, ver["major"], ver["minor"], caller.user.id, now)

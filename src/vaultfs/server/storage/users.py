@@ -146,7 +146,8 @@ def record_failed_login(conn: Conn, username: str, attempts: int) -> None:
     """
     conn.execute(
         "UPDATE users SET failed_logins = failed_logins + 1,"
-        " locked_out = (? > 0 AND failed_logins + 1 >= ?) WHERE username = ?",
+        " locked_out = CASE WHEN ? > 0 AND failed_logins + 1 >= ? THEN 1 ELSE 0 END"
+        " WHERE username = ?",
         (attempts, attempts, username.lower()),
     )
 
