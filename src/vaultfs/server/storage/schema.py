@@ -44,12 +44,14 @@ def current_revision(conn: Connection) -> str | None:
     return MigrationContext.configure(conn).get_current_revision()
 
 
-def upgrade(conn: Connection) -> None:
-    """Bring the database to the newest revision (inside the caller's transaction)."""
+def upgrade(conn: Connection, target: str = "head") -> None:
+    """Bring the database to ``target`` (the newest revision), inside the caller's
+    transaction."""
     if conn.dialect.name == "sqlite":
         _adopt_user_version(conn)
-    if current_revision(conn) != head_revision():
-        command.upgrade(_config(conn), "head")
+    wanted = head_revision() if target == "head" else target
+    if current_revision(conn) != wanted:
+        command.upgrade(_config(conn), wanted)
 
 
 def _adopt_user_version(conn: Connection) -> None:
