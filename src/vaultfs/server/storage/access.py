@@ -111,9 +111,7 @@ def _my_roles(conn: Conn, caller: SessionUser, doc_id: int) -> tuple[bool, set[s
     return restricted, mine
 
 
-def check(
-    conn: Conn, doc_id: int, *, changes: bool | None = None, owner: bool = False
-) -> None:
+def check(conn: Conn, doc_id: int, *, changes: bool | None = None, owner: bool = False) -> None:
     """Apply the acting user's access to a document.
 
     ``changes`` None takes the request's own (whether it changes documents);
@@ -156,9 +154,7 @@ def parse_role_key(key: str) -> tuple[str, str] | None:
     return None
 
 
-def _check_principals(
-    conn: Conn, vault_id: int, kind: str, ids: list[int], key: str
-) -> None:
+def _check_principals(conn: Conn, vault_id: int, kind: str, ids: list[int], key: str) -> None:
     for principal in ids:
         if kind == "users":
             row = conn.execute(
@@ -185,9 +181,7 @@ def parse_ids(text: str, key: str) -> list[int]:
     return ids
 
 
-def add_roles(
-    conn: Conn, vault_id: int, doc_id: int, form: dict[str, str]
-) -> list[str]:
+def add_roles(conn: Conn, vault_id: int, doc_id: int, form: dict[str, str]) -> list[str]:
     """Add the users and groups of ``<role>.users`` / ``<role>.groups`` keys; the keys used."""
     used = []
     for key, text in form.items():
@@ -206,9 +200,7 @@ def add_roles(
     return used
 
 
-def remove_role(
-    conn: Conn, doc_id: int, role: str, kind: str, principal: int
-) -> bool:
+def remove_role(conn: Conn, doc_id: int, role: str, kind: str, principal: int) -> bool:
     cur = conn.execute(
         "DELETE FROM document_roles WHERE doc_id = ? AND role = ? AND kind = ? AND principal = ?",
         (doc_id, role, kind, principal),

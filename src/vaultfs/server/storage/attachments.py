@@ -56,9 +56,7 @@ def _get(conn: Conn, vault_id: int, doc_id: int, attachment_id: int) -> Row:
     return row
 
 
-def attachment_versions(
-    conn: Conn, vault_id: int, doc_id: int, attachment_id: int
-) -> list[int]:
+def attachment_versions(conn: Conn, vault_id: int, doc_id: int, attachment_id: int) -> list[int]:
     _get(conn, vault_id, doc_id, attachment_id)
     rows = conn.execute(
         "SELECT version FROM attachment_versions WHERE attachment_id = ? ORDER BY version",

@@ -107,9 +107,7 @@ def run_rows(
 # --- rows -------------------------------------------------------------------------
 
 
-def _doc_id(
-    conn: Conn, vault_id: int, row: Mapping[str, str], by_external: bool
-) -> int:
+def _doc_id(conn: Conn, vault_id: int, row: Mapping[str, str], by_external: bool) -> int:
     """The document a row names: ``id``, or ``external_id__v`` with idParam."""
     if by_external:
         external = row.get("external_id__v", "").strip()
@@ -144,9 +142,7 @@ def _version(row: Mapping[str, str]) -> tuple[int, int]:
     return numbers[0], numbers[1]
 
 
-def create_row(
-    conn: Conn, caller: SessionUser, item: Prepared, now: int
-) -> RowResult:
+def create_row(conn: Conn, caller: SessionUser, item: Prepared, now: int) -> RowResult:
     fields = {k: v for k, v in item.row.items() if k != "file"}
     doc_id = changes.create_document(conn, caller, fields, item.file, now)
     if item.file is not None:

@@ -63,9 +63,7 @@ def check_not_locked_by_other(doc: Row, caller: SessionUser) -> None:
         )
 
 
-def touch_version(
-    conn: Conn, doc_id: int, major: int, minor: int, user_id: int, now: int
-) -> None:
+def touch_version(conn: Conn, doc_id: int, major: int, minor: int, user_id: int, now: int) -> None:
     """Bump ``version_modified_date__v`` of a version (every change of it does)."""
     conn.execute(
         "UPDATE versions SET modified_ms = ?, modified_by = ? WHERE doc_id = ? AND major = ?"

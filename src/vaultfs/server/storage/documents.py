@@ -33,9 +33,7 @@ __all__ = [
 ]
 
 
-def get_document(
-    conn: Conn, vault_id: int, doc_id: int, *, changes: bool | None = None
-) -> Row:
+def get_document(conn: Conn, vault_id: int, doc_id: int, *, changes: bool | None = None) -> Row:
     """The document row, after the acting user's access check (see access.check)."""
     row = conn.execute(
         "SELECT * FROM documents WHERE id = ? AND vault_id = ?", (doc_id, vault_id)
@@ -76,9 +74,7 @@ def decorate(conn: Conn, doc: Row, record: dict[str, Any]) -> dict[str, Any]:
     return record
 
 
-def get_version(
-    conn: Conn, vault_id: int, doc_id: int, major: int, minor: int
-) -> tuple[Row, Row]:
+def get_version(conn: Conn, vault_id: int, doc_id: int, major: int, minor: int) -> tuple[Row, Row]:
     doc = get_document(conn, vault_id, doc_id)
     ver = conn.execute(
         "SELECT * FROM versions WHERE doc_id = ? AND major = ? AND minor = ?",
@@ -89,9 +85,7 @@ def get_version(
     return doc, ver
 
 
-def latest_version(
-    conn: Conn, vault_id: int, doc_id: int
-) -> tuple[Row, Row]:
+def latest_version(conn: Conn, vault_id: int, doc_id: int) -> tuple[Row, Row]:
     doc = get_document(conn, vault_id, doc_id)
     return get_version(conn, vault_id, doc_id, doc["latest_major"], doc["latest_minor"])
 
@@ -213,9 +207,7 @@ def _order_by(conn: Conn, sort: str | None) -> tuple[str, list[Any]]:
     return f"{expr} {order} {nulls}, d.id {order}, v.major, v.minor", params
 
 
-def list_documents(
-    conn: Conn, vault_id: int, query: ListQuery
-) -> tuple[list[dict[str, Any]], int]:
+def list_documents(conn: Conn, vault_id: int, query: ListQuery) -> tuple[list[dict[str, Any]], int]:
     """One page of document records and the total number matching."""
     visible, visible_params = access.visible_sql(query.caller)
     where = ["d.vault_id = ?", visible]
@@ -267,9 +259,7 @@ def list_documents(
     return records, int(total)
 
 
-def _term_highlights(
-    conn: Conn, doc_id: int, words: list[str]
-) -> list[dict[str, Any]]:
+def _term_highlights(conn: Conn, doc_id: int, words: list[str]) -> list[dict[str, Any]]:
     """Per version whose file text matches: the keywords found in it."""
     rows = conn.execute(
         "SELECT major, minor, blob FROM versions WHERE doc_id = ? AND blob IS NOT NULL"
@@ -325,9 +315,7 @@ def deleted_documents(
     return data, int(total)
 
 
-def find_common(
-    conn: Conn, vault_id: int, doc_ids: list[int]
-) -> list[dict[str, Any]]:
+def find_common(conn: Conn, vault_id: int, doc_ids: list[int]) -> list[dict[str, Any]]:
     """Fields every listed document has; ``shared`` with ``usedIn`` across their types."""
     leaves: dict[str, metadata.Classification] = {}
     for doc_id in doc_ids:

@@ -102,9 +102,7 @@ def create_group(conn: Conn, vault_id: int, form: Mapping[str, str]) -> int:
     return group_id
 
 
-def update_group(
-    conn: Conn, vault_id: int, group_id: int, form: Mapping[str, str]
-) -> None:
+def update_group(conn: Conn, vault_id: int, group_id: int, form: Mapping[str, str]) -> None:
     """Change the label and replace the members (``members__v``) of a group."""
     _check_form(form)
     _row(conn, vault_id, group_id)

@@ -146,9 +146,7 @@ def _principals(conn: Conn, vault_id: int, name: str, text: str) -> list[str]:
     return items
 
 
-def _activation_value(
-    conn: Conn, vault_id: int, spec: Mapping[str, Any], text: str
-) -> Any:
+def _activation_value(conn: Conn, vault_id: int, spec: Mapping[str, Any], text: str) -> Any:
     name, kind = spec["name"], spec["type"][0]
     if kind == "Date":
         try:

@@ -92,9 +92,7 @@ def children(conn: Conn, parent: str | None, level: str) -> list[TypeNode]:
     return [_node(r) for r in rows]
 
 
-def find_node(
-    conn: Conn, value: str, level: str, parent: str | None
-) -> TypeNode | None:
+def find_node(conn: Conn, value: str, level: str, parent: str | None) -> TypeNode | None:
     """The node called ``value`` (API name or label, case-insensitive) under ``parent``."""
     for node in children(conn, parent, level):
         if value.strip().lower() in (node.name.lower(), node.label.lower()):
@@ -193,9 +191,7 @@ def all_fields(conn: Conn) -> list[FieldSpec]:
     return result
 
 
-def fields_for(
-    conn: Conn, nodes: list[TypeNode], inherited: bool = True
-) -> list[FieldSpec]:
+def fields_for(conn: Conn, nodes: list[TypeNode], inherited: bool = True) -> list[FieldSpec]:
     """Fields of the last node of ``nodes`` (with those of the levels above when inherited)."""
     levels = {n.name for n in (nodes if inherited else nodes[-1:])}
     return [

@@ -207,9 +207,7 @@ def list_relationships(
     return [_record(r, caller.vault_id) for r in rows]
 
 
-def _row(
-    conn: Conn, doc_id: int, version: tuple[int, int], rel_id: int
-) -> Row:
+def _row(conn: Conn, doc_id: int, version: tuple[int, int], rel_id: int) -> Row:
     row = conn.execute(
         "SELECT * FROM relationships WHERE id = ? AND ((source_doc = ? AND source_major = ?"
         " AND source_minor = ?) OR target_doc = ?)",

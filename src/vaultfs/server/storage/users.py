@@ -178,9 +178,7 @@ def user_vaults(conn: Conn, user_id: int) -> list[Row]:
     ).fetchall()
 
 
-def login(
-    conn: Conn, user: User, wanted_dns: str | None, now: int
-) -> tuple[str, int, list[Row]]:
+def login(conn: Conn, user: User, wanted_dns: str | None, now: int) -> tuple[str, int, list[Row]]:
     """Issue a session; returns (session id, vault id, the user's active vaults).
 
     Vault choice follows the spec: the active vault at ``wanted_dns`` when the user is

@@ -56,9 +56,7 @@ def _vault_record(row: Row, include_application: bool) -> dict[str, Any]:
     return record
 
 
-def domain_information(
-    conn: Conn, vault_id: int, include_application: bool
-) -> dict[str, Any]:
+def domain_information(conn: Conn, vault_id: int, include_application: bool) -> dict[str, Any]:
     """The ``domain__v`` object of the domain of ``vault_id``."""
     domain = conn.execute(
         "SELECT d.* FROM domains d JOIN vaults v ON v.domain = d.name WHERE v.id = ?",
