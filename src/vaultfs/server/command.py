@@ -1,5 +1,5 @@
 """``vaultfs serve``: run the local vault on Hypercorn's trio worker (HTTP or HTTPS);
-``vaultfs serve-admin``: administration of a data directory (unlock a user)."""
+``vaultfs serve-admin``: administration of a vault (unlock a user, backup, restore)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import trio
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve
 
+from . import demo
 from .app import create_app, open_database
 from .config import (
     DATABASE_ENV,
@@ -23,7 +24,8 @@ from .config import (
     database_settings,
     default_data_dir,
 )
-from .storage import users
+from .storage import backup, users
+from .storage.blobs import BlobStore
 from .storage.db import Database
 
 __all__ = ["register"]
@@ -101,6 +103,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     _data_argument(unlock)
     _database_arguments(unlock)
     unlock.set_defaults(handler=run_unlock)
+    backup = actions.add_parser(
+        "backup", help="write a backup archive of the vault (while servers run)"
+    )
+    backup.add_argument("archive", type=Path, help="the archive to write (must not exist)")
+    _data_argument(backup)
+    _database_arguments(backup)
+    backup.set_defaults(handler=run_backup)
+    restore = actions.add_parser(
+        "restore", help="restore a backup archive into a new, empty database and data directory"
+    )
+    restore.add_argument("archive", type=Path, help="an archive made by backup")
+    _data_argument(restore)
+    _database_arguments(restore)
+    restore.set_defaults(handler=run_restore)
 
 
 def _data_argument(parser: argparse.ArgumentParser) -> None:
@@ -175,6 +191,55 @@ def run_unlock(args: argparse.Namespace) -> int:
         print(f"vaultfs serve-admin: no user [{args.username}]", file=sys.stderr)
         return 1
     print(f"unlocked {args.username}")
+    return 0
+
+
+def run_backup(args: argparse.Namespace) -> int:
+    """Back up records and blobs in one consistent snapshot; servers keep running."""
+    db = admin_database(args)
+    if db is None:
+        return 1
+    try:
+        blobs = BlobStore((args.data or default_data_dir()).resolve() / "blobs")
+        manifest = backup.make_backup(db, blobs, demo.referenced_blobs, args.archive)
+    except (backup.BackupError, OSError) as exc:
+        print(f"vaultfs serve-admin backup: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        db.close()
+    rows = sum(manifest["rows"].values())
+    print(f"backed up {rows} records and {manifest['blobs']} files to {args.archive}")
+    return 0
+
+
+def run_restore(args: argparse.Namespace) -> int:
+    """Restore an archive into an empty database (the data directory's SQLite file by
+    default) and data directory; no server may run on them meanwhile."""
+    settings = _settings(args, "serve-admin")
+    if settings is None:
+        return 1
+    data_dir = (args.data or default_data_dir()).resolve()
+    if settings.url is None and (data_dir / "vault.sqlite3").exists():
+        print(f"vaultfs serve-admin restore: {data_dir} holds a vault already", file=sys.stderr)
+        return 1
+    data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    config = ServerConfig(
+        data_dir=data_dir,
+        database_url=settings.url,
+        database_password_file=settings.password_file,
+    )
+    db = open_database(config)
+    blobs = BlobStore(data_dir / "blobs")
+    blobs.open()
+    try:
+        manifest = backup.restore_backup(db, blobs, args.archive)
+    except (backup.BackupError, OSError, KeyError, ValueError) as exc:
+        print(f"vaultfs serve-admin restore: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        db.close()
+    rows = sum(manifest["rows"].values())
+    print(f"restored {rows} records and {manifest['blobs']} files from {args.archive}")
     return 0
 
 

@@ -122,15 +122,16 @@ class Database:
 
     # --- lifecycle --------------------------------------------------------------
 
-    def open(self) -> None:
-        """Connect and bring the schema up to date (blocking)."""
+    def open(self, revision: str = "head") -> None:
+        """Connect and bring the schema up to date (blocking); ``revision``: only that
+        far (a restore loads records at their own revision, then upgrades)."""
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._engine = _sqlite_engine(self.path)
         else:
             self._engine = _postgres_engine(self.url, self._password)
-        with self.exclusive(), self._begin_write() as conn:
-            schema.upgrade(conn)
+        with self.exclusive(), self.begin_write() as conn:
+            schema.upgrade(conn, revision)
         if self.path is not None:
             self.path.chmod(0o600)
 
@@ -179,7 +180,8 @@ class Database:
         return int(row[0])
 
     @contextmanager
-    def _begin_write(self) -> Iterator[Connection]:
+    def begin_write(self) -> Iterator[Connection]:
+        """A write transaction on a SQLAlchemy connection (schema work, restores)."""
         if self.shared:
             with self.engine.connect() as conn, conn.begin():
                 # One writer at a time across all processes, as SQLite's file lock does.
@@ -217,7 +219,7 @@ class Database:
 
     def write_sync(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(conn, *args)`` in one write transaction (blocking; caller serialises)."""
-        with self._begin_write() as conn:
+        with self.begin_write() as conn:
             return fn(SqlConnection(conn), *args)
 
     async def read(self, fn: Callable[..., T], *args: Any) -> T:
