@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from ..context import Context
 from ..results import Row
-from . import cp, grep, listing, read
+from . import cp, grep, listing, read, servers
 
 __all__ = ["WORKLOADS"]
 
@@ -19,4 +19,5 @@ WORKLOADS: dict[str, Callable[[Context], list[Row]]] = {
     "listing": listing.run,
     "grep": grep.run,
     "cp": cp.run,
+    "servers": servers.run,
 }

@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from tests.conftest import EDITOR, VIEWER
+from tests.server.backends import run_sql
 from tests.server.helpers import api_client, assert_error, assert_ok
 from tests.server.versioned import at_version
 from tests.vaultproc import VaultProcess
@@ -205,14 +206,11 @@ def test_delete_versions_csv_and_json(admin: httpx.Client, client: httpx.Client)
 
 def test_migration_mode_vault_setting(fresh_vault: VaultProcess) -> None:
     """The vault setting (set by an admin in the database) spares the header."""
-    import sqlite3
-
     admin = api_client(fresh_vault.url)
     rows = table(["id", "major_version_number__v", "minor_version_number__v"], ["1", "5", "0"])
     url = "/objects/documents/versions/batch"
     assert_error(admin.post(url, content=rows, headers=CSV), "OPERATION_NOT_ALLOWED")
-    with sqlite3.connect(Path(fresh_vault.data_dir) / "vault.sqlite3") as db:
-        db.execute("INSERT INTO vault_settings VALUES (1, 'migration_mode', 'true')")
+    run_sql(fresh_vault, "INSERT INTO vault_settings VALUES (1, 'migration_mode', 'true')")
     data = assert_ok(admin.post(url, content=rows, headers=CSV))["data"]
     assert data[0]["responseStatus"] == "SUCCESS", data
 

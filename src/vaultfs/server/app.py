@@ -1,9 +1,10 @@
 """``create_app(config)``: the Starlette application of the local vault.
 
 Nothing is created at import time. The application's lifespan opens the database
-and the blob directory, creates the demo vaults in an empty data directory, sweeps
-orphaned blobs (left by a crash or by deletions), reads the vault host names and the
-OAuth profiles, and closes everything on exit.
+(SQLite in the data directory, or a shared PostgreSQL) and the blob directory,
+creates the demo vaults in an empty database, sweeps orphaned blobs (left by a crash
+or by deletions), reads the vault host names and the OAuth profiles, and closes
+everything on exit.
 """
 
 from __future__ import annotations
@@ -24,7 +25,14 @@ from vaultfs.errors import MalformedUrl, MethodNotSupported
 from . import demo
 from .config import ServerConfig
 from .envelope import error_response
-from .limits import AuthThrottle, RateLimiter
+from .limits import (
+    ApiLimiter,
+    AuthThrottle,
+    LoginThrottle,
+    RateLimiter,
+    SharedAuthThrottle,
+    SharedRateLimiter,
+)
 from .middleware import ApiMiddleware
 from .oauth import load_profiles
 from .routes import api_routes
@@ -33,9 +41,24 @@ from .storage import vaults
 from .storage.blobs import BlobStore, StoredFile
 from .storage.db import Database, now_ms
 
-__all__ = ["create_app", "open_state"]
+__all__ = ["create_app", "open_database", "open_state"]
 
 log = logging.getLogger("vaultfs.server")
+
+
+#: On a content directory several processes share, unreferenced files younger than
+#: this are spared by the start-up sweep: another process may be mid-upload.
+_SHARED_SWEEP_AGE = 3600.0
+
+
+def open_database(config: ServerConfig) -> Database:
+    """The vault's database, not yet open: SQLite in the data directory, or the URL."""
+    if config.database_url is None:
+        return Database(config.data_dir / "vault.sqlite3")
+    password = None
+    if config.database_password_file is not None:
+        password = config.database_password_file.read_text().strip()
+    return Database(config.database_url, password=password)
 
 
 def open_state(config: ServerConfig) -> VaultState:
@@ -44,23 +67,38 @@ def open_state(config: ServerConfig) -> VaultState:
     # A directory made beforehand (by a packager, a test) is tightened too: it holds
     # password hashes, sessions and every document.
     config.data_dir.chmod(0o700)
-    db = Database(config.data_dir / "vault.sqlite3")
+    db = open_database(config)
     db.open()
     blobs = BlobStore(config.data_dir / "blobs")
     blobs.open()
-    if demo.ensure_demo_vault(db, blobs, config):
-        _add_second_demo_vault(db, blobs)
-    removed = blobs.sweep(db.read_sync(demo.referenced_blobs))
+    # Processes starting together on one database: one fills it, the others wait.
+    with db.exclusive():
+        if demo.ensure_demo_vault(db, blobs, config):
+            _add_second_demo_vault(db, blobs)
+        age = _SHARED_SWEEP_AGE if db.shared else 0.0
+        removed = blobs.sweep(db.read_sync(demo.referenced_blobs), min_age_seconds=age)
     if removed:
         log.info("removed %d unreferenced files from the blob directory", removed)
+    limiter: ApiLimiter
+    throttle: LoginThrottle
+    if db.shared:
+        limiter = SharedRateLimiter(
+            db, config.burst_limit, config.daily_limit, config.burst_window_seconds
+        )
+        throttle = SharedAuthThrottle(
+            db, config.auth_burst_limit, config.auth_window_seconds, config.auth_delay_ms
+        )
+    else:
+        limiter = RateLimiter(config.burst_limit, config.daily_limit, config.burst_window_seconds)
+        throttle = AuthThrottle(
+            config.auth_burst_limit, config.auth_window_seconds, config.auth_delay_ms
+        )
     return VaultState(
         config=config,
         db=db,
         blobs=blobs,
-        limiter=RateLimiter(config.burst_limit, config.daily_limit, config.burst_window_seconds),
-        auth_throttle=AuthThrottle(
-            config.auth_burst_limit, config.auth_window_seconds, config.auth_delay_ms
-        ),
+        limiter=limiter,
+        auth_throttle=throttle,
         hosts=db.read_sync(vaults.vault_hosts),
         default_vault=db.read_sync(vaults.default_vault),
         oauth=load_profiles(config.data_dir / "oauth.toml"),

@@ -1,5 +1,5 @@
 """``vaultfs serve``: run the local vault on Hypercorn's trio worker (HTTP or HTTPS);
-``vaultfs serve-admin``: administration of a data directory (unlock a user)."""
+``vaultfs serve-admin``: administration of a vault (unlock a user, backup, restore)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,18 @@ import trio
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve
 
-from .app import create_app
-from .config import ServerConfig, default_data_dir
-from .storage import users
+from . import demo
+from .app import create_app, open_database
+from .config import (
+    DATABASE_ENV,
+    PASSWORD_FILE_ENV,
+    DatabaseSettings,
+    ServerConfig,
+    database_settings,
+    default_data_dir,
+)
+from .storage import backup, users
+from .storage.blobs import BlobStore
 from .storage.db import Database
 
 __all__ = ["register"]
@@ -28,6 +37,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
     parser.add_argument("--port", type=int, default=8817, help="port to listen on")
     _data_argument(parser)
+    _database_arguments(parser)
     parser.add_argument(
         "--tls-cert", type=Path, default=None, metavar="FILE", help="serve HTTPS: certificate (PEM)"
     )
@@ -91,7 +101,22 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     unlock = actions.add_parser("unlock", help="unlock a user locked out by failed logins")
     unlock.add_argument("username", help="user name of the account")
     _data_argument(unlock)
+    _database_arguments(unlock)
     unlock.set_defaults(handler=run_unlock)
+    backup = actions.add_parser(
+        "backup", help="write a backup archive of the vault (while servers run)"
+    )
+    backup.add_argument("archive", type=Path, help="the archive to write (must not exist)")
+    _data_argument(backup)
+    _database_arguments(backup)
+    backup.set_defaults(handler=run_backup)
+    restore = actions.add_parser(
+        "restore", help="restore a backup archive into a new, empty database and data directory"
+    )
+    restore.add_argument("archive", type=Path, help="an archive made by backup")
+    _data_argument(restore)
+    _database_arguments(restore)
+    restore.set_defaults(handler=run_restore)
 
 
 def _data_argument(parser: argparse.ArgumentParser) -> None:
@@ -104,14 +129,60 @@ def _data_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run_unlock(args: argparse.Namespace) -> int:
-    """Unlock an account; works while the server runs (SQLite allows a second writer)."""
-    path = (args.data or default_data_dir()) / "vault.sqlite3"
-    if not path.exists():
-        print(f"vaultfs serve-admin: no vault data in {path.parent}", file=sys.stderr)
-        return 1
-    db = Database(path)
+def _database_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--database",
+        default=None,
+        metavar="URL",
+        help="postgresql://USER@HOST[:PORT]/DB shared by several processes; no password"
+        " here: PGPASSFILE, PGPASSWORD or --database-password-file (default:"
+        f" ${DATABASE_ENV}, DATA/server.toml, else SQLite in the data directory)",
+    )
+    parser.add_argument(
+        "--database-password-file",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help=f"file (mode 0600) holding the database password (or ${PASSWORD_FILE_ENV})",
+    )
+
+
+def _settings(args: argparse.Namespace, command: str) -> DatabaseSettings | None:
+    """The database settings of a command line, or None after saying what is wrong."""
+    try:
+        return database_settings(
+            (args.data or default_data_dir()).resolve(), args.database, args.database_password_file
+        )
+    except (ValueError, OSError) as exc:
+        print(f"vaultfs {command}: {exc}", file=sys.stderr)
+        return None
+
+
+def admin_database(args: argparse.Namespace) -> Database | None:
+    """The open database of a ``serve-admin`` command, or None after saying why not."""
+    settings = _settings(args, "serve-admin")
+    if settings is None:
+        return None
+    data_dir = (args.data or default_data_dir()).resolve()
+    config = ServerConfig(
+        data_dir=data_dir,
+        database_url=settings.url,
+        database_password_file=settings.password_file,
+    )
+    if settings.url is None and not (data_dir / "vault.sqlite3").exists():
+        print(f"vaultfs serve-admin: no vault data in {data_dir}", file=sys.stderr)
+        return None
+    db = open_database(config)
     db.open()
+    return db
+
+
+def run_unlock(args: argparse.Namespace) -> int:
+    """Unlock an account; works while the server runs (the database allows a second
+    writer)."""
+    db = admin_database(args)
+    if db is None:
+        return 1
     try:
         found = db.write_sync(users.unlock_user, args.username)
     finally:
@@ -120,6 +191,55 @@ def run_unlock(args: argparse.Namespace) -> int:
         print(f"vaultfs serve-admin: no user [{args.username}]", file=sys.stderr)
         return 1
     print(f"unlocked {args.username}")
+    return 0
+
+
+def run_backup(args: argparse.Namespace) -> int:
+    """Back up records and blobs in one consistent snapshot; servers keep running."""
+    db = admin_database(args)
+    if db is None:
+        return 1
+    try:
+        blobs = BlobStore((args.data or default_data_dir()).resolve() / "blobs")
+        manifest = backup.make_backup(db, blobs, demo.referenced_blobs, args.archive)
+    except (backup.BackupError, OSError) as exc:
+        print(f"vaultfs serve-admin backup: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        db.close()
+    rows = sum(manifest["rows"].values())
+    print(f"backed up {rows} records and {manifest['blobs']} files to {args.archive}")
+    return 0
+
+
+def run_restore(args: argparse.Namespace) -> int:
+    """Restore an archive into an empty database (the data directory's SQLite file by
+    default) and data directory; no server may run on them meanwhile."""
+    settings = _settings(args, "serve-admin")
+    if settings is None:
+        return 1
+    data_dir = (args.data or default_data_dir()).resolve()
+    if settings.url is None and (data_dir / "vault.sqlite3").exists():
+        print(f"vaultfs serve-admin restore: {data_dir} holds a vault already", file=sys.stderr)
+        return 1
+    data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    config = ServerConfig(
+        data_dir=data_dir,
+        database_url=settings.url,
+        database_password_file=settings.password_file,
+    )
+    db = open_database(config)
+    blobs = BlobStore(data_dir / "blobs")
+    blobs.open()
+    try:
+        manifest = backup.restore_backup(db, blobs, args.archive)
+    except (backup.BackupError, OSError, KeyError, ValueError) as exc:
+        print(f"vaultfs serve-admin restore: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        db.close()
+    rows = sum(manifest["rows"].values())
+    print(f"restored {rows} records and {manifest['blobs']} files from {args.archive}")
     return 0
 
 
@@ -132,6 +252,9 @@ async def _until_signal() -> None:
 def run(args: argparse.Namespace) -> int:
     if (args.tls_cert is None) != (args.tls_key is None):
         print("vaultfs serve: --tls-cert and --tls-key go together", file=sys.stderr)
+        return 2
+    settings = _settings(args, "serve")
+    if settings is None:
         return 2
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -152,6 +275,8 @@ def run(args: argparse.Namespace) -> int:
         # From the environment, never from argv (argv is visible to every user).
         demo_password=os.environ.get("VAULTFS_DEMO_PASSWORD") or None,
         log_level=args.log_level,
+        database_url=settings.url,
+        database_password_file=settings.password_file,
     )
     hypercorn = HypercornConfig()
     hypercorn.bind = [f"{config.host}:{config.port}"]

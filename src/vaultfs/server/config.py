@@ -1,12 +1,24 @@
-"""Configuration of one local vault server process (``ServerConfig``)."""
+"""Configuration of one local vault server process (``ServerConfig``) and where its
+database is (``database_settings``)."""
 
 from __future__ import annotations
 
 import os
+import stat
+import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
-__all__ = ["ServerConfig", "default_data_dir"]
+__all__ = [
+    "DATABASE_ENV",
+    "PASSWORD_FILE_ENV",
+    "DatabaseSettings",
+    "ServerConfig",
+    "database_settings",
+    "default_data_dir",
+]
 
 
 def default_data_dir() -> Path:
@@ -45,7 +57,58 @@ class ServerConfig:
     #: password of the demo users; None = generate one on first start
     demo_password: str | None = None
     log_level: str = "info"
+    #: the database: None = the SQLite file ``vault.sqlite3`` in ``data_dir``; else a
+    #: URL (``postgresql://USER@HOST[:PORT]/DB``) that several processes may share
+    database_url: str | None = None
+    #: a file holding the database password (else libpq's PGPASSWORD / PGPASSFILE)
+    database_password_file: Path | None = None
 
     @property
     def session_timeout_seconds(self) -> float:
         return self.session_timeout_minutes * 60.0
+
+
+#: Environment variables naming the database and its password file.
+DATABASE_ENV = "VAULTFS_DATABASE"
+PASSWORD_FILE_ENV = "VAULTFS_DATABASE_PASSWORD_FILE"
+
+
+@dataclass(frozen=True)
+class DatabaseSettings:
+    url: str | None
+    password_file: Path | None
+
+
+def database_settings(
+    data_dir: Path,
+    url: str | None,
+    password_file: Path | None,
+    environ: Mapping[str, str] = os.environ,
+) -> DatabaseSettings:
+    """Where the database is: the command line, else ``$VAULTFS_DATABASE``, else the
+    ``[database]`` table of ``DATA/server.toml``, else SQLite in the data directory.
+
+    A URL on the command line must not hold a password (argv is visible to every
+    user); ValueError says so. A password file must be private (mode 0600).
+    """
+    if url is not None and urlsplit(url).password is not None:
+        raise ValueError(
+            "no password in --database (argv is public): use PGPASSFILE, PGPASSWORD"
+            " or --database-password-file"
+        )
+    from_file = _server_toml(data_dir).get("database", {})
+    url = url or environ.get(DATABASE_ENV) or from_file.get("url") or None
+    found = password_file or environ.get(PASSWORD_FILE_ENV) or from_file.get("password_file")
+    password_path = Path(found).expanduser() if found else None
+    if password_path is not None and stat.S_IMODE(password_path.stat().st_mode) & 0o077:
+        raise ValueError(f"{password_path} must be readable by its owner only (chmod 600)")
+    return DatabaseSettings(url=url, password_file=password_path)
+
+
+def _server_toml(data_dir: Path) -> dict[str, dict[str, str]]:
+    path = data_dir / "server.toml"
+    if not path.exists():
+        return {}
+    with path.open("rb") as f:
+        loaded: dict[str, dict[str, str]] = tomllib.load(f)
+    return loaded

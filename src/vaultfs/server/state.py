@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .config import ServerConfig
-from .limits import AuthThrottle, RateLimiter
+from .limits import ApiLimiter, AuthThrottle, LoginThrottle
 from .oauth import OAuthProfile
 from .storage.blobs import BlobStore
 from .storage.db import Database
@@ -18,8 +18,8 @@ class VaultState:
     config: ServerConfig
     db: Database
     blobs: BlobStore
-    limiter: RateLimiter
-    auth_throttle: AuthThrottle = field(default_factory=lambda: AuthThrottle(20, 60, 0))
+    limiter: ApiLimiter
+    auth_throttle: LoginThrottle = field(default_factory=lambda: AuthThrottle(20, 60, 0))
     #: vault DNS (lower case) -> vault id, read at start
     hosts: dict[str, int] = field(default_factory=dict)
     #: the vault of requests whose host is no vault's DNS (127.0.0.1, localhost...)

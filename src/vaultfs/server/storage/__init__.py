@@ -1,5 +1,5 @@
-"""Storage of the local vault: SQLite records and the blob directory.
+"""Storage of the local vault: database records (SQLite or PostgreSQL) and the blob directory.
 
-Storage functions take a sqlite3 connection, raise ``vaultfs.errors`` classes and
-know nothing of HTTP. One module per area (documents, metadata, users, ...).
+Storage functions take a connection (``sql.Conn``), raise ``vaultfs.errors`` classes
+and know nothing of HTTP. One module per area (documents, metadata, users, ...).
 """

@@ -16,13 +16,13 @@ functions). Storage code run without one (the demo, start-up) is not restricted.
 
 from __future__ import annotations
 
-import sqlite3
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
 from vaultfs.errors import InsufficientAccess, InvalidData, InvalidDocument
 
+from .sql import Conn
 from .users import SessionUser
 
 __all__ = [
@@ -90,7 +90,7 @@ def visible_sql(caller: SessionUser, doc_column: str = "d.id") -> tuple[str, lis
     return sql, [_is_admin(caller), user_id, user_id]
 
 
-def _my_roles(conn: sqlite3.Connection, caller: SessionUser, doc_id: int) -> tuple[bool, set[str]]:
+def _my_roles(conn: Conn, caller: SessionUser, doc_id: int) -> tuple[bool, set[str]]:
     """(is the document restricted, the roles the caller holds on it)."""
     rows = conn.execute(
         "SELECT role, kind, principal FROM document_roles WHERE doc_id = ?", (doc_id,)
@@ -111,9 +111,7 @@ def _my_roles(conn: sqlite3.Connection, caller: SessionUser, doc_id: int) -> tup
     return restricted, mine
 
 
-def check(
-    conn: sqlite3.Connection, doc_id: int, *, changes: bool | None = None, owner: bool = False
-) -> None:
+def check(conn: Conn, doc_id: int, *, changes: bool | None = None, owner: bool = False) -> None:
     """Apply the acting user's access to a document.
 
     ``changes`` None takes the request's own (whether it changes documents);
@@ -134,7 +132,7 @@ def check(
         )
 
 
-def document_roles(conn: sqlite3.Connection, doc_id: int) -> dict[str, dict[str, list[int]]]:
+def document_roles(conn: Conn, doc_id: int) -> dict[str, dict[str, list[int]]]:
     """Every role of the document that has members: ``{role: {users, groups}}``."""
     roles: dict[str, dict[str, list[int]]] = {}
     rows = conn.execute(
@@ -156,9 +154,7 @@ def parse_role_key(key: str) -> tuple[str, str] | None:
     return None
 
 
-def _check_principals(
-    conn: sqlite3.Connection, vault_id: int, kind: str, ids: list[int], key: str
-) -> None:
+def _check_principals(conn: Conn, vault_id: int, kind: str, ids: list[int], key: str) -> None:
     for principal in ids:
         if kind == "users":
             row = conn.execute(
@@ -185,9 +181,7 @@ def parse_ids(text: str, key: str) -> list[int]:
     return ids
 
 
-def add_roles(
-    conn: sqlite3.Connection, vault_id: int, doc_id: int, form: dict[str, str]
-) -> list[str]:
+def add_roles(conn: Conn, vault_id: int, doc_id: int, form: dict[str, str]) -> list[str]:
     """Add the users and groups of ``<role>.users`` / ``<role>.groups`` keys; the keys used."""
     used = []
     for key, text in form.items():
@@ -198,17 +192,15 @@ def add_roles(
         ids = parse_ids(text, key)
         _check_principals(conn, vault_id, kind, ids, key)
         conn.executemany(
-            "INSERT OR IGNORE INTO document_roles (doc_id, role, kind, principal)"
-            " VALUES (?, ?, ?, ?)",
+            "INSERT INTO document_roles (doc_id, role, kind, principal)"
+            " VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
             [(doc_id, role, kind, principal) for principal in ids],
         )
         used.append(key)
     return used
 
 
-def remove_role(
-    conn: sqlite3.Connection, doc_id: int, role: str, kind: str, principal: int
-) -> bool:
+def remove_role(conn: Conn, doc_id: int, role: str, kind: str, principal: int) -> bool:
     cur = conn.execute(
         "DELETE FROM document_roles WHERE doc_id = ? AND role = ? AND kind = ? AND principal = ?",
         (doc_id, role, kind, principal),

@@ -7,7 +7,6 @@ becomes that attachment's next version; any other file is a new attachment.
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 from vaultfs.errors import InvalidData, MalformedUrl
@@ -16,6 +15,7 @@ from .blobs import StoredFile
 from .changes import check_not_locked_by_other, touch_version
 from .documents import get_document
 from .records import format_ms
+from .sql import Conn, Row
 from .users import SessionUser
 
 __all__ = [
@@ -36,8 +36,8 @@ MAX_ATTACHMENT_SIZE = 2 * 1024**3 - 1
 MAX_DESCRIPTION = 1000
 
 
-def _latest_row(conn: sqlite3.Connection, attachment_id: int) -> sqlite3.Row:
-    row: sqlite3.Row = conn.execute(
+def _latest_row(conn: Conn, attachment_id: int) -> Row:
+    row: Row = conn.execute(
         "SELECT a.id, a.doc_id, a.created_by, a.created_ms, v.* FROM attachments a"
         " JOIN attachment_versions v ON v.attachment_id = a.id WHERE a.id = ?"
         " ORDER BY v.version DESC LIMIT 1",
@@ -46,7 +46,7 @@ def _latest_row(conn: sqlite3.Connection, attachment_id: int) -> sqlite3.Row:
     return row
 
 
-def _get(conn: sqlite3.Connection, vault_id: int, doc_id: int, attachment_id: int) -> sqlite3.Row:
+def _get(conn: Conn, vault_id: int, doc_id: int, attachment_id: int) -> Row:
     get_document(conn, vault_id, doc_id)
     row = conn.execute(
         "SELECT * FROM attachments WHERE id = ? AND doc_id = ?", (attachment_id, doc_id)
@@ -56,9 +56,7 @@ def _get(conn: sqlite3.Connection, vault_id: int, doc_id: int, attachment_id: in
     return row
 
 
-def attachment_versions(
-    conn: sqlite3.Connection, vault_id: int, doc_id: int, attachment_id: int
-) -> list[int]:
+def attachment_versions(conn: Conn, vault_id: int, doc_id: int, attachment_id: int) -> list[int]:
     _get(conn, vault_id, doc_id, attachment_id)
     rows = conn.execute(
         "SELECT version FROM attachment_versions WHERE attachment_id = ? ORDER BY version",
@@ -67,7 +65,7 @@ def attachment_versions(
     return [r[0] for r in rows]
 
 
-def attachment_record(conn: sqlite3.Connection, attachment_id: int) -> dict[str, Any]:
+def attachment_record(conn: Conn, attachment_id: int) -> dict[str, Any]:
     """The Attachment resource (latest version); ``versions`` holds numbers, routes add URLs."""
     row = _latest_row(conn, attachment_id)
     versions = conn.execute(
@@ -91,7 +89,7 @@ def attachment_record(conn: sqlite3.Connection, attachment_id: int) -> dict[str,
 
 
 def list_attachments(
-    conn: sqlite3.Connection, vault_id: int, doc_id: int, attachment_id: int | None = None
+    conn: Conn, vault_id: int, doc_id: int, attachment_id: int | None = None
 ) -> list[dict[str, Any]]:
     if attachment_id is not None:
         _get(conn, vault_id, doc_id, attachment_id)
@@ -104,12 +102,12 @@ def list_attachments(
 
 
 def attachment_version(
-    conn: sqlite3.Connection,
+    conn: Conn,
     vault_id: int,
     doc_id: int,
     attachment_id: int,
     version: int | None,
-) -> sqlite3.Row:
+) -> Row:
     """The row of one version (the latest when ``version`` is None)."""
     _get(conn, vault_id, doc_id, attachment_id)
     if version is None:
@@ -124,7 +122,7 @@ def attachment_version(
 
 
 def add_attachment(
-    conn: sqlite3.Connection,
+    conn: Conn,
     caller: SessionUser,
     doc_id: int,
     file: StoredFile,
@@ -159,10 +157,11 @@ def add_attachment(
         if count >= MAX_ATTACHMENTS:
             raise InvalidData(f"A document has at most {MAX_ATTACHMENTS} attachments")
         cur = conn.execute(
-            "INSERT INTO attachments (doc_id, created_by, created_ms) VALUES (?, ?, ?)",
+            "INSERT INTO attachments (doc_id, created_by, created_ms) VALUES (?, ?, ?)"
+            " RETURNING id",
             (doc_id, caller.user.id, now),
         )
-        attachment_id, version = int(cur.lastrowid or 0), 1
+        attachment_id, version = int(cur.fetchone()[0]), 1
     conn.execute(
         "INSERT INTO attachment_versions (attachment_id, version, blob, md5, size, filename,"
         " format, description, created_by, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -184,7 +183,7 @@ def add_attachment(
 
 
 def delete_attachment(
-    conn: sqlite3.Connection, caller: SessionUser, doc_id: int, attachment_id: int, now: int
+    conn: Conn, caller: SessionUser, doc_id: int, attachment_id: int, now: int
 ) -> None:
     doc = get_document(conn, caller.vault_id, doc_id)
     check_not_locked_by_other(doc, caller)

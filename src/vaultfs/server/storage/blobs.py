@@ -15,6 +15,7 @@ import hashlib
 import mimetypes
 import os
 import tempfile
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -78,17 +79,21 @@ class BlobStore:
         writer.write_sync(data)
         return writer.finish_sync()
 
-    def sweep(self, referenced: Iterable[str]) -> int:
-        """Remove temp files and blobs no record references (blocking; run before serving)."""
+    def sweep(self, referenced: Iterable[str], min_age_seconds: float = 0.0) -> int:
+        """Remove temp files and blobs no record references (blocking; run before serving).
+
+        ``min_age_seconds`` spares younger files: on a directory several server
+        processes share, another process may be writing them, or about to commit the
+        record that references them.
+        """
         keep = set(referenced)
+        cutoff = time.time() - min_age_seconds
         removed = 0
-        for entry in self.tmp.iterdir():
-            entry.unlink(missing_ok=True)
+        for path in [*self.tmp.iterdir(), *self.root.glob("??/??/*")]:
+            if path.name in keep or (min_age_seconds and _mtime(path) > cutoff):
+                continue
+            path.unlink(missing_ok=True)
             removed += 1
-        for path in self.root.glob("??/??/*"):
-            if path.name not in keep:
-                path.unlink(missing_ok=True)
-                removed += 1
         return removed
 
 
@@ -130,9 +135,12 @@ class BlobWriter:
         sha = self._sha.hexdigest()
         final = self.store.path(sha)
         final.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        # Same content already stored: identical bytes, keep the old file.
+        # Same content already stored: identical bytes, keep the old file (made young
+        # again, so another process's sweep spares it until the record commits).
         if final.exists():
             self._tmp_path.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                os.utime(final)
         else:
             os.replace(self._tmp_path, final)
             _fsync_dir(final.parent)
@@ -179,6 +187,13 @@ class BlobWriter:
         # Shielded: the abort runs when the request is being cancelled too.
         with trio.CancelScope(shield=True):
             await trio.to_thread.run_sync(self.abort_sync)
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
 
 
 def _fsync_dir(path: Path) -> None:

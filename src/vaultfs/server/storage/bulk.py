@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import logging
-import sqlite3
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +25,7 @@ from . import changes, renditions, search
 from .blobs import StoredFile
 from .documents import latest_version
 from .metadata import classification_of, leaf_fields, resolve_status
+from .sql import Conn, json_text
 from .users import SessionUser
 
 __all__ = [
@@ -54,7 +54,7 @@ class Prepared:
     error: VaultError | None = None
 
 
-def migration_mode(conn: sqlite3.Connection, vault_id: int) -> bool:
+def migration_mode(conn: Conn, vault_id: int) -> bool:
     row = conn.execute(
         "SELECT value FROM vault_settings WHERE vault_id = ? AND name = 'migration_mode'",
         (vault_id,),
@@ -77,9 +77,9 @@ def _failure(exc: VaultError, row: Mapping[str, str]) -> RowResult:
 
 
 def run_rows(
-    conn: sqlite3.Connection,
+    conn: Conn,
     prepared: list[Prepared],
-    handle: Callable[[sqlite3.Connection, Prepared], RowResult],
+    handle: Callable[[Conn, Prepared], RowResult],
 ) -> list[RowResult]:
     """Each row in its own savepoint; results in input order."""
     results: list[RowResult] = []
@@ -107,9 +107,7 @@ def run_rows(
 # --- rows -------------------------------------------------------------------------
 
 
-def _doc_id(
-    conn: sqlite3.Connection, vault_id: int, row: Mapping[str, str], by_external: bool
-) -> int:
+def _doc_id(conn: Conn, vault_id: int, row: Mapping[str, str], by_external: bool) -> int:
     """The document a row names: ``id``, or ``external_id__v`` with idParam."""
     if by_external:
         external = row.get("external_id__v", "").strip()
@@ -118,7 +116,7 @@ def _doc_id(
         found = conn.execute(
             "SELECT d.id FROM documents d JOIN versions v ON v.doc_id = d.id"
             " AND v.major = d.latest_major AND v.minor = d.latest_minor"
-            " WHERE d.vault_id = ? AND json_extract(v.fields, '$.external_id__v') = ?",
+            f" WHERE d.vault_id = ? AND {json_text(conn, 'v.fields', 'external_id__v')} = ?",
             (vault_id, external),
         ).fetchone()
         if found is None:
@@ -144,9 +142,7 @@ def _version(row: Mapping[str, str]) -> tuple[int, int]:
     return numbers[0], numbers[1]
 
 
-def create_row(
-    conn: sqlite3.Connection, caller: SessionUser, item: Prepared, now: int
-) -> RowResult:
+def create_row(conn: Conn, caller: SessionUser, item: Prepared, now: int) -> RowResult:
     fields = {k: v for k, v in item.row.items() if k != "file"}
     doc_id = changes.create_document(conn, caller, fields, item.file, now)
     if item.file is not None:
@@ -158,7 +154,7 @@ def create_row(
 
 
 def update_row(
-    conn: sqlite3.Connection, caller: SessionUser, item: Prepared, by_external: bool, now: int
+    conn: Conn, caller: SessionUser, item: Prepared, by_external: bool, now: int
 ) -> RowResult:
     """Set the row's fields on the latest version: ``null`` clears, an empty cell skips."""
     doc_id = _doc_id(conn, caller.vault_id, item.row, by_external)
@@ -176,7 +172,7 @@ _CLASSIFYING = ("type__v", "subtype__v", "classification__v", "lifecycle__v")
 
 
 def version_row(
-    conn: sqlite3.Connection, caller: SessionUser, item: Prepared, by_external: bool, now: int
+    conn: Conn, caller: SessionUser, item: Prepared, by_external: bool, now: int
 ) -> RowResult:
     """Import one version (migration): numbers of the row, which must not exist yet."""
     row = item.row
@@ -232,7 +228,7 @@ def version_row(
 
 
 def rendition_row(
-    conn: sqlite3.Connection, caller: SessionUser, item: Prepared, by_external: bool, now: int
+    conn: Conn, caller: SessionUser, item: Prepared, by_external: bool, now: int
 ) -> RowResult:
     row = item.row
     doc_id = _doc_id(conn, caller.vault_id, row, by_external)
@@ -259,7 +255,7 @@ def rendition_row(
 
 
 def delete_version_row(
-    conn: sqlite3.Connection, caller: SessionUser, item: Prepared, by_external: bool, now: int
+    conn: Conn, caller: SessionUser, item: Prepared, by_external: bool, now: int
 ) -> RowResult:
     doc_id = _doc_id(conn, caller.vault_id, item.row, by_external)
     major, minor = _version(item.row)

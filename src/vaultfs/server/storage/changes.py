@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import posixpath
-import sqlite3
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,6 +19,7 @@ from . import access, metadata
 from .blobs import StoredFile
 from .documents import get_document, get_version, latest_version
 from .fields import FieldSpec, is_list, parse_value
+from .sql import Conn, Row
 from .users import SessionUser
 
 __all__ = [
@@ -56,16 +56,14 @@ _BINDING_RULES = {
 _CLASSIFYING = ("type__v", "subtype__v", "classification__v", "lifecycle__v")
 
 
-def check_not_locked_by_other(doc: sqlite3.Row, caller: SessionUser) -> None:
+def check_not_locked_by_other(doc: Row, caller: SessionUser) -> None:
     if doc["locked_by"] is not None and doc["locked_by"] != caller.user.id:
         raise OperationNotAllowed(
             f"Document [{doc['id']}] is checked out by another user (user id {doc['locked_by']})"
         )
 
 
-def touch_version(
-    conn: sqlite3.Connection, doc_id: int, major: int, minor: int, user_id: int, now: int
-) -> None:
+def touch_version(conn: Conn, doc_id: int, major: int, minor: int, user_id: int, now: int) -> None:
     """Bump ``version_modified_date__v`` of a version (every change of it does)."""
     conn.execute(
         "UPDATE versions SET modified_ms = ?, modified_by = ? WHERE doc_id = ? AND major = ?"
@@ -123,7 +121,7 @@ def _check_required(
 
 
 def _crosslink(
-    conn: sqlite3.Connection, given: dict[str, str], file: StoredFile | None
+    conn: Conn, given: dict[str, str], file: StoredFile | None
 ) -> tuple[int, int, str, int | None, int | None] | None:
     """The validated CrossLink fields of a create (popped from ``given``), or None."""
     link = {name: given.pop(name) for name in CROSSLINK_FIELDS if name in given}
@@ -176,7 +174,7 @@ def _crosslink(
 
 
 def create_document(
-    conn: sqlite3.Connection,
+    conn: Conn,
     caller: SessionUser,
     form: Mapping[str, str],
     file: StoredFile | None,
@@ -226,7 +224,7 @@ def create_document(
     cur = conn.execute(
         "INSERT INTO documents (vault_id, document_number, type, subtype, classification,"
         " lifecycle, created_by, created_ms, latest_major, latest_minor, binder)"
-        " VALUES (?, '', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " VALUES (?, '', ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
         (
             caller.vault_id,
             where.type.name,
@@ -240,7 +238,7 @@ def create_document(
             int(binder),
         ),
     )
-    doc_id = int(cur.lastrowid or 0)
+    doc_id = int(cur.fetchone()[0])
     conn.execute(
         "UPDATE documents SET document_number = ? WHERE id = ?", (f"VV-{doc_id:06d}", doc_id)
     )
@@ -261,7 +259,7 @@ def create_document(
 
 
 def insert_version(
-    conn: sqlite3.Connection,
+    conn: Conn,
     doc_id: int,
     major: int,
     minor: int,
@@ -297,7 +295,7 @@ def insert_version(
 
 
 def update_fields(
-    conn: sqlite3.Connection,
+    conn: Conn,
     caller: SessionUser,
     doc_id: int,
     version: tuple[int, int] | None,
@@ -339,7 +337,7 @@ def update_fields(
 
 
 def reclassify(
-    conn: sqlite3.Connection,
+    conn: Conn,
     caller: SessionUser,
     doc_id: int,
     form: Mapping[str, str],
@@ -389,7 +387,7 @@ def reclassify(
 
 
 def create_version(
-    conn: sqlite3.Connection,
+    conn: Conn,
     caller: SessionUser,
     doc_id: int,
     mode: str | None,
@@ -449,7 +447,7 @@ def create_version(
 
 
 def _record_deletion(
-    conn: sqlite3.Connection,
+    conn: Conn,
     vault_id: int,
     doc_id: int,
     versions: list[tuple[int, int]],
@@ -461,7 +459,7 @@ def _record_deletion(
     )
 
 
-def delete_document(conn: sqlite3.Connection, caller: SessionUser, doc_id: int, now: int) -> None:
+def delete_document(conn: Conn, caller: SessionUser, doc_id: int, now: int) -> None:
     """Delete a document with all its versions, renditions and attachments.
 
     Deleted files stay in the blob directory until the sweep at the next start (a
@@ -475,7 +473,7 @@ def delete_document(conn: sqlite3.Connection, caller: SessionUser, doc_id: int, 
 
 
 def delete_version(
-    conn: sqlite3.Connection, caller: SessionUser, doc_id: int, major: int, minor: int, now: int
+    conn: Conn, caller: SessionUser, doc_id: int, major: int, minor: int, now: int
 ) -> None:
     doc, _ = get_version(conn, caller.vault_id, doc_id, major, minor)
     check_not_locked_by_other(doc, caller)

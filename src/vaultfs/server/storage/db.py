@@ -1,382 +1,160 @@
-"""The SQLite database of the local vault: schema, connections, transactions.
+"""The database of the local vault: SQLite (default) or PostgreSQL, and its transactions.
 
-One file (``vault.sqlite3``) in WAL mode. Blocking sqlite3 calls run in worker threads
-(``trio.to_thread``); reads use a small pool of connections and run in parallel,
-writes run one at a time under a ``trio.Lock``, each in one ``BEGIN IMMEDIATE``
-transaction, so a request either changes everything it meant to or nothing.
+One SQLAlchemy Core engine. SQLite: one file (``vault.sqlite3``) in WAL mode, served by
+one process. PostgreSQL: one database that several server processes share.
 
-Storage modules are plain functions ``fn(conn, ...)``; routes run them through
-``Database.read`` / ``Database.write``. The schema is versioned with ``PRAGMA
-user_version``: later areas append a migration to ``MIGRATIONS``.
+Blocking calls run in worker threads (``trio.to_thread``). Reads run in parallel, each
+in one snapshot (SQLite's read transaction, PostgreSQL's REPEATABLE READ). Writes run
+one at a time, each in one transaction, so a request changes everything it meant to
+or nothing: in a process a ``trio.Lock`` orders them; across processes SQLite's
+``BEGIN IMMEDIATE`` or, on PostgreSQL, a transaction-scoped advisory lock does. With
+writers serialised, every read-modify-write in the storage functions (next version
+number, lock owner, counters) has exactly one winner on both backends.
+
+Storage modules are plain functions ``fn(conn, ...)`` (see ``sql.py``); routes run them
+through ``Database.read`` / ``Database.write``. The schema is versioned by Alembic
+(``schema.py``).
 """
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
 import trio
+from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy.engine import make_url
 
-__all__ = ["MIGRATIONS", "Database", "now_ms"]
+from . import schema
+from .sql import SqlConnection
+
+__all__ = ["Database", "now_ms"]
 
 T = TypeVar("T")
 
-_SCHEMA_V1 = """
-CREATE TABLE vaults (
-    id INTEGER PRIMARY KEY,
-    name TEXT NOT NULL,
-    dns TEXT NOT NULL
-);
-CREATE TABLE users (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    username TEXT NOT NULL UNIQUE,
-    display_name TEXT NOT NULL,
-    -- scrypt hash and its salt (hex)
-    password_hash TEXT NOT NULL,
-    password_salt TEXT NOT NULL,
-    -- admin | editor | viewer (see server/permissions.py)
-    role TEXT NOT NULL,
-    last_vault_id INTEGER
-);
-CREATE TABLE vault_members (
-    vault_id INTEGER NOT NULL REFERENCES vaults(id),
-    user_id INTEGER NOT NULL REFERENCES users(id),
-    PRIMARY KEY (vault_id, user_id)
-);
-CREATE TABLE sessions (
-    -- sha256 of the session id: the id itself is never stored
-    token_hash TEXT PRIMARY KEY,
-    user_id INTEGER NOT NULL REFERENCES users(id),
-    vault_id INTEGER NOT NULL REFERENCES vaults(id),
-    created_ms INTEGER NOT NULL,
-    last_used_ms INTEGER NOT NULL
-);
-
--- document types, subtypes and classifications in one tree
-CREATE TABLE doc_types (
-    name TEXT PRIMARY KEY,
-    label TEXT NOT NULL,
-    level TEXT NOT NULL CHECK (level IN ('type', 'subtype', 'classification')),
-    parent TEXT REFERENCES doc_types(name),
-    position INTEGER NOT NULL,
-    -- name defaulting rule such as '{filename}', NULL when name__v is required
-    name_default TEXT,
-    attachments_enabled INTEGER NOT NULL DEFAULT 1,
-    lifecycles TEXT NOT NULL DEFAULT '[]'
-);
--- field metadata: spec is the JSON of the field metadata record minus the
--- computed parts (shared, usedIn, definedIn)
-CREATE TABLE doc_fields (
-    name TEXT PRIMARY KEY,
-    position INTEGER NOT NULL,
-    defined_in TEXT REFERENCES doc_types(name),
-    spec TEXT NOT NULL
-);
-CREATE TABLE lifecycles (
-    name TEXT PRIMARY KEY,
-    label TEXT NOT NULL
-);
-CREATE TABLE lifecycle_states (
-    lifecycle TEXT NOT NULL REFERENCES lifecycles(name),
-    name TEXT NOT NULL,
-    label TEXT NOT NULL,
-    position INTEGER NOT NULL,
-    PRIMARY KEY (lifecycle, name)
-);
-CREATE TABLE lifecycle_actions (
-    lifecycle TEXT NOT NULL REFERENCES lifecycles(name),
-    state TEXT NOT NULL,
-    name TEXT NOT NULL,
-    label TEXT NOT NULL,
-    action_type TEXT NOT NULL CHECK (action_type IN ('workflow', 'stateChange')),
-    target_state TEXT,
-    PRIMARY KEY (lifecycle, state, name)
-);
-CREATE TABLE entry_requirements (
-    lifecycle TEXT NOT NULL,
-    action TEXT NOT NULL,
-    name TEXT NOT NULL,
-    position INTEGER NOT NULL,
-    spec TEXT NOT NULL,
-    PRIMARY KEY (lifecycle, action, name)
-);
-CREATE TABLE rendition_types (
-    name TEXT PRIMARY KEY,
-    label TEXT NOT NULL,
-    position INTEGER NOT NULL
-);
-CREATE TABLE relationship_types (
-    name TEXT PRIMARY KEY,
-    position INTEGER NOT NULL,
-    spec TEXT NOT NULL
-);
-CREATE TABLE event_types (
-    name TEXT PRIMARY KEY,
-    position INTEGER NOT NULL,
-    spec TEXT NOT NULL
-);
-
-CREATE TABLE documents (
-    -- AUTOINCREMENT: ids of deleted documents are never handed out again
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    vault_id INTEGER NOT NULL REFERENCES vaults(id),
-    document_number TEXT NOT NULL,
-    type TEXT NOT NULL REFERENCES doc_types(name),
-    subtype TEXT REFERENCES doc_types(name),
-    classification TEXT REFERENCES doc_types(name),
-    lifecycle TEXT NOT NULL REFERENCES lifecycles(name),
-    created_by INTEGER NOT NULL,
-    created_ms INTEGER NOT NULL,
-    latest_major INTEGER NOT NULL,
-    latest_minor INTEGER NOT NULL,
-    locked_by INTEGER,
-    locked_ms INTEGER
-);
-CREATE TABLE versions (
-    doc_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
-    major INTEGER NOT NULL,
-    minor INTEGER NOT NULL,
-    -- editable field values of this version (JSON object)
-    fields TEXT NOT NULL,
-    name TEXT NOT NULL,
-    status TEXT NOT NULL,
-    blob TEXT,
-    md5 TEXT,
-    size INTEGER,
-    filename TEXT,
-    format TEXT,
-    created_by INTEGER NOT NULL,
-    created_ms INTEGER NOT NULL,
-    modified_by INTEGER NOT NULL,
-    modified_ms INTEGER NOT NULL,
-    PRIMARY KEY (doc_id, major, minor)
-);
-CREATE INDEX versions_modified ON versions (modified_ms);
-CREATE TABLE renditions (
-    doc_id INTEGER NOT NULL,
-    major INTEGER NOT NULL,
-    minor INTEGER NOT NULL,
-    rendition_type TEXT NOT NULL,
-    blob TEXT NOT NULL,
-    md5 TEXT NOT NULL,
-    size INTEGER NOT NULL,
-    filename TEXT NOT NULL,
-    format TEXT NOT NULL,
-    created_ms INTEGER NOT NULL,
-    PRIMARY KEY (doc_id, major, minor, rendition_type),
-    FOREIGN KEY (doc_id, major, minor) REFERENCES versions(doc_id, major, minor)
-        ON DELETE CASCADE
-);
-CREATE TABLE attachments (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    doc_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
-    created_by INTEGER NOT NULL,
-    created_ms INTEGER NOT NULL
-);
-CREATE TABLE attachment_versions (
-    attachment_id INTEGER NOT NULL REFERENCES attachments(id) ON DELETE CASCADE,
-    version INTEGER NOT NULL,
-    blob TEXT NOT NULL,
-    md5 TEXT NOT NULL,
-    size INTEGER NOT NULL,
-    filename TEXT NOT NULL,
-    format TEXT NOT NULL,
-    description TEXT,
-    created_by INTEGER NOT NULL,
-    created_ms INTEGER NOT NULL,
-    PRIMARY KEY (attachment_id, version)
-);
-CREATE TABLE deletions (
-    doc_id INTEGER NOT NULL,
-    vault_id INTEGER NOT NULL,
-    major INTEGER NOT NULL,
-    minor INTEGER NOT NULL,
-    deleted_ms INTEGER NOT NULL
-);
-CREATE INDEX deletions_when ON deletions (deleted_ms);
-"""
-
-# Platform: domains, vault status and application, domain admins, login lockout.
-_SCHEMA_V2 = """
-CREATE TABLE domains (
-    name TEXT PRIMARY KEY,
-    -- Production | Sandbox | Demo | Test
-    type TEXT NOT NULL
-);
-INSERT INTO domains (name, type) VALUES ('vaultfs', 'Demo');
-ALTER TABLE vaults ADD COLUMN domain TEXT NOT NULL DEFAULT 'vaultfs';
-ALTER TABLE vaults ADD COLUMN status TEXT NOT NULL DEFAULT 'Active';
-ALTER TABLE vaults ADD COLUMN application TEXT NOT NULL DEFAULT 'Platform';
-ALTER TABLE vaults ADD COLUMN family_name TEXT;
-ALTER TABLE vaults ADD COLUMN family_label TEXT;
-ALTER TABLE users ADD COLUMN domain_admin INTEGER NOT NULL DEFAULT 0;
--- consecutive failed password checks (locked_out once they reach the limit)
-ALTER TABLE users ADD COLUMN failed_logins INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE users ADD COLUMN locked_out INTEGER NOT NULL DEFAULT 0;
-"""
-
-# Document features and access: groups, document roles, relationships, events,
-# workflows, favourites, CrossLinks, binders, content text for search, vault settings.
-_SCHEMA_V3 = """
-CREATE TABLE vault_settings (
-    vault_id INTEGER NOT NULL,
-    name TEXT NOT NULL,
-    value TEXT NOT NULL,
-    PRIMARY KEY (vault_id, name)
-);
-CREATE TABLE groups (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    vault_id INTEGER NOT NULL,
-    name TEXT NOT NULL,
-    label TEXT NOT NULL,
-    UNIQUE (vault_id, name)
-);
-CREATE TABLE group_members (
-    group_id INTEGER NOT NULL REFERENCES groups(id) ON DELETE CASCADE,
-    user_id INTEGER NOT NULL,
-    PRIMARY KEY (group_id, user_id)
-);
--- role assignments of documents; no foreign key on purpose: they outlive the document
--- (ids are never reused) so that the list of deletions honours who could see it
-CREATE TABLE document_roles (
-    doc_id INTEGER NOT NULL,
-    role TEXT NOT NULL,
-    kind TEXT NOT NULL CHECK (kind IN ('users', 'groups')),
-    principal INTEGER NOT NULL,
-    PRIMARY KEY (doc_id, role, kind, principal)
-);
-CREATE INDEX document_roles_principal ON document_roles (kind, principal);
-INSERT INTO document_roles (doc_id, role, kind, principal)
-    SELECT id, 'owner__v', 'users', created_by FROM documents;
-CREATE TABLE relationships (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    source_doc INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
-    source_major INTEGER NOT NULL,
-    source_minor INTEGER NOT NULL,
-    target_doc INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
-    target_major INTEGER,
-    target_minor INTEGER,
-    relationship_type TEXT NOT NULL,
-    created_by INTEGER NOT NULL,
-    created_ms INTEGER NOT NULL,
-    FOREIGN KEY (source_doc, source_major, source_minor)
-        REFERENCES versions(doc_id, major, minor) ON DELETE CASCADE,
-    FOREIGN KEY (target_doc, target_major, target_minor)
-        REFERENCES versions(doc_id, major, minor) ON DELETE CASCADE
-);
-CREATE INDEX relationships_target ON relationships (target_doc);
-CREATE TABLE document_events (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    doc_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
-    major INTEGER NOT NULL,
-    minor INTEGER NOT NULL,
-    event_type TEXT NOT NULL,
-    event_subtype TEXT NOT NULL,
-    classification TEXT NOT NULL,
-    event_ms INTEGER NOT NULL,
-    created_by INTEGER NOT NULL,
-    -- the other properties of the event (JSON object)
-    properties TEXT NOT NULL
-);
-CREATE INDEX document_events_doc ON document_events (doc_id, event_ms);
-CREATE TABLE workflows (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    doc_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
-    major INTEGER NOT NULL,
-    minor INTEGER NOT NULL,
-    action TEXT NOT NULL,
-    -- the values of the WorkflowActivation entry requirements (JSON object)
-    inputs TEXT NOT NULL,
-    started_by INTEGER NOT NULL,
-    started_ms INTEGER NOT NULL,
-    active INTEGER NOT NULL DEFAULT 1
-);
-CREATE INDEX workflows_doc ON workflows (doc_id, active);
-CREATE TABLE favorites (
-    user_id INTEGER NOT NULL,
-    doc_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
-    PRIMARY KEY (user_id, doc_id)
-);
-CREATE TABLE crosslinks (
-    doc_id INTEGER PRIMARY KEY REFERENCES documents(id) ON DELETE CASCADE,
-    source_vault_id INTEGER NOT NULL,
-    source_doc_id INTEGER NOT NULL,
-    binding_rule TEXT NOT NULL,
-    bound_major INTEGER,
-    bound_minor INTEGER
-);
-ALTER TABLE documents ADD COLUMN binder INTEGER NOT NULL DEFAULT 0;
--- text of stored files, by blob (identical content is indexed once)
-CREATE VIRTUAL TABLE blob_text USING fts5(sha256 UNINDEXED, body);
-"""
-
-#: Schema migrations in order; entry i brings user_version from i to i + 1.
-MIGRATIONS: list[str] = [_SCHEMA_V1, _SCHEMA_V2, _SCHEMA_V3]
-
 _READ_POOL = 4
+#: PostgreSQL advisory lock keys (one namespace: these two numbers).
+_WRITE_LOCK_KEY = 0x7661_0001
+_STARTUP_LOCK_KEY = 0x7661_0002
 
 
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-def _connect(path: Path) -> sqlite3.Connection:
+def _sqlite_engine(path: Path) -> Engine:
     # check_same_thread=False: a connection is used by one worker thread at a time,
     # but not always the same thread (trio's thread cache).
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
-    conn.row_factory = sqlite3.Row
-    conn.execute("PRAGMA foreign_keys = ON")
-    conn.execute("PRAGMA busy_timeout = 30000")
-    return conn
+    engine = create_engine(
+        f"sqlite:///{path}",
+        connect_args={"check_same_thread": False, "timeout": 30},
+        pool_size=_READ_POOL + 1,
+        max_overflow=_READ_POOL,
+    )
+
+    @event.listens_for(engine, "connect")
+    def _connect(dbapi_conn: Any, _record: Any) -> None:
+        # The driver's own implicit transactions are off: the "begin" hook below
+        # starts them, so a writer can ask for BEGIN IMMEDIATE.
+        dbapi_conn.isolation_level = None
+        cursor = dbapi_conn.cursor()
+        cursor.execute("PRAGMA foreign_keys = ON")
+        cursor.execute("PRAGMA busy_timeout = 30000")
+        cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.execute("PRAGMA synchronous = FULL")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _begin(conn: Connection) -> None:
+        conn.exec_driver_sql(conn.get_execution_options().get("sqlite_begin", "BEGIN"))
+
+    return engine
+
+
+def _postgres_engine(url: str, password: str | None) -> Engine:
+    parsed = make_url(url).set(drivername="postgresql+psycopg")
+    if password is not None:
+        parsed = parsed.set(password=password)
+    # Without a password here, libpq reads PGPASSWORD or the PGPASSFILE (~/.pgpass).
+    return create_engine(
+        parsed, pool_size=_READ_POOL + 1, max_overflow=_READ_POOL, pool_pre_ping=True
+    )
+
+
+def database_url(target: Path | str) -> str:
+    """The SQLAlchemy URL of ``target``: a URL as given, a path as a SQLite file."""
+    if isinstance(target, Path):
+        return f"sqlite:///{target}"
+    return target
 
 
 class Database:
-    """Connections to one SQLite file and the one-writer-at-a-time rule."""
+    """The engine of one vault database and the one-writer-at-a-time rule."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._writer: sqlite3.Connection | None = None
-        self._readers: list[sqlite3.Connection] = []
-        self._pool_guard = threading.Lock()
+    def __init__(self, target: Path | str, *, password: str | None = None) -> None:
+        self.url = database_url(target)
+        self.dialect = make_url(self.url).get_backend_name()
+        if self.dialect not in ("sqlite", "postgresql"):
+            raise ValueError(f"unsupported database: {self.dialect} (sqlite or postgresql)")
+        db = make_url(self.url).database
+        self.path: Path | None = Path(db) if self.dialect == "sqlite" and db else None
+        self._password = password
+        self._engine: Engine | None = None
         self._write_lock = trio.Lock()
         self._read_slots = trio.Semaphore(_READ_POOL)
         self._last_ms = 0
         self._clock_guard = threading.Lock()
 
+    @property
+    def shared(self) -> bool:
+        """Whether several server processes may serve this database (PostgreSQL)."""
+        return self.dialect == "postgresql"
+
+    @property
+    def engine(self) -> Engine:
+        if self._engine is None:
+            raise RuntimeError("database is not open")
+        return self._engine
+
     # --- lifecycle --------------------------------------------------------------
 
-    def open(self) -> None:
-        """Open the file, switch to WAL and bring the schema up to date (blocking)."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        writer = _connect(self.path)
-        writer.execute("PRAGMA journal_mode = WAL")
-        writer.execute("PRAGMA synchronous = FULL")
-        version = writer.execute("PRAGMA user_version").fetchone()[0]
-        for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
-            writer.execute("BEGIN IMMEDIATE")
-            try:
-                for statement in _statements(script):
-                    writer.execute(statement)
-                writer.execute(f"PRAGMA user_version = {number}")
-                writer.execute("COMMIT")
-            except BaseException:
-                writer.execute("ROLLBACK")
-                raise
-        self.path.chmod(0o600)
-        self._writer = writer
+    def open(self, revision: str = "head") -> None:
+        """Connect and bring the schema up to date (blocking); ``revision``: only that
+        far (a restore loads records at their own revision, then upgrades)."""
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._engine = _sqlite_engine(self.path)
+        else:
+            self._engine = _postgres_engine(self.url, self._password)
+        with self.exclusive(), self.begin_write() as conn:
+            schema.upgrade(conn, revision)
+        if self.path is not None:
+            self.path.chmod(0o600)
 
     def close(self) -> None:
-        with self._pool_guard:
-            for conn in self._readers:
-                conn.close()
-            self._readers.clear()
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
+        if self._engine is not None:
+            self._engine.dispose()
+            self._engine = None
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """Hold off other processes' start-up work (schema upgrade, demo data) meanwhile.
+
+        SQLite needs nothing: it has one process, and its writers exclude each other.
+        """
+        if not self.shared:
+            yield
+            return
+        with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.exec_driver_sql("SELECT pg_advisory_lock(%s)", (_STARTUP_LOCK_KEY,))
+            try:
+                yield
+            finally:
+                conn.exec_driver_sql("SELECT pg_advisory_unlock(%s)", (_STARTUP_LOCK_KEY,))
 
     # --- running storage functions ------------------------------------------------
 
@@ -384,39 +162,65 @@ class Database:
         """A strictly increasing millisecond timestamp for changes.
 
         Two changes never share a modification time, so a client that lists by
-        ``version_modified_date__v desc`` down to what it knows misses nothing.
+        ``version_modified_date__v desc`` down to what it knows misses nothing. On a
+        shared database the clock is a row every process advances.
         """
         with self._clock_guard:
             self._last_ms = max(now_ms(), self._last_ms + 1)
+            if self.shared:
+                self._last_ms = self._shared_tick(self._last_ms)
             return self._last_ms
 
+    def _shared_tick(self, floor: int) -> int:
+        with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            row = conn.exec_driver_sql(
+                "UPDATE vaultfs_clock SET last_ms = GREATEST(last_ms + 1, %s) RETURNING last_ms",
+                (floor,),
+            ).one()
+        return int(row[0])
+
+    @contextmanager
+    def begin_write(self) -> Iterator[Connection]:
+        """A write transaction on a SQLAlchemy connection (schema work, restores)."""
+        if self.shared:
+            with self.engine.connect() as conn, conn.begin():
+                # One writer at a time across all processes, as SQLite's file lock does.
+                conn.exec_driver_sql("SELECT pg_advisory_xact_lock(%s)", (_WRITE_LOCK_KEY,))
+                yield conn
+        else:
+            with self.engine.connect() as conn:
+                conn = conn.execution_options(sqlite_begin="BEGIN IMMEDIATE")
+                with conn.begin():
+                    yield conn
+
+    @contextmanager
+    def _begin_read(self) -> Iterator[Connection]:
+        with self.engine.connect() as conn:
+            if self.shared:
+                conn = conn.execution_options(
+                    isolation_level="REPEATABLE READ", postgresql_readonly=True
+                )
+            with conn.begin():
+                yield conn
+
     def read_sync(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run ``fn(conn, *args)`` on a reader connection (blocking)."""
-        with self._pool_guard:
-            conn = self._readers.pop() if self._readers else _connect(self.path)
-        try:
-            conn.execute("BEGIN")
-            try:
-                return fn(conn, *args)
-            finally:
-                conn.execute("COMMIT")
-        finally:
-            with self._pool_guard:
-                self._readers.append(conn)
+        """Run ``fn(conn, *args)`` in one read transaction (blocking)."""
+        with self._begin_read() as conn:
+            return fn(SqlConnection(conn), *args)
+
+    def short_sync(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(conn, *args)`` in a transaction of its own that locks only the rows
+        it touches (blocking): small shared state such as call counters, which must
+        not queue behind the writers."""
+        if not self.shared:
+            return self.write_sync(fn, *args)
+        with self.engine.connect() as conn, conn.begin():
+            return fn(SqlConnection(conn), *args)
 
     def write_sync(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(conn, *args)`` in one write transaction (blocking; caller serialises)."""
-        conn = self._writer
-        if conn is None:
-            raise RuntimeError("database is not open")
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            result = fn(conn, *args)
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
-        return result
+        with self.begin_write() as conn:
+            return fn(SqlConnection(conn), *args)
 
     async def read(self, fn: Callable[..., T], *args: Any) -> T:
         async with self._read_slots:
@@ -425,12 +229,5 @@ class Database:
     async def write(self, fn: Callable[..., T], *args: Any) -> T:
         async with self._write_lock:
             # Not cancellable: once the transaction started it runs to its end, so a
-            # client that goes away cannot leave the writer connection mid-transaction.
+            # client that goes away cannot leave a connection mid-transaction.
             return await trio.to_thread.run_sync(self.write_sync, fn, *args)
-
-
-def _statements(script: str) -> list[str]:
-    """Split a schema script into statements (the schema has no ';' inside strings;
-    ``--`` comments are dropped first, so they may contain one)."""
-    code = "\n".join(line.partition("--")[0] for line in script.splitlines())
-    return [s.strip() for s in code.split(";") if s.strip()]

@@ -8,7 +8,6 @@ hide from the acting user (storage/access.py); lists leave those out.
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +15,7 @@ from vaultfs.errors import InvalidData, InvalidDocument
 
 from . import access, metadata, search
 from .records import MetaSnapshot, document_record, format_ms
+from .sql import Conn, Row, dialect_of, ilike, json_sort_key, json_text
 from .users import SessionUser
 
 __all__ = [
@@ -33,9 +33,7 @@ __all__ = [
 ]
 
 
-def get_document(
-    conn: sqlite3.Connection, vault_id: int, doc_id: int, *, changes: bool | None = None
-) -> sqlite3.Row:
+def get_document(conn: Conn, vault_id: int, doc_id: int, *, changes: bool | None = None) -> Row:
     """The document row, after the acting user's access check (see access.check)."""
     row = conn.execute(
         "SELECT * FROM documents WHERE id = ? AND vault_id = ?", (doc_id, vault_id)
@@ -46,7 +44,7 @@ def get_document(
     return row
 
 
-def get_binder(conn: sqlite3.Connection, vault_id: int, binder_id: int) -> sqlite3.Row:
+def get_binder(conn: Conn, vault_id: int, binder_id: int) -> Row:
     """A document addressed under ``/objects/binders``: it must be a binder."""
     row = get_document(conn, vault_id, binder_id)
     if not row["binder"]:
@@ -54,7 +52,7 @@ def get_binder(conn: sqlite3.Connection, vault_id: int, binder_id: int) -> sqlit
     return row
 
 
-def decorate(conn: sqlite3.Connection, doc: sqlite3.Row, record: dict[str, Any]) -> dict[str, Any]:
+def decorate(conn: Conn, doc: Row, record: dict[str, Any]) -> dict[str, Any]:
     """Add what records.py does not know: roles, binder and CrossLink fields."""
     roles = access.document_roles(conn, doc["id"])
     for role in access.ROLE_FIELDS:
@@ -76,9 +74,7 @@ def decorate(conn: sqlite3.Connection, doc: sqlite3.Row, record: dict[str, Any])
     return record
 
 
-def get_version(
-    conn: sqlite3.Connection, vault_id: int, doc_id: int, major: int, minor: int
-) -> tuple[sqlite3.Row, sqlite3.Row]:
+def get_version(conn: Conn, vault_id: int, doc_id: int, major: int, minor: int) -> tuple[Row, Row]:
     doc = get_document(conn, vault_id, doc_id)
     ver = conn.execute(
         "SELECT * FROM versions WHERE doc_id = ? AND major = ? AND minor = ?",
@@ -89,14 +85,12 @@ def get_version(
     return doc, ver
 
 
-def latest_version(
-    conn: sqlite3.Connection, vault_id: int, doc_id: int
-) -> tuple[sqlite3.Row, sqlite3.Row]:
+def latest_version(conn: Conn, vault_id: int, doc_id: int) -> tuple[Row, Row]:
     doc = get_document(conn, vault_id, doc_id)
     return get_version(conn, vault_id, doc_id, doc["latest_major"], doc["latest_minor"])
 
 
-def version_numbers(conn: sqlite3.Connection, doc_id: int) -> list[tuple[int, int]]:
+def version_numbers(conn: Conn, doc_id: int) -> list[tuple[int, int]]:
     rows = conn.execute(
         "SELECT major, minor FROM versions WHERE doc_id = ? ORDER BY major, minor", (doc_id,)
     ).fetchall()
@@ -104,7 +98,7 @@ def version_numbers(conn: sqlite3.Connection, doc_id: int) -> list[tuple[int, in
 
 
 def read_document(
-    conn: sqlite3.Connection, vault_id: int, doc_id: int, version: tuple[int, int] | None
+    conn: Conn, vault_id: int, doc_id: int, version: tuple[int, int] | None
 ) -> dict[str, Any]:
     """Record, version numbers, rendition types of the version and attachment ids."""
     if version is None:
@@ -136,10 +130,10 @@ def read_document(
 #: JSON value.
 _SORT_COLUMNS = {
     "id": "d.id",
-    "name__v": "v.name COLLATE NOCASE",
+    "name__v": "lower(v.name)",
     "document_number__v": "d.document_number",
     "status__v": "v.status",
-    "filename__v": "v.filename COLLATE NOCASE",
+    "filename__v": "lower(v.filename)",
     "size__v": "v.size",
     "format__v": "v.format",
     "major_version_number__v": "v.major",
@@ -167,27 +161,29 @@ class ListQuery:
     named_filter: str | None = None
 
 
-_FIELD_MATCH = (
-    "(v.name LIKE ? ESCAPE '\\' OR v.filename LIKE ? ESCAPE '\\'"
-    " OR json_extract(v.fields, '$.title__v') LIKE ? ESCAPE '\\')"
-)
-_CONTENT_MATCH = "v.blob IN (SELECT sha256 FROM blob_text WHERE blob_text MATCH ?)"
+def _field_match(conn: Conn) -> str:
+    like = ilike(conn)
+    title = json_text(conn, "v.fields", "title__v")
+    return (
+        f"(v.name {like} ? ESCAPE '\\' OR v.filename {like} ? ESCAPE '\\'"
+        f" OR {title} {like} ? ESCAPE '\\')"
+    )
 
 
-def _keyword(word: str, scope: str | None) -> tuple[str, list[Any]]:
+def _keyword(conn: Conn, word: str, scope: str | None) -> tuple[str, list[Any]]:
     """The condition that one search keyword matches (every keyword must)."""
     pattern = "%" + word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-    fields = (_FIELD_MATCH, [pattern, pattern, pattern])
+    fields = (_field_match(conn), [pattern, pattern, pattern])
     if scope is None:
         return fields
-    phrase = search.fts_phrase(word)
-    content = (_CONTENT_MATCH, [phrase]) if phrase is not None else ("0", [])
+    query = search.text_query(conn, word)
+    content = (search.CONTENT_MATCH[dialect_of(conn)], [query]) if query else ("1 = 0", [])
     if scope == "contents":
         return content
     return f"({fields[0]} OR {content[0]})", fields[1] + content[1]
 
 
-def _order_by(conn: sqlite3.Connection, sort: str | None) -> tuple[str, list[Any]]:
+def _order_by(conn: Conn, sort: str | None) -> tuple[str, list[Any]]:
     if not sort:
         return "d.id, v.major, v.minor", []
     parts = sort.split()
@@ -202,15 +198,16 @@ def _order_by(conn: sqlite3.Connection, sort: str | None) -> tuple[str, list[Any
         known = {spec["name"] for spec in MetaSnapshot.load(conn).fields if spec["queryable"]}
         if field not in known:
             raise InvalidData(f"Invalid value for [sort]: unknown field '{field}'")
-        expr = "json_extract(v.fields, ?)"
-        params.append(f"$.{field}")
-    # id and version as tie-breakers keep pages stable.
-    return f"{expr} {direction.upper()}, d.id {direction.upper()}, v.major, v.minor", params
+        expr, key = json_sort_key(conn, "v.fields")
+        params.append(key(field))
+    # Missing values first going up, last going down (SQLite's order, said aloud so
+    # PostgreSQL sorts the same); id and version as tie-breakers keep pages stable.
+    nulls = "NULLS FIRST" if direction == "asc" else "NULLS LAST"
+    order = direction.upper()
+    return f"{expr} {order} {nulls}, d.id {order}, v.major, v.minor", params
 
 
-def list_documents(
-    conn: sqlite3.Connection, vault_id: int, query: ListQuery
-) -> tuple[list[dict[str, Any]], int]:
+def list_documents(conn: Conn, vault_id: int, query: ListQuery) -> tuple[list[dict[str, Any]], int]:
     """One page of document records and the total number matching."""
     visible, visible_params = access.visible_sql(query.caller)
     where = ["d.vault_id = ?", visible]
@@ -219,7 +216,7 @@ def list_documents(
         where.append("v.major = d.latest_major AND v.minor = d.latest_minor")
     words = (query.search or "").split()
     for word in words:
-        condition, condition_params = _keyword(word, query.scope)
+        condition, condition_params = _keyword(conn, word, query.scope)
         where.append(condition)
         params += condition_params
     user_id = query.caller.user.id
@@ -262,9 +259,7 @@ def list_documents(
     return records, int(total)
 
 
-def _term_highlights(
-    conn: sqlite3.Connection, doc_id: int, words: list[str]
-) -> list[dict[str, Any]]:
+def _term_highlights(conn: Conn, doc_id: int, words: list[str]) -> list[dict[str, Any]]:
     """Per version whose file text matches: the keywords found in it."""
     rows = conn.execute(
         "SELECT major, minor, blob FROM versions WHERE doc_id = ? AND blob IS NOT NULL"
@@ -290,7 +285,7 @@ def _term_highlights(
 
 
 def deleted_documents(
-    conn: sqlite3.Connection,
+    conn: Conn,
     caller: SessionUser,
     start_ms: int,
     end_ms: int,
@@ -320,9 +315,7 @@ def deleted_documents(
     return data, int(total)
 
 
-def find_common(
-    conn: sqlite3.Connection, vault_id: int, doc_ids: list[int]
-) -> list[dict[str, Any]]:
+def find_common(conn: Conn, vault_id: int, doc_ids: list[int]) -> list[dict[str, Any]]:
     """Fields every listed document has; ``shared`` with ``usedIn`` across their types."""
     leaves: dict[str, metadata.Classification] = {}
     for doc_id in doc_ids:

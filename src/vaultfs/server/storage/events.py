@@ -12,7 +12,6 @@ Records omit properties that are null or false.
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -23,6 +22,7 @@ from vaultfs.wire import parse_datetime
 
 from .documents import get_document, get_version
 from .records import format_ms, version_id
+from .sql import Conn, Row
 from .users import SessionUser
 
 __all__ = [
@@ -71,7 +71,7 @@ _COMMON = [
 ]
 
 
-def event_types(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+def event_types(conn: Conn) -> list[dict[str, Any]]:
     rows = conn.execute("SELECT spec FROM event_types ORDER BY position").fetchall()
     return [json.loads(r[0]) for r in rows]
 
@@ -80,7 +80,7 @@ def _matches(entry: Mapping[str, Any], value: str) -> bool:
     return value.strip().lower() in (str(entry["name"]).lower(), str(entry["label"]).lower())
 
 
-def find_type(conn: sqlite3.Connection, value: str) -> dict[str, Any]:
+def find_type(conn: Conn, value: str) -> dict[str, Any]:
     for spec in event_types(conn):
         if _matches(spec, value):
             return spec
@@ -141,7 +141,7 @@ def _error(kind: type[VaultError], problems: list[str], summary: str) -> VaultEr
 
 
 def log_event(
-    conn: sqlite3.Connection,
+    conn: Conn,
     caller: SessionUser,
     doc_id: int,
     version: tuple[int, int],
@@ -198,7 +198,8 @@ def log_event(
     event_ms = values.pop("event_date__v", now)
     cur = conn.execute(
         "INSERT INTO document_events (doc_id, major, minor, event_type, event_subtype,"
-        " classification, event_ms, created_by, properties) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " classification, event_ms, created_by, properties) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        " RETURNING id",
         (
             doc_id,
             *version,
@@ -210,10 +211,10 @@ def log_event(
             json.dumps(values),
         ),
     )
-    return int(cur.lastrowid or 0)
+    return int(cur.fetchone()[0])
 
 
-def _record(row: sqlite3.Row) -> dict[str, Any]:
+def _record(row: Row) -> dict[str, Any]:
     record: dict[str, Any] = {
         "id": row["id"],
         "event_type__v": row["event_type"],
@@ -239,7 +240,7 @@ class EventQuery:
 
 
 def list_events(
-    conn: sqlite3.Connection, vault_id: int, doc_id: int, query: EventQuery
+    conn: Conn, vault_id: int, doc_id: int, query: EventQuery
 ) -> tuple[list[dict[str, Any]], int]:
     """The document's events, oldest first, filtered; and how many match in all."""
     get_document(conn, vault_id, doc_id)
@@ -265,7 +266,7 @@ def list_events(
     return matching[query.start : query.start + query.limit], len(matching)
 
 
-def _labels(conn: sqlite3.Connection) -> dict[str, str]:
+def _labels(conn: Conn) -> dict[str, str]:
     """API name -> label of event types, subtypes and classifications."""
     labels: dict[str, str] = {}
     for spec in event_types(conn):

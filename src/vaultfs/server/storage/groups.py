@@ -8,20 +8,20 @@ have the shape of the vault service's group object (``name__v``, ``label__v``,
 from __future__ import annotations
 
 import re
-import sqlite3
 from collections.abc import Mapping
 from typing import Any
 
 from vaultfs.errors import InvalidData, MalformedUrl, ParameterRequired
 
 from .access import parse_ids
+from .sql import Conn, Row
 
 __all__ = ["create_group", "delete_group", "group_record", "list_groups", "update_group"]
 
 _EDITABLE = frozenset({"label__v", "name__v", "members__v", "group_description__v"})
 
 
-def _row(conn: sqlite3.Connection, vault_id: int, group_id: int) -> sqlite3.Row:
+def _row(conn: Conn, vault_id: int, group_id: int) -> Row:
     row = conn.execute(
         "SELECT * FROM groups WHERE id = ? AND vault_id = ?", (group_id, vault_id)
     ).fetchone()
@@ -30,7 +30,7 @@ def _row(conn: sqlite3.Connection, vault_id: int, group_id: int) -> sqlite3.Row:
     return row
 
 
-def group_record(conn: sqlite3.Connection, vault_id: int, group_id: int) -> dict[str, Any]:
+def group_record(conn: Conn, vault_id: int, group_id: int) -> dict[str, Any]:
     row = _row(conn, vault_id, group_id)
     members = [
         r[0]
@@ -50,7 +50,7 @@ def group_record(conn: sqlite3.Connection, vault_id: int, group_id: int) -> dict
     }
 
 
-def list_groups(conn: sqlite3.Connection, vault_id: int) -> list[dict[str, Any]]:
+def list_groups(conn: Conn, vault_id: int) -> list[dict[str, Any]]:
     ids = [
         r[0]
         for r in conn.execute("SELECT id FROM groups WHERE vault_id = ? ORDER BY id", (vault_id,))
@@ -64,7 +64,7 @@ def _check_form(form: Mapping[str, str]) -> None:
             raise InvalidData(f"Invalid field [{key}]: groups have {', '.join(sorted(_EDITABLE))}")
 
 
-def _set_members(conn: sqlite3.Connection, vault_id: int, group_id: int, text: str) -> None:
+def _set_members(conn: Conn, vault_id: int, group_id: int, text: str) -> None:
     members = parse_ids(text, "members__v")
     for user_id in members:
         row = conn.execute(
@@ -74,7 +74,7 @@ def _set_members(conn: sqlite3.Connection, vault_id: int, group_id: int, text: s
             raise InvalidData(f"Invalid value for [members__v]: no such user [{user_id}]")
     conn.execute("DELETE FROM group_members WHERE group_id = ?", (group_id,))
     conn.executemany(
-        "INSERT OR IGNORE INTO group_members (group_id, user_id) VALUES (?, ?)",
+        "INSERT INTO group_members (group_id, user_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
         [(group_id, user_id) for user_id in members],
     )
 
@@ -83,7 +83,7 @@ def _name_for(label: str) -> str:
     return (re.sub(r"[^a-z0-9]+", "_", label.lower()).strip("_") or "group") + "__c"
 
 
-def create_group(conn: sqlite3.Connection, vault_id: int, form: Mapping[str, str]) -> int:
+def create_group(conn: Conn, vault_id: int, form: Mapping[str, str]) -> int:
     _check_form(form)
     label = form.get("label__v", "").strip()
     if not label:
@@ -94,16 +94,15 @@ def create_group(conn: sqlite3.Connection, vault_id: int, form: Mapping[str, str
     ).fetchone():
         raise InvalidData(f"Invalid value for [name__v]: a group [{name}] exists already")
     cur = conn.execute(
-        "INSERT INTO groups (vault_id, name, label) VALUES (?, ?, ?)", (vault_id, name, label)
+        "INSERT INTO groups (vault_id, name, label) VALUES (?, ?, ?) RETURNING id",
+        (vault_id, name, label),
     )
-    group_id = int(cur.lastrowid or 0)
+    group_id = int(cur.fetchone()[0])
     _set_members(conn, vault_id, group_id, form.get("members__v", ""))
     return group_id
 
 
-def update_group(
-    conn: sqlite3.Connection, vault_id: int, group_id: int, form: Mapping[str, str]
-) -> None:
+def update_group(conn: Conn, vault_id: int, group_id: int, form: Mapping[str, str]) -> None:
     """Change the label and replace the members (``members__v``) of a group."""
     _check_form(form)
     _row(conn, vault_id, group_id)
@@ -113,7 +112,7 @@ def update_group(
         _set_members(conn, vault_id, group_id, form["members__v"])
 
 
-def delete_group(conn: sqlite3.Connection, vault_id: int, group_id: int) -> None:
+def delete_group(conn: Conn, vault_id: int, group_id: int) -> None:
     """Delete a group. Document roles keep naming it (group ids are never reused), so a
     restricted document never becomes visible to more people by a group's deletion."""
     _row(conn, vault_id, group_id)

@@ -14,7 +14,6 @@ the document's workflow active until its state is set by hand (a field update of
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -28,6 +27,7 @@ from vaultfs.errors import (
 
 from .changes import check_not_locked_by_other, touch_version
 from .documents import get_version
+from .sql import Conn, Row
 from .users import SessionUser
 
 __all__ = ["entry_requirements", "list_actions", "start_action"]
@@ -35,7 +35,7 @@ __all__ = ["entry_requirements", "list_actions", "start_action"]
 _DOCUMENT_SCOPES = ("Document", "Binder")
 
 
-def _state_of(conn: sqlite3.Connection, lifecycle: str, status: str) -> str | None:
+def _state_of(conn: Conn, lifecycle: str, status: str) -> str | None:
     row = conn.execute(
         "SELECT name FROM lifecycle_states WHERE lifecycle = ? AND (label = ? OR name = ?)",
         (lifecycle, status, status),
@@ -43,14 +43,14 @@ def _state_of(conn: sqlite3.Connection, lifecycle: str, status: str) -> str | No
     return str(row[0]) if row else None
 
 
-def _in_workflow(conn: sqlite3.Connection, doc_id: int) -> sqlite3.Row | None:
-    row: sqlite3.Row | None = conn.execute(
+def _in_workflow(conn: Conn, doc_id: int) -> Row | None:
+    row: Row | None = conn.execute(
         "SELECT * FROM workflows WHERE doc_id = ? AND active = 1", (doc_id,)
     ).fetchone()
     return row
 
 
-def _actions(conn: sqlite3.Connection, doc: sqlite3.Row, ver: sqlite3.Row) -> list[sqlite3.Row]:
+def _actions(conn: Conn, doc: Row, ver: Row) -> list[Row]:
     if _in_workflow(conn, doc["id"]) is not None:
         return []
     state = _state_of(conn, doc["lifecycle"], ver["status"])
@@ -60,7 +60,7 @@ def _actions(conn: sqlite3.Connection, doc: sqlite3.Row, ver: sqlite3.Row) -> li
     ).fetchall()
 
 
-def _requirements(conn: sqlite3.Connection, lifecycle: str, action: str) -> list[dict[str, Any]]:
+def _requirements(conn: Conn, lifecycle: str, action: str) -> list[dict[str, Any]]:
     rows = conn.execute(
         "SELECT spec FROM entry_requirements WHERE lifecycle = ? AND action = ? ORDER BY position",
         (lifecycle, action),
@@ -69,7 +69,7 @@ def _requirements(conn: sqlite3.Connection, lifecycle: str, action: str) -> list
 
 
 def list_actions(
-    conn: sqlite3.Connection,
+    conn: Conn,
     vault_id: int,
     doc_id: int,
     version: tuple[int, int],
@@ -93,7 +93,7 @@ def list_actions(
     return result
 
 
-def _action(conn: sqlite3.Connection, doc: sqlite3.Row, ver: sqlite3.Row, name: str) -> sqlite3.Row:
+def _action(conn: Conn, doc: Row, ver: Row, name: str) -> Row:
     for row in _actions(conn, doc, ver):
         if row["name"] == name:
             return row
@@ -107,14 +107,14 @@ def _action(conn: sqlite3.Connection, doc: sqlite3.Row, ver: sqlite3.Row, name: 
     )
 
 
-def _current(ver: sqlite3.Row, name: str) -> Any:
+def _current(ver: Row, name: str) -> Any:
     values = json.loads(ver["fields"])
     value = {"name__v": ver["name"], "status__v": ver["status"]}.get(name, values.get(name))
     return None if value in (None, [], "") else value
 
 
 def entry_requirements(
-    conn: sqlite3.Connection, vault_id: int, doc_id: int, version: tuple[int, int], name: str
+    conn: Conn, vault_id: int, doc_id: int, version: tuple[int, int], name: str
 ) -> list[dict[str, Any]]:
     doc, ver = get_version(conn, vault_id, doc_id, *version)
     action = _action(conn, doc, ver, name)
@@ -128,7 +128,7 @@ def entry_requirements(
     return result
 
 
-def _principals(conn: sqlite3.Connection, vault_id: int, name: str, text: str) -> list[str]:
+def _principals(conn: Conn, vault_id: int, name: str, text: str) -> list[str]:
     """A user/group list value: ``user:<id>`` and ``group:<id>`` items (each must exist)."""
     items = [item.strip() for item in text.split(",") if item.strip()]
     for item in items:
@@ -146,9 +146,7 @@ def _principals(conn: sqlite3.Connection, vault_id: int, name: str, text: str) -
     return items
 
 
-def _activation_value(
-    conn: sqlite3.Connection, vault_id: int, spec: Mapping[str, Any], text: str
-) -> Any:
+def _activation_value(conn: Conn, vault_id: int, spec: Mapping[str, Any], text: str) -> Any:
     name, kind = spec["name"], spec["type"][0]
     if kind == "Date":
         try:
@@ -161,7 +159,7 @@ def _activation_value(
 
 
 def start_action(
-    conn: sqlite3.Connection,
+    conn: Conn,
     caller: SessionUser,
     doc_id: int,
     version: tuple[int, int],
@@ -217,7 +215,7 @@ def start_action(
         return None
     cur = conn.execute(
         "INSERT INTO workflows (doc_id, major, minor, action, inputs, started_by, started_ms)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        " VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
         (doc_id, *version, name, json.dumps(inputs), caller.user.id, now),
     )
-    return int(cur.lastrowid or 0)
+    return int(cur.fetchone()[0])

@@ -6,18 +6,17 @@ clients racing for the same document exactly one wins.
 
 from __future__ import annotations
 
-import sqlite3
-
 from vaultfs.errors import InsufficientAccess, OperationNotAllowed
 
 from .changes import touch_version
 from .documents import get_document
+from .sql import Conn
 from .users import SessionUser
 
 __all__ = ["lock_document", "read_lock", "unlock_document"]
 
 
-def lock_document(conn: sqlite3.Connection, caller: SessionUser, doc_id: int, now: int) -> None:
+def lock_document(conn: Conn, caller: SessionUser, doc_id: int, now: int) -> None:
     """Check the document out to the caller; a second lock by the holder is a no-op."""
     doc = get_document(conn, caller.vault_id, doc_id)
     cur = conn.execute(
@@ -34,7 +33,7 @@ def lock_document(conn: sqlite3.Connection, caller: SessionUser, doc_id: int, no
     touch_version(conn, doc_id, doc["latest_major"], doc["latest_minor"], caller.user.id, now)
 
 
-def read_lock(conn: sqlite3.Connection, vault_id: int, doc_id: int) -> tuple[int, int] | None:
+def read_lock(conn: Conn, vault_id: int, doc_id: int) -> tuple[int, int] | None:
     """(locked_by user id, locked_ms) or None."""
     doc = get_document(conn, vault_id, doc_id)
     if doc["locked_by"] is None:
@@ -42,7 +41,7 @@ def read_lock(conn: sqlite3.Connection, vault_id: int, doc_id: int) -> tuple[int
     return int(doc["locked_by"]), int(doc["locked_ms"])
 
 
-def unlock_document(conn: sqlite3.Connection, caller: SessionUser, doc_id: int, now: int) -> bool:
+def unlock_document(conn: Conn, caller: SessionUser, doc_id: int, now: int) -> bool:
     """Undo the check-out; False when the document was not checked out.
 
     Only the holder may undo a check-out, or an admin.

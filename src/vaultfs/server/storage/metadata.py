@@ -8,13 +8,13 @@ defined on the leaf or one of its ancestors.
 from __future__ import annotations
 
 import json
-import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
 from vaultfs.errors import InvalidData, MalformedUrl, ParameterRequired
 
 from .fields import FieldSpec
+from .sql import Conn, Row
 
 __all__ = [
     "Classification",
@@ -65,7 +65,7 @@ class Classification:
         return [n for n in (self.type, self.subtype, self.classification) if n is not None]
 
 
-def _node(row: sqlite3.Row) -> TypeNode:
+def _node(row: Row) -> TypeNode:
     return TypeNode(
         name=row["name"],
         label=row["label"],
@@ -77,22 +77,22 @@ def _node(row: sqlite3.Row) -> TypeNode:
     )
 
 
-def type_node(conn: sqlite3.Connection, name: str) -> TypeNode | None:
+def type_node(conn: Conn, name: str) -> TypeNode | None:
     row = conn.execute("SELECT * FROM doc_types WHERE name = ?", (name,)).fetchone()
     return _node(row) if row else None
 
 
-def children(conn: sqlite3.Connection, parent: str | None, level: str) -> list[TypeNode]:
+def children(conn: Conn, parent: str | None, level: str) -> list[TypeNode]:
+    # Two forms rather than SQLite's "parent IS ?", which PostgreSQL does not know.
+    same_parent = "parent IS NULL" if parent is None else "parent = ?"
     rows = conn.execute(
-        "SELECT * FROM doc_types WHERE level = ? AND parent IS ? ORDER BY position",
-        (level, parent),
+        f"SELECT * FROM doc_types WHERE level = ? AND {same_parent} ORDER BY position",
+        (level,) if parent is None else (level, parent),
     ).fetchall()
     return [_node(r) for r in rows]
 
 
-def find_node(
-    conn: sqlite3.Connection, value: str, level: str, parent: str | None
-) -> TypeNode | None:
+def find_node(conn: Conn, value: str, level: str, parent: str | None) -> TypeNode | None:
     """The node called ``value`` (API name or label, case-insensitive) under ``parent``."""
     for node in children(conn, parent, level):
         if value.strip().lower() in (node.name.lower(), node.label.lower()):
@@ -100,7 +100,7 @@ def find_node(
     return None
 
 
-def _url_node(conn: sqlite3.Connection, name: str, level: str, parent: str | None) -> TypeNode:
+def _url_node(conn: Conn, name: str, level: str, parent: str | None) -> TypeNode:
     """Like find_node, for a path segment: unknown -> MALFORMED_URL."""
     node = find_node(conn, name, level, parent)
     if node is None:
@@ -109,7 +109,7 @@ def _url_node(conn: sqlite3.Connection, name: str, level: str, parent: str | Non
 
 
 def resolve_path(
-    conn: sqlite3.Connection,
+    conn: Conn,
     type_: str,
     subtype: str | None = None,
     classification: str | None = None,
@@ -126,7 +126,7 @@ def resolve_path(
 
 
 def resolve_classification(
-    conn: sqlite3.Connection, type_: str | None, subtype: str | None, classification: str | None
+    conn: Conn, type_: str | None, subtype: str | None, classification: str | None
 ) -> Classification:
     """Validate the classification fields of a create; it must reach a leaf."""
     if not type_:
@@ -160,7 +160,7 @@ def resolve_classification(
     return Classification(t, s, c)
 
 
-def classification_of(conn: sqlite3.Connection, doc: sqlite3.Row) -> Classification:
+def classification_of(conn: Conn, doc: Row) -> Classification:
     """Where an existing document (a ``documents`` row) sits in the type tree."""
     nodes = [
         type_node(conn, doc[k]) if doc[k] else None for k in ("type", "subtype", "classification")
@@ -170,12 +170,12 @@ def classification_of(conn: sqlite3.Connection, doc: sqlite3.Row) -> Classificat
     return Classification(nodes[0], nodes[1], nodes[2])
 
 
-def _spec(row: sqlite3.Row) -> FieldSpec:
+def _spec(row: Row) -> FieldSpec:
     spec: FieldSpec = json.loads(row["spec"])
     return spec
 
 
-def all_fields(conn: sqlite3.Connection) -> list[FieldSpec]:
+def all_fields(conn: Conn) -> list[FieldSpec]:
     """Every field definition, with where it is defined (``definedIn``)."""
     rows = conn.execute(
         "SELECT f.spec, f.defined_in, t.level FROM doc_fields f"
@@ -191,9 +191,7 @@ def all_fields(conn: sqlite3.Connection) -> list[FieldSpec]:
     return result
 
 
-def fields_for(
-    conn: sqlite3.Connection, nodes: list[TypeNode], inherited: bool = True
-) -> list[FieldSpec]:
+def fields_for(conn: Conn, nodes: list[TypeNode], inherited: bool = True) -> list[FieldSpec]:
     """Fields of the last node of ``nodes`` (with those of the levels above when inherited)."""
     levels = {n.name for n in (nodes if inherited else nodes[-1:])}
     return [
@@ -203,14 +201,14 @@ def fields_for(
     ]
 
 
-def leaf_fields(conn: sqlite3.Connection, where: Classification) -> dict[str, FieldSpec]:
+def leaf_fields(conn: Conn, where: Classification) -> dict[str, FieldSpec]:
     return {spec["name"]: spec for spec in fields_for(conn, where.path)}
 
 
 # --- lifecycles -------------------------------------------------------------------
 
 
-def resolve_lifecycle(conn: sqlite3.Connection, value: str, allowed: list[str]) -> str:
+def resolve_lifecycle(conn: Conn, value: str, allowed: list[str]) -> str:
     rows = conn.execute("SELECT name, label FROM lifecycles").fetchall()
     for row in rows:
         if value.strip().lower() in (row["name"].lower(), row["label"].lower()):
@@ -223,24 +221,24 @@ def resolve_lifecycle(conn: sqlite3.Connection, value: str, allowed: list[str]) 
     )
 
 
-def lifecycle_label(conn: sqlite3.Connection, name: str) -> str:
+def lifecycle_label(conn: Conn, name: str) -> str:
     row = conn.execute("SELECT label FROM lifecycles WHERE name = ?", (name,)).fetchone()
     return str(row["label"]) if row else name
 
 
-def lifecycle_states(conn: sqlite3.Connection, lifecycle: str) -> list[sqlite3.Row]:
+def lifecycle_states(conn: Conn, lifecycle: str) -> list[Row]:
     return conn.execute(
         "SELECT name, label FROM lifecycle_states WHERE lifecycle = ? ORDER BY position",
         (lifecycle,),
     ).fetchall()
 
 
-def initial_state(conn: sqlite3.Connection, lifecycle: str) -> str:
+def initial_state(conn: Conn, lifecycle: str) -> str:
     states = lifecycle_states(conn, lifecycle)
     return str(states[0]["label"]) if states else "Draft"
 
 
-def resolve_status(conn: sqlite3.Connection, lifecycle: str, value: str) -> str:
+def resolve_status(conn: Conn, lifecycle: str, value: str) -> str:
     """The state label for ``value`` (name or label) in the lifecycle, or InvalidData."""
     for row in lifecycle_states(conn, lifecycle):
         if value.strip().lower() in (row["name"].lower(), row["label"].lower()):
@@ -248,6 +246,6 @@ def resolve_status(conn: sqlite3.Connection, lifecycle: str, value: str) -> str:
     raise InvalidData(f"Invalid value for [status__v]: '{value}' is not a state of the lifecycle")
 
 
-def rendition_types(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+def rendition_types(conn: Conn) -> list[dict[str, Any]]:
     rows = conn.execute("SELECT name, label FROM rendition_types ORDER BY position").fetchall()
     return [{"name": r["name"], "label": r["label"]} for r in rows]

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import math
-import sqlite3
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -19,6 +18,7 @@ from vaultfs.wire import format_datetime
 
 from .fields import FieldSpec
 from .metadata import all_fields
+from .sql import Conn, Row
 
 __all__ = ["MetaSnapshot", "document_record", "format_ms", "size_kb", "version_id"]
 
@@ -44,7 +44,7 @@ class MetaSnapshot:
     fields: list[FieldSpec]
 
     @classmethod
-    def load(cls, conn: sqlite3.Connection) -> MetaSnapshot:
+    def load(cls, conn: Conn) -> MetaSnapshot:
         types = conn.execute("SELECT name, label, parent FROM doc_types").fetchall()
         lifecycles = conn.execute("SELECT name, label FROM lifecycles").fetchall()
         return cls(
@@ -71,7 +71,7 @@ def _role(user_ids: list[int]) -> dict[str, list[int]]:
     return {"users": user_ids, "groups": []}
 
 
-def document_record(meta: MetaSnapshot, doc: sqlite3.Row, ver: sqlite3.Row) -> dict[str, Any]:
+def document_record(meta: MetaSnapshot, doc: Row, ver: Row) -> dict[str, Any]:
     """The record of version ``ver`` of document ``doc`` (rows of documents/versions)."""
     values: dict[str, Any] = json.loads(ver["fields"])
     doc_id, major, minor = doc["id"], ver["major"], ver["minor"]

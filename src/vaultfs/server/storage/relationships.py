@@ -12,7 +12,6 @@ relationship that exists already, or a target version that does not, is
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,6 +21,7 @@ from . import access
 from .changes import touch_version
 from .documents import get_document, get_version
 from .records import format_ms
+from .sql import Conn, Row
 from .users import SessionUser
 
 __all__ = [
@@ -64,13 +64,13 @@ FIELD_METADATA = [
 ]
 
 
-def relationship_types(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+def relationship_types(conn: Conn) -> list[dict[str, Any]]:
     """Every relationship type entry, in the vault's order."""
     rows = conn.execute("SELECT spec FROM relationship_types ORDER BY position").fetchall()
     return [json.loads(r[0]) for r in rows]
 
 
-def _record(row: sqlite3.Row, vault_id: int) -> dict[str, Any]:
+def _record(row: Row, vault_id: int) -> dict[str, Any]:
     record: dict[str, Any] = {
         "id": row["id"],
         "source_doc_id__v": row["source_doc"],
@@ -88,7 +88,7 @@ def _record(row: sqlite3.Row, vault_id: int) -> dict[str, Any]:
     return record
 
 
-def _type_spec(conn: sqlite3.Connection, value: str) -> dict[str, Any]:
+def _type_spec(conn: Conn, value: str) -> dict[str, Any]:
     for spec in relationship_types(conn):
         if value.strip().lower() in (spec["value"].lower(), spec["label"].lower()):
             return spec
@@ -105,7 +105,7 @@ def _optional_int(form: Mapping[str, str], name: str) -> int | None:
 
 
 def create_relationship(
-    conn: sqlite3.Connection,
+    conn: Conn,
     caller: SessionUser,
     doc_id: int,
     version: tuple[int, int],
@@ -177,18 +177,18 @@ def create_relationship(
         raise InvalidData(
             f"Invalid relationship: [{spec['value']}] is single-use and this version has one"
         )
-    cur = conn.execute(
+    rel_id = conn.execute(
         "INSERT INTO relationships (source_doc, source_major, source_minor, target_doc,"
         " target_major, target_minor, relationship_type, created_by, created_ms)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
         (doc_id, *version, target_id, major, minor, spec["value"], caller.user.id, now),
-    )
+    ).fetchone()[0]
     touch_version(conn, doc_id, *version, caller.user.id, now)
-    return int(cur.lastrowid or 0)
+    return int(rel_id)
 
 
 def list_relationships(
-    conn: sqlite3.Connection, caller: SessionUser, doc_id: int, version: tuple[int, int]
+    conn: Conn, caller: SessionUser, doc_id: int, version: tuple[int, int]
 ) -> list[dict[str, Any]]:
     """Relationships of the version: from it, and to its document (or to this version).
 
@@ -207,9 +207,7 @@ def list_relationships(
     return [_record(r, caller.vault_id) for r in rows]
 
 
-def _row(
-    conn: sqlite3.Connection, doc_id: int, version: tuple[int, int], rel_id: int
-) -> sqlite3.Row:
+def _row(conn: Conn, doc_id: int, version: tuple[int, int], rel_id: int) -> Row:
     row = conn.execute(
         "SELECT * FROM relationships WHERE id = ? AND ((source_doc = ? AND source_major = ?"
         " AND source_minor = ?) OR target_doc = ?)",
@@ -221,14 +219,14 @@ def _row(
 
 
 def get_relationship(
-    conn: sqlite3.Connection, vault_id: int, doc_id: int, version: tuple[int, int], rel_id: int
+    conn: Conn, vault_id: int, doc_id: int, version: tuple[int, int], rel_id: int
 ) -> dict[str, Any]:
     get_version(conn, vault_id, doc_id, *version)
     return _record(_row(conn, doc_id, version, rel_id), vault_id)
 
 
 def delete_relationship(
-    conn: sqlite3.Connection,
+    conn: Conn,
     caller: SessionUser,
     doc_id: int,
     version: tuple[int, int],

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import sqlite3
-
 from vaultfs.errors import InvalidData, MalformedUrl
 
 from .blobs import StoredFile
 from .changes import check_not_locked_by_other, touch_version
 from .documents import get_version, latest_version
+from .sql import Conn, Row
 from .users import SessionUser
 
 __all__ = [
@@ -22,21 +21,21 @@ __all__ = [
 
 
 def resolve_version(
-    conn: sqlite3.Connection, vault_id: int, doc_id: int, version: tuple[int, int] | None
-) -> tuple[sqlite3.Row, sqlite3.Row]:
+    conn: Conn, vault_id: int, doc_id: int, version: tuple[int, int] | None
+) -> tuple[Row, Row]:
     if version is None:
         return latest_version(conn, vault_id, doc_id)
     return get_version(conn, vault_id, doc_id, *version)
 
 
-def check_rendition_type(conn: sqlite3.Connection, rendition_type: str) -> None:
+def check_rendition_type(conn: Conn, rendition_type: str) -> None:
     row = conn.execute("SELECT 1 FROM rendition_types WHERE name = ?", (rendition_type,)).fetchone()
     if row is None:
         raise MalformedUrl(f"Unknown rendition type [{rendition_type}]")
 
 
 def list_renditions(
-    conn: sqlite3.Connection, vault_id: int, doc_id: int, version: tuple[int, int] | None
+    conn: Conn, vault_id: int, doc_id: int, version: tuple[int, int] | None
 ) -> tuple[tuple[int, int], list[str]]:
     """The version's numbers and its rendition types."""
     _, ver = resolve_version(conn, vault_id, doc_id, version)
@@ -49,13 +48,13 @@ def list_renditions(
 
 
 def get_rendition(
-    conn: sqlite3.Connection,
+    conn: Conn,
     vault_id: int,
     doc_id: int,
     version: tuple[int, int] | None,
     rendition_type: str,
     steady_state: bool = False,
-) -> sqlite3.Row:
+) -> Row:
     """The rendition row; ``steady_state`` picks the latest version M.0 instead."""
     if steady_state and version is None:
         row = conn.execute(
@@ -78,7 +77,7 @@ def get_rendition(
 
 
 def put_rendition(
-    conn: sqlite3.Connection,
+    conn: Conn,
     caller: SessionUser,
     doc_id: int,
     version: tuple[int, int] | None,
@@ -105,15 +104,19 @@ def put_rendition(
     if not exists and replace:
         raise MalformedUrl(f"Document [{doc_id}] has no rendition [{rendition_type}] to replace")
     conn.execute(
-        "INSERT OR REPLACE INTO renditions (doc_id, major, minor, rendition_type, blob, md5,"
-        " size, filename, format, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO renditions (doc_id, major, minor, rendition_type, blob, md5,"
+        " size, filename, format, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        " ON CONFLICT (doc_id, major, minor, rendition_type) DO UPDATE SET"
+        " blob = excluded.blob, md5 = excluded.md5, size = excluded.size,"
+        " filename = excluded.filename, format = excluded.format,"
+        " created_ms = excluded.created_ms",
         (*key, file.blob.sha256, file.blob.md5, file.blob.size, file.filename, file.format, now),
     )
     touch_version(conn, doc_id, ver["major"], ver["minor"], caller.user.id, now)
 
 
 def delete_rendition(
-    conn: sqlite3.Connection,
+    conn: Conn,
     caller: SessionUser,
     doc_id: int,
     version: tuple[int, int] | None,

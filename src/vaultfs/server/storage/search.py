@@ -1,8 +1,9 @@
-"""Full-text search of file content: text extraction at upload time and the FTS5 index.
+"""Full-text search of file content: text extraction at upload time and the text index.
 
 The text of a stored file is extracted once, when it is uploaded (in a worker thread,
 before the write transaction), and kept in the FTS5 table ``blob_text`` under the
-file's sha256, so identical content is indexed once. Text-like files (``text/*``,
+file's sha256, so identical content is indexed once (on PostgreSQL the table has a
+generated ``tsvector`` with a GIN index instead). Text-like files (``text/*``,
 JSON, XML, CSV, Markdown) are decoded as UTF-8; PDFs give the strings of their text
 operators (best effort: enough for simple PDFs such as the demo's); .docx files the
 text of their paragraphs; other formats have no text.
@@ -11,15 +12,22 @@ text of their paragraphs; other formats have no text.
 from __future__ import annotations
 
 import re
-import sqlite3
 import zipfile
 import zlib
 from pathlib import Path
 from xml.etree import ElementTree
 
 from .blobs import media_type
+from .sql import Conn, dialect_of, is_postgres
 
-__all__ = ["content_matches", "extract_text", "fts_phrase", "index_text", "matched_terms"]
+__all__ = [
+    "CONTENT_MATCH",
+    "content_matches",
+    "extract_text",
+    "index_text",
+    "matched_terms",
+    "text_query",
+]
 
 #: Text beyond this many bytes of a file is not indexed.
 _MAX_TEXT = 8 * 1024 * 1024
@@ -70,33 +78,48 @@ def extract_text(path: Path, filename: str) -> str | None:
     return None
 
 
-def index_text(conn: sqlite3.Connection, sha256: str, text: str | None) -> None:
+#: The condition that a version's file text matches one ``text_query`` (a parameter).
+CONTENT_MATCH = {
+    "sqlite": "v.blob IN (SELECT sha256 FROM blob_text WHERE blob_text MATCH ?)",
+    "postgresql": "v.blob IN (SELECT sha256 FROM blob_text WHERE tsv @@ to_tsquery('simple', ?))",
+}
+_BLOB_MATCH = {
+    "sqlite": "SELECT 1 FROM blob_text WHERE blob_text MATCH ? AND sha256 = ?",
+    "postgresql": "SELECT 1 FROM blob_text WHERE tsv @@ to_tsquery('simple', ?) AND sha256 = ?",
+}
+
+
+def index_text(conn: Conn, sha256: str, text: str | None) -> None:
     if text is None:
         return
     if conn.execute("SELECT 1 FROM blob_text WHERE sha256 = ?", (sha256,)).fetchone():
         return
+    if is_postgres(conn):
+        # PostgreSQL text cannot hold NUL; it separates nothing searchable anyway.
+        text = text.replace("\x00", " ")
     conn.execute("INSERT INTO blob_text (sha256, body) VALUES (?, ?)", (sha256, text))
 
 
-def fts_phrase(word: str) -> str | None:
-    """The FTS5 query for one search keyword (a prefix phrase), None when it has no word."""
+def text_query(conn: Conn, word: str) -> str | None:
+    """The full-text query for one search keyword (a prefix phrase), None when it has
+    no word: FTS5's ``"a b"*`` or PostgreSQL's ``a <-> b:*``."""
     tokens = _WORD.findall(word)
     if not tokens:
         return None
+    if is_postgres(conn):
+        return " <-> ".join(t.lower() for t in tokens) + ":*"
     return '"' + " ".join(tokens) + '"*'
 
 
-def content_matches(conn: sqlite3.Connection, sha256: str, word: str) -> bool:
-    phrase = fts_phrase(word)
-    if phrase is None:
+def content_matches(conn: Conn, sha256: str, word: str) -> bool:
+    query = text_query(conn, word)
+    if query is None:
         return False
-    row = conn.execute(
-        "SELECT 1 FROM blob_text WHERE blob_text MATCH ? AND sha256 = ?", (phrase, sha256)
-    ).fetchone()
+    row = conn.execute(_BLOB_MATCH[dialect_of(conn)], (query, sha256)).fetchone()
     return row is not None
 
 
-def matched_terms(conn: sqlite3.Connection, sha256: str | None, words: list[str]) -> list[str]:
+def matched_terms(conn: Conn, sha256: str | None, words: list[str]) -> list[str]:
     """The keywords found in a file's text (for ``term_highlights``)."""
     if sha256 is None:
         return []

@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-import sqlite3
 from dataclasses import dataclass
 
 from vaultfs.errors import (
@@ -23,6 +22,8 @@ from vaultfs.errors import (
     UserLockedOut,
     UsernameOrPasswordIncorrect,
 )
+
+from .sql import Conn, Row
 
 __all__ = [
     "SessionUser",
@@ -77,7 +78,7 @@ def _token_hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def _user(row: sqlite3.Row) -> User:
+def _user(row: Row) -> User:
     return User(
         id=row["id"],
         username=row["username"],
@@ -88,7 +89,7 @@ def _user(row: sqlite3.Row) -> User:
 
 
 def add_user(
-    conn: sqlite3.Connection,
+    conn: Conn,
     username: str,
     display_name: str,
     password: str,
@@ -98,10 +99,10 @@ def add_user(
     salt = secrets.token_bytes(16)
     cur = conn.execute(
         "INSERT INTO users (username, display_name, password_hash, password_salt, role)"
-        " VALUES (?, ?, ?, ?, ?)",
+        " VALUES (?, ?, ?, ?, ?) RETURNING id",
         (username.lower(), display_name, hash_password(password, salt), salt.hex(), role),
     )
-    user_id = int(cur.lastrowid or 0)
+    user_id = int(cur.fetchone()[0])
     conn.executemany(
         "INSERT INTO vault_members (vault_id, user_id) VALUES (?, ?)",
         [(vault_id, user_id) for vault_id in vault_ids],
@@ -115,7 +116,7 @@ def _locked_out(username: str) -> UserLockedOut:
     )
 
 
-def token_user(conn: sqlite3.Connection, username: str) -> User:
+def token_user(conn: Conn, username: str) -> User:
     """The user an identity provider vouched for (no password), unless locked out."""
     row = conn.execute("SELECT * FROM users WHERE username = ?", (username.lower(),)).fetchone()
     if row is None:
@@ -125,7 +126,7 @@ def token_user(conn: sqlite3.Connection, username: str) -> User:
     return _user(row)
 
 
-def check_password(conn: sqlite3.Connection, username: str, password: str) -> User:
+def check_password(conn: Conn, username: str, password: str) -> User:
     """The user with these credentials (blocking: runs scrypt)."""
     row = conn.execute("SELECT * FROM users WHERE username = ?", (username.lower(),)).fetchone()
     # Hash even for unknown users so timing does not tell which user names exist.
@@ -138,7 +139,7 @@ def check_password(conn: sqlite3.Connection, username: str, password: str) -> Us
     return _user(row)
 
 
-def record_failed_login(conn: sqlite3.Connection, username: str, attempts: int) -> None:
+def record_failed_login(conn: Conn, username: str, attempts: int) -> None:
     """Count a failed password check (in its own transaction, which must commit).
 
     ``attempts`` is the number of consecutive failures that lock (0: never). Unknown
@@ -146,12 +147,13 @@ def record_failed_login(conn: sqlite3.Connection, username: str, attempts: int) 
     """
     conn.execute(
         "UPDATE users SET failed_logins = failed_logins + 1,"
-        " locked_out = (? > 0 AND failed_logins + 1 >= ?) WHERE username = ?",
+        " locked_out = CASE WHEN ? > 0 AND failed_logins + 1 >= ? THEN 1 ELSE 0 END"
+        " WHERE username = ?",
         (attempts, attempts, username.lower()),
     )
 
 
-def unlock_user(conn: sqlite3.Connection, username: str) -> bool:
+def unlock_user(conn: Conn, username: str) -> bool:
     """Unlock an account and reset its failure count; False when there is no such user."""
     cur = conn.execute(
         "UPDATE users SET locked_out = 0, failed_logins = 0 WHERE username = ?",
@@ -160,7 +162,7 @@ def unlock_user(conn: sqlite3.Connection, username: str) -> bool:
     return cur.rowcount > 0
 
 
-def user_vaults(conn: sqlite3.Connection, user_id: int) -> list[sqlite3.Row]:
+def user_vaults(conn: Conn, user_id: int) -> list[Row]:
     """The active vaults the user is a member of, oldest first."""
     return conn.execute(
         "SELECT v.* FROM vaults v JOIN vault_members m ON m.vault_id = v.id"
@@ -169,9 +171,7 @@ def user_vaults(conn: sqlite3.Connection, user_id: int) -> list[sqlite3.Row]:
     ).fetchall()
 
 
-def login(
-    conn: sqlite3.Connection, user: User, wanted_dns: str | None, now: int
-) -> tuple[str, int, list[sqlite3.Row]]:
+def login(conn: Conn, user: User, wanted_dns: str | None, now: int) -> tuple[str, int, list[Row]]:
     """Issue a session; returns (session id, vault id, the user's active vaults).
 
     Vault choice follows the spec: the active vault at ``wanted_dns`` when the user is
@@ -202,7 +202,7 @@ def login(
     return token, vault_id, vaults
 
 
-def resolve_session(conn: sqlite3.Connection, token: str, now: int, timeout_ms: int) -> SessionUser:
+def resolve_session(conn: Conn, token: str, now: int, timeout_ms: int) -> SessionUser:
     row = conn.execute(
         "SELECT s.token_hash, s.vault_id, s.last_used_ms, u.*"
         " FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.token_hash = ?",
@@ -218,11 +218,11 @@ def resolve_session(conn: sqlite3.Connection, token: str, now: int, timeout_ms: 
     )
 
 
-def touch_session(conn: sqlite3.Connection, token_hash: str, now: int, timeout_ms: int) -> None:
+def touch_session(conn: Conn, token_hash: str, now: int, timeout_ms: int) -> None:
     """Record activity; also forgets sessions that have timed out."""
     conn.execute("UPDATE sessions SET last_used_ms = ? WHERE token_hash = ?", (now, token_hash))
     conn.execute("DELETE FROM sessions WHERE last_used_ms < ?", (now - timeout_ms,))
 
 
-def end_session(conn: sqlite3.Connection, token_hash: str) -> None:
+def end_session(conn: Conn, token_hash: str) -> None:
     conn.execute("DELETE FROM sessions WHERE token_hash = ?", (token_hash,))

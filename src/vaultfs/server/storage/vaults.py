@@ -8,12 +8,12 @@ by the vaults of a server; documents, sessions and call limits are per vault.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable
 from typing import Any
 
 from .blobs import StoredFile
 from .changes import create_document
+from .sql import Conn, Row
 from .users import SessionUser, User
 
 __all__ = [
@@ -31,19 +31,19 @@ _SECOND_VAULT_DOCS = [
 ]
 
 
-def vault_hosts(conn: sqlite3.Connection) -> dict[str, int]:
+def vault_hosts(conn: Conn) -> dict[str, int]:
     """DNS name (lower case) -> id of every active vault."""
     rows = conn.execute("SELECT id, dns FROM vaults WHERE status = 'Active'").fetchall()
     return {row["dns"].lower(): row["id"] for row in rows}
 
 
-def default_vault(conn: sqlite3.Connection) -> int:
+def default_vault(conn: Conn) -> int:
     """The oldest active vault (what a host name that is no vault's DNS addresses)."""
     row = conn.execute("SELECT min(id) FROM vaults WHERE status = 'Active'").fetchone()
     return int(row[0] or 1)
 
 
-def _vault_record(row: sqlite3.Row, include_application: bool) -> dict[str, Any]:
+def _vault_record(row: Row, include_application: bool) -> dict[str, Any]:
     record: dict[str, Any] = {
         "id": str(row["id"]),
         "vault_name__v": row["name"],
@@ -56,9 +56,7 @@ def _vault_record(row: sqlite3.Row, include_application: bool) -> dict[str, Any]
     return record
 
 
-def domain_information(
-    conn: sqlite3.Connection, vault_id: int, include_application: bool
-) -> dict[str, Any]:
+def domain_information(conn: Conn, vault_id: int, include_application: bool) -> dict[str, Any]:
     """The ``domain__v`` object of the domain of ``vault_id``."""
     domain = conn.execute(
         "SELECT d.* FROM domains d JOIN vaults v ON v.domain = d.name WHERE v.id = ?",
@@ -74,7 +72,7 @@ def domain_information(
     }
 
 
-def user_domains(conn: sqlite3.Connection, user_id: int) -> list[dict[str, str]]:
+def user_domains(conn: Conn, user_id: int) -> list[dict[str, str]]:
     """``{name, type}`` of every domain where the user is a member of a vault."""
     rows = conn.execute(
         "SELECT DISTINCT d.name, d.type FROM domains d JOIN vaults v ON v.domain = d.name"
@@ -85,7 +83,7 @@ def user_domains(conn: sqlite3.Connection, user_id: int) -> list[dict[str, str]]
 
 
 def add_second_demo_vault(
-    conn: sqlite3.Connection,
+    conn: Conn,
     store: Callable[[bytes, str], StoredFile],
     first_vault: int,
     admin_name: str,
@@ -102,13 +100,15 @@ def add_second_demo_vault(
         " family_label = 'Commercial' WHERE id = ?",
         (first_vault,),
     )
-    cur = conn.execute(
-        "INSERT INTO vaults (name, dns, application, family_name, family_label)"
-        " VALUES ('vaultfs Clinical Vault', ?, 'eTMF', 'clinical_operations__v',"
+    # The id is chosen here, not by the database: vault ids are few and given by
+    # hand elsewhere (the demo vault is 1), which an identity column would not know.
+    vault_id = int(conn.execute("SELECT coalesce(max(id), 0) + 1 FROM vaults").fetchone()[0])
+    conn.execute(
+        "INSERT INTO vaults (id, name, dns, application, family_name, family_label)"
+        " VALUES (?, 'vaultfs Clinical Vault', ?, 'eTMF', 'clinical_operations__v',"
         " 'Clinical Operations')",
-        (_SECOND_VAULT_DNS,),
+        (vault_id, _SECOND_VAULT_DNS),
     )
-    vault_id = int(cur.lastrowid or 0)
     conn.execute("UPDATE users SET domain_admin = 1 WHERE username = ?", (admin_name,))
     rows = conn.execute(
         f"SELECT * FROM users WHERE username IN ({','.join('?' * len(members))})", members

@@ -1,0 +1,1 @@
+"""Alembic migrations of the vault database (see ``storage/schema.py``)."""

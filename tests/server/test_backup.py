@@ -1,0 +1,82 @@
+"""``vaultfs serve-admin backup`` while the server runs, and ``restore``, both backends.
+
+A backup taken between two creates holds the first and not the second; restored into
+a new database (the same backend or the other one) and a new data directory, a server
+serves the first document with its exact bytes, and ids go on past every id the
+backed-up vault ever handed out.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.server.helpers import api_client, assert_error, assert_ok, upload
+from tests.server.postgres import PostgresCluster
+from tests.vaultproc import VaultProcess
+
+FIELDS = {"type__v": "General", "lifecycle__v": "General Lifecycle"}
+
+
+def admin(server: VaultProcess, *args: str) -> subprocess.CompletedProcess[str]:
+    """``vaultfs serve-admin ...`` for the server's data directory and database."""
+    args_ = server.extra_args
+    database = args_[args_.index("--database") :][:2] if "--database" in args_ else []
+    return subprocess.run(
+        [sys.executable, "-m", "vaultfs", "serve-admin", *args,
+         "--data", str(server.data_dir), *database],
+        env=dict(os.environ, **server.env),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )  # fmt: skip
+
+
+def target_server(backend: str, data: Path, request: pytest.FixtureRequest) -> VaultProcess:
+    if backend == "postgresql":
+        cluster: PostgresCluster = request.getfixturevalue("postgres")
+        url = cluster.create_database("restored")
+        return VaultProcess(data, extra_args=["--database", url], env=cluster.env)
+    return VaultProcess(data)
+
+
+@pytest.mark.parametrize("restore_into", ["sqlite", "postgresql"])
+def test_backup_while_running_then_restore(
+    fresh_vault: VaultProcess, restore_into: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    client = api_client(fresh_vault.url)
+    fields = {**FIELDS, "name__v": "In the backup"}
+    kept = assert_ok(upload(client, "/objects/documents", fields, "kept.bin", b"\x00kept\xff"))
+    gone = assert_ok(upload(client, "/objects/documents", {**FIELDS, "name__v": "Deleted"},
+                            "gone.txt", b"gone"))  # fmt: skip
+    assert_ok(client.delete(f"/objects/documents/{gone['id']}"))
+
+    archive = tmp_path / "vault-backup.tar.gz"
+    done = admin(fresh_vault, "backup", str(archive))
+    assert done.returncode == 0, done.stderr
+    assert archive.stat().st_mode & 0o077 == 0
+    # The server kept serving; what it does after the backup is not in it.
+    later = assert_ok(upload(client, "/objects/documents", {**FIELDS, "name__v": "After"},
+                             "after.txt", b"after"))  # fmt: skip
+    # An archive is never overwritten.
+    assert admin(fresh_vault, "backup", str(archive)).returncode != 0
+
+    restored = target_server(restore_into, tmp_path / "restored", request)
+    done = admin(restored, "restore", str(archive))
+    assert done.returncode == 0, done.stderr
+    # Restoring over a vault is refused.
+    assert admin(restored, "restore", str(archive)).returncode != 0
+    with restored:
+        other = api_client(restored.url)
+        doc = assert_ok(other.get(f"/objects/documents/{kept['id']}"))["document"]
+        assert doc["name__v"] == "In the backup"
+        assert other.get(f"/objects/documents/{kept['id']}/file").content == b"\x00kept\xff"
+        assert_error(other.get(f"/objects/documents/{later['id']}"), "INVALID_DOCUMENT")
+        # The deleted document's id is never handed out again.
+        again = assert_ok(upload(other, "/objects/documents", {**FIELDS, "name__v": "New"},
+                                 "new.txt", b"new"))  # fmt: skip
+        assert again["id"] > gone["id"]
