@@ -103,7 +103,7 @@ async def set_favorite(request: Request) -> Response:
         get_document(conn, who.vault_id, doc_id)
         if favourite:
             conn.execute(
-                "INSERT OR IGNORE INTO favorites (user_id, doc_id) VALUES (?, ?)",
+                "INSERT INTO favorites (user_id, doc_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
                 (who.user.id, doc_id),
             )
         else:

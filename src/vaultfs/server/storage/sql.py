@@ -12,7 +12,6 @@ satisfies it as well, so callers typed against it keep type-checking.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import lru_cache
 from typing import Any, Protocol, overload
@@ -115,20 +114,12 @@ class _Result:
         return iter(self.fetchall())
 
 
-_INSERT_OR_IGNORE = re.compile(r"^\s*INSERT\s+OR\s+IGNORE\s+INTO\b", re.I)
-
-
 @lru_cache(maxsize=2048)
 def _postgres_sql(sql: str) -> str:
-    """The statement in psycopg's paramstyle (``%s``; a literal ``%`` doubled).
-
-    SQLite's ``INSERT OR IGNORE`` becomes the standard ``ON CONFLICT DO NOTHING``
-    (new code writes the latter, which SQLite understands as well).
-    """
-    text = sql.replace("%", "%%").replace("?", "%s")
-    if _INSERT_OR_IGNORE.match(text):
-        text = _INSERT_OR_IGNORE.sub("INSERT INTO", text, count=1) + " ON CONFLICT DO NOTHING"
-    return text
+    """The statement in psycopg's paramstyle (``%s``; a literal ``%`` doubled). The
+    storage writes SQL both dialects take (``ON CONFLICT DO NOTHING``, not SQLite's
+    ``INSERT OR IGNORE``)."""
+    return sql.replace("%", "%%").replace("?", "%s")
 
 
 def _params(parameters: Any) -> Any:
