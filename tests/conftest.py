@@ -8,7 +8,11 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.mountproc import MountProcess, can_mount
 from tests.vaultproc import ADMIN, DEMO_PASSWORD, EDITOR, VIEWER, VaultProcess
+
+#: the API version the tests speak
+API = "/api/v25.1"
 
 
 @pytest.fixture(scope="session")
@@ -29,6 +33,35 @@ def fresh_vault(tmp_path: Path) -> Iterator[VaultProcess]:
         server.stop()
 
 
+@pytest.fixture(scope="module")
+def module_vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VaultProcess]:
+    """A demo vault of the test module's own: its tests change documents (each its own)."""
+    with VaultProcess(tmp_path_factory.mktemp("module-vault") / "data") as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def module_mount(
+    module_vault: VaultProcess, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[MountProcess]:
+    """A real mount of ``module_vault`` as the demo admin, for the module's tests."""
+    if not can_mount():
+        pytest.skip("needs /dev/fuse and fusermount3")
+    process = MountProcess(module_vault.url, tmp_path_factory.mktemp("module-mount"))
+    try:
+        yield process.start()
+    finally:
+        process.stop()
+
+
+@pytest.fixture(scope="module")
+def module_api(module_vault: VaultProcess) -> Iterator[httpx.Client]:
+    """An HTTP client of ``module_vault``'s API, logged in as the demo admin."""
+    headers = {"Authorization": login(module_vault.url)}
+    with httpx.Client(base_url=module_vault.url + API, headers=headers, timeout=60) as client:
+        yield client
+
+
 def login(url: str, username: str = ADMIN, password: str = DEMO_PASSWORD) -> str:
     """Log in over plain HTTP and return the session id (for server-level tests)."""
     r = httpx.post(f"{url}/api/v25.1/auth", data={"username": username, "password": password})
@@ -43,4 +76,4 @@ def admin_session(vault_server: VaultProcess) -> str:
     return login(vault_server.url)
 
 
-__all__ = ["ADMIN", "DEMO_PASSWORD", "EDITOR", "VIEWER", "login"]
+__all__ = ["ADMIN", "API", "DEMO_PASSWORD", "EDITOR", "VIEWER", "login"]

@@ -17,12 +17,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import EDITOR, login
+from tests.conftest import API, EDITOR, login
 from tests.mountproc import MountProcess
 from tests.vaultproc import VaultProcess, wait_until
 from vaultfs.server.samples import docx_bytes, pdf_bytes
 
-from .conftest import API, Documents, Office, Save, need, run, total_documents
+from .conftest import Documents, Office, Save, need, run, total_documents
 
 pytestmark = pytest.mark.mount
 
@@ -260,12 +260,12 @@ def test_libreoffice_save_as_over_an_existing_docx(
 
 
 def test_libreoffice_opens_read_only_what_another_user_checked_out(
-    documents: Documents, office: Office, vault: VaultProcess
+    documents: Documents, office: Office, module_vault: VaultProcess
 ) -> None:
     path = documents.make("held.docx", docx_bytes(["Held elsewhere"]))
     save = Save(documents.api, path)
     with httpx.Client(
-        base_url=vault.url + API, headers={"Authorization": login(vault.url, EDITOR)}
+        base_url=module_vault.url + API, headers={"Authorization": login(module_vault.url, EDITOR)}
     ) as editor:
         assert editor.post(f"/objects/documents/{save.doc_id}/lock").json()["responseStatus"] == (
             "SUCCESS"

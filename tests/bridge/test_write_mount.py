@@ -8,7 +8,6 @@ import hashlib
 import os
 import signal
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,27 +27,18 @@ API = "/api/v25.1"
 
 
 @pytest.fixture(scope="module")
-def vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VaultProcess]:
-    """A vault of this module's own: its tests change documents (each its own)."""
-    with VaultProcess(tmp_path_factory.mktemp("write-vault") / "data") as server:
-        yield server
+def vault(module_vault: VaultProcess) -> VaultProcess:
+    return module_vault
 
 
 @pytest.fixture(scope="module")
-def mount(vault: VaultProcess, tmp_path_factory: pytest.TempPathFactory) -> Iterator[MountProcess]:
-    if not can_mount():
-        pytest.skip("needs /dev/fuse and fusermount3")
-    process = MountProcess(vault.url, tmp_path_factory.mktemp("write-mount"))
-    try:
-        yield process.start()
-    finally:
-        process.stop()
+def mount(module_mount: MountProcess) -> MountProcess:
+    return module_mount
 
 
 @pytest.fixture(scope="module")
-def api(vault: VaultProcess) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=vault.url + API, headers={"Authorization": login(vault.url)}) as c:
-        yield c
+def api(module_api: httpx.Client) -> httpx.Client:
+    return module_api
 
 
 def run(*argv: str | Path, cwd: Path | None = None, check: bool = True) -> str:
