@@ -94,11 +94,17 @@ class Editing:
     async def open(self, doc_id: int, *, truncate: bool, append: bool = False) -> EditHandle:
         # An O_TRUNC open is a change too, but it is checked in by release, not by the
         # first flush: a shell's ``>`` flushes a duplicate descriptor before writing.
+        entry = await self._new_writer(doc_id, truncate=truncate, copy=not truncate)
+        return EditHandle(entry, writer=True, append=append)
+
+    async def _new_writer(self, doc_id: int, *, truncate: bool, copy: bool) -> SpoolEntry:
+        """Count one more writer of the document and check it out (or join the edit
+        under way); the writer is counted before anything waits (see ``Writers``)."""
         writers = self._docs.setdefault(doc_id, Writers())
-        writers.count += 1  # before any wait: see Writers
+        writers.count += 1
         try:
             async with writers.lock:
-                entry = await self._entry_for_writing(doc_id, truncate=truncate)
+                entry = await self._entry_for_writing(doc_id, truncate=truncate, copy=copy)
         except BaseException as exc:
             writers.count -= 1
             self._drop_if_idle(doc_id)
@@ -106,7 +112,7 @@ class Editing:
                 self.refused.add(doc_id)
             raise
         self.refused.discard(doc_id)
-        return EditHandle(entry, writer=True, append=append)
+        return entry
 
     def _drop_if_idle(self, doc_id: int) -> None:
         writers = self._docs.get(doc_id)
@@ -129,12 +135,12 @@ class Editing:
 
         return start
 
-    async def _entry_for_writing(self, doc_id: int, *, truncate: bool) -> SpoolEntry:
+    async def _entry_for_writing(self, doc_id: int, *, truncate: bool, copy: bool) -> SpoolEntry:
         if self.spool is None:
             raise ReadOnly("this mount has no write-back spool")
         # begin() on an existing entry (an edit still pending upload) makes no API call
         # and marks it being edited again, so the retry worker leaves it alone.
-        entry = await self.spool.begin(doc_id, self._start(doc_id, copy=not truncate))
+        entry = await self.spool.begin(doc_id, self._start(doc_id, copy=copy))
         if truncate:
             entry.truncate(0)
         return entry
@@ -145,7 +151,9 @@ class Editing:
             # Checked in by the flush of a duplicate descriptor (a shell's ``>>`` closes
             # one after dup2): check out again, from the content just checked in.
             async with writers.lock:
-                handle.entry = await self._entry_for_writing(handle.doc_id, truncate=False)
+                handle.entry = await self._entry_for_writing(
+                    handle.doc_id, truncate=False, copy=True
+                )
         writers.written = True
         if handle.append:
             offset = handle.entry.size()  # no await from here to the write: atomic
@@ -217,22 +225,11 @@ class Editing:
             await trio.to_thread.run_sync(_replace_content, entry, source)
             writers.written = True
             return
-        writers = self._docs.setdefault(doc_id, Writers())
-        writers.count += 1
+        handle = EditHandle(await self._new_writer(doc_id, truncate=False, copy=False), writer=True)
         try:
-            async with writers.lock:
-                if self.spool is None:
-                    raise ReadOnly("this mount has no write-back spool")
-                entry = await self.spool.begin(doc_id, self._start(doc_id, copy=False))
-                # A new entry started empty; one still pending held an older save.
-                await trio.to_thread.run_sync(_replace_content, entry, source)
-        except BaseException:
-            writers.count -= 1
-            self._drop_if_idle(doc_id)
-            raise
-        handle = EditHandle(entry, writer=True)
-        writers.written = True
-        try:
+            # A new entry started empty; one still pending held an older save.
+            await trio.to_thread.run_sync(_replace_content, handle.entry, source)
+            self._docs[doc_id].written = True
             await self.flush(handle)
         finally:
             await self.release(handle)
