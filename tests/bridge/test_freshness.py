@@ -16,6 +16,7 @@ from vaultfs.bridge.fs.inodes import ROOT_INODE
 from vaultfs.bridge.fs.options import Options
 from vaultfs.bridge.tree.index import DocumentIndex, TypeCatalog
 from vaultfs.bridge.tree.tree import Tree
+from vaultfs.bridge.write.editing import show_check_in
 
 from .fakevault import FakeVault
 from .fsdriver import listdir, walk
@@ -113,3 +114,27 @@ async def test_an_estimate_is_forgotten_when_the_exact_size_is_learned(
     fs.blobs.remember_size(content_key, 6)
     assert invalidated == [source]
     assert not fs.freshness.is_estimated(source)
+
+
+async def test_a_name_the_kernel_learns_anew_makes_it_forget_the_old_one(
+    fs: FileSystem, vault: FakeVault, forgotten_names: list[tuple[int, str]]
+) -> None:
+    reference = await walk(fs, "Reference")
+    await walk(fs, "Reference", "Guide")
+    vault.rename(2, "Handbook")
+    await fs.tree.index.refresh()
+    await listdir(fs, reference)  # the new name arrives before the names are checked
+    assert (reference, "Guide") in forgotten_names
+
+
+async def test_a_check_in_shown_in_the_tree_makes_the_kernel_forget_attributes(
+    fs: FileSystem, vault: FakeVault, invalidated: list[int]
+) -> None:
+    """What the spool's background check-in calls (``show_check_in``) ends in the same
+    invalidation as a poll, without waiting for one."""
+    source = await walk(fs, "Reference", "Guide", "guide.txt")
+    invalidated.clear()
+    vault.new_version(2, b"checked in by the spool\n")
+    await show_check_in(fs.tree, fs.blobs, 2, len(b"checked in by the spool\n"))
+    assert source in invalidated
+    assert (await fs.getattr(source)).size == len(b"checked in by the spool\n")

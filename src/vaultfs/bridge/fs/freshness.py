@@ -72,8 +72,9 @@ class Freshness:
         self._invalidate_entry = invalidate_entry
         self._generation = generation
         self._folders_told: int | None = None
-        #: inode -> (parent inode, name) the kernel may hold a dentry for
-        self._names: dict[int, set[tuple[int, str]]] = {}
+        #: inode -> (parent inode, name) the kernel was last given it under. A node has
+        #: one path at a time, so one name per inode (a name it had before is stale)
+        self._names: dict[int, tuple[int, str]] = {}
         #: document id -> its inodes the kernel knows
         self._by_doc: dict[int, set[int]] = {}
         #: folder inodes the kernel knows (the root, types, subtypes, classifications)
@@ -97,7 +98,11 @@ class Freshness:
         """
         if key[0] in LOCAL_NODES:
             return
-        self._names.setdefault(ino, set()).add((parent, name))
+        before = self._names.get(ino)
+        if before != (parent, name):
+            self._names[ino] = (parent, name)
+            if before is not None:  # the node moved: its old name leads nowhere now
+                self._invalidate_entry(*before)
         if parent in self._folders:
             self._in_folders.add(ino)
         if key[0] in FOLDERS:
@@ -185,10 +190,11 @@ class Freshness:
             key = self._inodes.key(ino)
             if key is None:
                 continue
-            for parent, name in list(self._names.get(ino, ())):
-                if not await self._still(parent, name, key):
-                    self._names[ino].discard((parent, name))
-                    self._invalidate_entry(parent, name)
+            dentry = self._names.get(ino)
+            if dentry is not None and not await self._still(*dentry, key):
+                if self._names.get(ino) == dentry:  # not given a new name meanwhile
+                    del self._names[ino]
+                self._invalidate_entry(*dentry)
 
     async def _still(self, parent: int, name: str, key: NodeKey) -> bool:
         parent_key = self._inodes.key(parent)
