@@ -30,7 +30,7 @@ import trio
 from vaultfs import errors
 from vaultfs.bridge.fs.inodes import ROOT_INODE, InodeTable
 from vaultfs.bridge.tree import nodes
-from vaultfs.bridge.tree.nodes import FOLDERS, LOCAL_NODES, Kind, NodeKey
+from vaultfs.bridge.tree.nodes import DOC_DIR_NAMES, FOLDERS, LOCAL_NODES, Kind, NodeKey
 
 __all__ = ["Freshness", "no_entry_invalidation", "no_invalidation"]
 
@@ -42,6 +42,13 @@ log = logging.getLogger(__name__)
 #: itself would break ``rm -r`` of a document, which removes a version directory after
 #: the removal of its file deleted the version.
 _FIXED_DIRS = frozenset({Kind.VERS, Kind.VER, Kind.VRENDS})
+#: nodes whose name never changes (``versions``, ``renditions``, ``attachments`` of a
+#: document): they go with their document's directory
+_FIXED_NAMES = frozenset(DOC_DIR_NAMES.values())
+
+
+#: names checked between two chances for the mount's requests to run
+_BATCH = 500
 
 
 def no_invalidation(ino: int) -> None:
@@ -98,6 +105,12 @@ class Freshness:
         """
         if key[0] in LOCAL_NODES:
             return
+        if key[0] in FOLDERS:
+            self._folders.add(ino)
+        elif _document_of(key) is not None:
+            self._by_doc.setdefault(int(key[1]), set()).add(ino)
+        if key[0] in _FIXED_NAMES or (self._inodes.key(parent) or ("",))[0] in _FIXED_DIRS:
+            return  # a name that never changes: nothing to check, nothing to keep
         before = self._names.get(ino)
         if before != (parent, name):
             self._names[ino] = (parent, name)
@@ -105,10 +118,6 @@ class Freshness:
                 self._invalidate_entry(*before)
         if parent in self._folders:
             self._in_folders.add(ino)
-        if key[0] in FOLDERS:
-            self._folders.add(ino)
-        elif _document_of(key) is not None:
-            self._by_doc.setdefault(int(key[1]), set()).add(ino)
 
     def forgotten(self, ino: int, key: NodeKey) -> None:
         """The kernel dropped its last reference to ``ino``."""
@@ -186,7 +195,9 @@ class Freshness:
         inos = self._in_folders | self._folders
         for doc_id in pending:
             inos |= self._by_doc.get(doc_id, set())
-        for ino in sorted(inos):
+        for count, ino in enumerate(sorted(inos)):
+            if count % _BATCH == _BATCH - 1:
+                await trio.lowlevel.checkpoint()  # a big folder: let requests in between
             key = self._inodes.key(ino)
             if key is None:
                 continue
