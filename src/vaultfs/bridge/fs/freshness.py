@@ -82,8 +82,9 @@ class Freshness:
         #: inode -> (parent inode, name) the kernel was last given it under. A node has
         #: one path at a time, so one name per inode (a name it had before is stale)
         self._names: dict[int, tuple[int, str]] = {}
-        #: document id -> its inodes the kernel knows
-        self._by_doc: dict[int, set[int]] = {}
+        #: document id -> its inodes the kernel knows (a few each: a list is the
+        #: smallest container, and 10,000 documents' worth stays small)
+        self._by_doc: dict[int, list[int]] = {}
         #: folder inodes the kernel knows (the root, types, subtypes, classifications)
         self._folders: set[int] = {ROOT_INODE}
         #: inodes the kernel knows by a name in a folder: a document's name depends on
@@ -108,7 +109,9 @@ class Freshness:
         if key[0] in FOLDERS:
             self._folders.add(ino)
         elif _document_of(key) is not None:
-            self._by_doc.setdefault(int(key[1]), set()).add(ino)
+            inos = self._by_doc.setdefault(int(key[1]), [])
+            if ino not in inos:
+                inos.append(ino)
         if key[0] in _FIXED_NAMES or (self._inodes.key(parent) or ("",))[0] in _FIXED_DIRS:
             return  # a name that never changes: nothing to check, nothing to keep
         before = self._names.get(ino)
@@ -128,8 +131,8 @@ class Freshness:
         doc_id = _document_of(key)
         if doc_id is not None:
             inos = self._by_doc.get(doc_id)
-            if inos is not None:
-                inos.discard(ino)
+            if inos is not None and ino in inos:
+                inos.remove(ino)
                 if not inos:
                     del self._by_doc[doc_id]
 
@@ -194,7 +197,7 @@ class Freshness:
         pending, self._pending = self._pending, set()
         inos = self._in_folders | self._folders
         for doc_id in pending:
-            inos |= self._by_doc.get(doc_id, set())
+            inos.update(self._by_doc.get(doc_id, ()))
         for count, ino in enumerate(sorted(inos)):
             if count % _BATCH == _BATCH - 1:
                 await trio.lowlevel.checkpoint()  # a big folder: let requests in between
