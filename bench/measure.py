@@ -19,6 +19,7 @@ __all__ = [
     "ReadTiming",
     "RssSampler",
     "can_drop_caches",
+    "cpu_seconds",
     "drop_caches",
     "median",
     "read_file",
@@ -80,6 +81,14 @@ def _rss_kib(pid: int, field: str) -> int:
             if line.startswith(field + ":"):
                 return int(line.split()[1])
     return 0
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds process ``pid`` used so far (``/proc/PID/stat``)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    # utime and stime are fields 14 and 15 of stat(5), the 12th and 13th after ")"
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 class RssSampler:

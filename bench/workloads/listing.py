@@ -19,7 +19,7 @@ from pathlib import Path
 from vaultfs.wire import PAGE_LIMIT
 
 from ..context import Context
-from ..measure import median, timed_run
+from ..measure import RssSampler, cpu_seconds, median, timed_run
 from ..results import Aim, Row, seconds
 
 __all__ = ["run"]
@@ -33,16 +33,18 @@ def _ls(directory: Path) -> list[str]:
     return ["ls", "-lR", str(directory)]
 
 
-def mirror(source: Path, target: Path) -> None:
+def mirror(source: Path, target: Path) -> int:
     """Recreate the directories and files (as sparse files of the same sizes) of
-    ``source`` under ``target``: the same tree as far as a listing can tell."""
+    ``source`` under ``target``: the same tree as far as a listing can tell. Returns
+    the number of entries."""
     listing = subprocess.run(
         ["find", str(source), "-mindepth", "1", "-printf", r"%y %s %P\0"],
         capture_output=True,
         check=True,
     ).stdout
     target.mkdir(parents=True)
-    for entry in filter(None, listing.split(b"\0")):
+    entries = list(filter(None, listing.split(b"\0")))
+    for entry in entries:
         kind, size, name = entry.split(b" ", 2)
         path = target / os.fsdecode(name)
         if kind == b"d":
@@ -50,6 +52,7 @@ def mirror(source: Path, target: Path) -> None:
         else:
             with path.open("wb") as f:
                 f.truncate(int(size))
+    return len(entries)
 
 
 #: documents and their latest source files, not the folders inside each document
@@ -67,15 +70,18 @@ def run(ctx: Context) -> list[Row]:
         directory = mount.root / ctx.data.listing_dir
         documents = len(os.listdir(directory))
         ctx.drop_caches()
-        cold_s = timed_run(_find(directory))
-        cold_calls = mount.api_calls()
-        index_s = mount.seconds_to_index
-        before = mount.api_calls()
-        find_warm = [timed_run(_find(directory)) for _ in range(repeats)]
-        ls_warm = [timed_run(_ls(directory)) for _ in range(repeats)]
+        with RssSampler(mount.pid) as rss:
+            cold_s = timed_run(_find(directory))
+            cold_calls = mount.api_calls()
+            index_s = mount.seconds_to_index
+            before = mount.api_calls()
+            cpu_before = cpu_seconds(mount.pid)
+            find_warm = [timed_run(_find(directory)) for _ in range(repeats)]
+            find_cpu = (cpu_seconds(mount.pid) - cpu_before) / repeats
+            ls_warm = [timed_run(_ls(directory)) for _ in range(repeats)]
         warm_calls = mount.api_calls() - before
         local = ctx.scratch("listing-local")
-        mirror(directory, local)
+        entries = mirror(directory, local)
     timed_run(_find(local))  # into the kernel's caches: the warm reference
     find_local = [timed_run(_find(local)) for _ in range(repeats)]
     ls_local = [timed_run(_ls(local)) for _ in range(repeats)]
@@ -116,5 +122,20 @@ def run(ctx: Context) -> list[Row]:
             median(ls_warm) / median(ls_local),
             Aim(False, 3),
             "",
+        ),
+        Row(
+            f"peak daemon memory (VmRSS) listing {documents} documents (find -ls cold and"
+            " warm, ls -lR warm)",
+            f"{rss.peak_kib / 1024:.0f} MiB",
+            "—",
+            rss.peak_kib / 1024,
+            Aim(False, 150),
+        ),
+        Row(
+            f"daemon CPU per 10,000 entries of a warm find -ls ({entries} entries)",
+            seconds(find_cpu * 10_000 / entries),
+            "—",
+            None,
+            None,
         ),
     ]

@@ -11,7 +11,7 @@ the page cache.
 from __future__ import annotations
 
 from ..context import Context
-from ..measure import ReadTiming, RssSampler, median, read_file
+from ..measure import ReadTiming, RssSampler, cpu_seconds, median, read_file
 from ..results import Aim, Row, seconds, throughput
 from ..sizes import MiB
 
@@ -37,13 +37,16 @@ def run(ctx: Context) -> list[Row]:
     cold_calls: list[int] = []
     warm_calls = cached_calls = 0
     peak_kib = high_water_kib = 0
+    cold_cpu: list[float] = []
     for run_number in range(repeats):
         with ctx.mount() as mount:
             path = mount.root / data.big_path
             ctx.drop_caches()
             before = mount.api_calls()
+            cpu_before = cpu_seconds(mount.pid)
             with RssSampler(mount.pid) as rss:
                 cold.append(_checked(read_file(path), size))
+            cold_cpu.append(cpu_seconds(mount.pid) - cpu_before)
             cold_calls.append(mount.api_calls() - before)
             peak_kib = max(peak_kib, rss.peak_kib)
             high_water_kib = max(high_water_kib, rss.high_water_kib())
@@ -105,5 +108,12 @@ def run(ctx: Context) -> list[Row]:
             "—",
             peak_kib / 1024,
             Aim(False, 150),
+        ),
+        Row(
+            "daemon CPU per GiB read cold",
+            seconds(median(cold_cpu) * (1 << 30) / size),
+            "—",
+            None,
+            None,
         ),
     ]

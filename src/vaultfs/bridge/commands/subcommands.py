@@ -48,7 +48,7 @@ _OPTIONS_HELP = (
     "comma-separated, repeatable: ro, allow_other, allow_delete, nonempty, debug, "
     "cache_dir=DIR, "
     "cache_size=SIZE (default 1G), poll_interval=SECONDS (default 30), "
-    "attr_timeout=SECONDS (default 1), retries=N (default 6), username=NAME, "
+    "attr_timeout=SECONDS (default 3600), retries=N (default 6), username=NAME, "
     "password_file=FILE"
 )
 
@@ -218,7 +218,7 @@ def _config(request: _Request) -> MountConfig:
         else default_cache_dir(request.url, request.user),
         cache_size=parse_size(str(options.get("cache_size", "1G"))),
         poll_interval=_number("poll_interval", str(options.get("poll_interval", 30))),
-        attr_timeout=_number("attr_timeout", str(options.get("attr_timeout", 1))),
+        attr_timeout=_number("attr_timeout", str(options.get("attr_timeout", 3600))),
         retries=int(_number("retries", str(options.get("retries", 6)), int)),
         read_only=bool(options.get("ro")),
         allow_other=bool(options.get("allow_other")),

@@ -145,6 +145,8 @@ class BlobCache:
         self._lru = _Lru(max_bytes, self._blobs)
         self._active: dict[str, _Download] = {}
         self._sizes: dict[str, int] = self._load_sizes()
+        #: called with a content key whose exact size was just learned
+        self.on_size: list[Callable[[str], None]] = []
         self._sizes_dirty = trio.Event()
         self._nursery: trio.Nursery | None = None
         self._rebuild()
@@ -179,6 +181,8 @@ class BlobCache:
         if self._sizes.get(key) == size:
             return
         self._sizes[key] = size
+        for callback in self.on_size:
+            callback(key)
         if self._nursery is None:
             self._save_sizes()
         else:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from vaultfs.bridge.content.blobcache import BlobCache
 from vaultfs.bridge.content.prefetch import Prefetcher
-from vaultfs.bridge.fs.filesystem import FileSystem, no_invalidation
+from vaultfs.bridge.fs.filesystem import FileSystem, no_entry_invalidation, no_invalidation
 from vaultfs.bridge.fs.options import Options
 from vaultfs.bridge.tree.tree import Tree
 from vaultfs.bridge.write.creating import Creator
@@ -38,6 +38,7 @@ def build_filesystem(
     spool: Spool | None = None,
     status_extra: Callable[[], dict[str, Any]] = dict,
     invalidate_attr: Callable[[int], None] = no_invalidation,
+    invalidate_entry: Callable[[int, str], None] = no_entry_invalidation,
 ) -> FileSystem:
     """The file system over ``tree`` and ``blobs``; without a ``spool`` nothing can be
     written (a read-only mount)."""
@@ -69,4 +70,5 @@ def build_filesystem(
         prefetch=Prefetcher(tree, blobs),
         status_extra=status_extra,
         invalidate_attr=invalidate_attr,
+        invalidate_entry=invalidate_entry,
     )

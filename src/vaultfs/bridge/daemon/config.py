@@ -29,7 +29,7 @@ class MountConfig:
     cache_dir: Path
     cache_size: int = 1 << 30
     poll_interval: float = 30.0
-    attr_timeout: float = 1.0
+    attr_timeout: float = 3600.0
     #: retries of one API call before it fails (an outage longer than that gives EIO)
     retries: int = 6
     read_only: bool = False

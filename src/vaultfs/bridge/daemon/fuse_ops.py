@@ -21,7 +21,16 @@ import pyfuse3
 from vaultfs import errors
 from vaultfs.bridge.fs.filesystem import Attr, FileSystem
 
-__all__ = ["FuseOps", "close", "default_options", "init", "invalidate_attr", "main", "terminate"]
+__all__ = [
+    "FuseOps",
+    "close",
+    "default_options",
+    "init",
+    "invalidate_attr",
+    "invalidate_entry",
+    "main",
+    "terminate",
+]
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +80,7 @@ class FuseOps(pyfuse3.Operations):
         entry = pyfuse3.EntryAttributes()
         entry.st_ino = attr.ino
         entry.generation = 0
-        entry.entry_timeout = self.core.options.attr_timeout
+        entry.entry_timeout = attr.entry_timeout
         entry.attr_timeout = attr.timeout
         entry.st_mode = attr.mode
         entry.st_nlink = attr.nlink
@@ -255,6 +264,13 @@ def invalidate_attr(inode: int) -> None:
         pyfuse3.invalidate_inode(inode, attr_only=True)
     except OSError as exc:  # the kernel forgot the inode already (or is not mounted)
         log.debug("invalidating inode %d: %s", inode, exc)
+
+
+def invalidate_entry(parent: int, name: str) -> None:
+    """Make the kernel forget ``name`` in directory ``parent``. Queued to pyfuse3's
+    notify thread: the kernel call waits for requests on that directory, so made from
+    a request handler (or the trio loop) it could deadlock."""
+    pyfuse3.invalidate_entry_async(parent, os.fsencode(name), ignore_enoent=True)
 
 
 def init(ops: FuseOps, mountpoint: str, options: set[str]) -> None:

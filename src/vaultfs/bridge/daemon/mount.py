@@ -112,11 +112,13 @@ async def run_mount(config: MountConfig, ready: Callable[[], None] | None = None
             spool=spool,
             status_extra=lambda: _status_extra(config),
             invalidate_attr=fuse_ops.invalidate_attr,
+            invalidate_entry=fuse_ops.invalidate_entry,
         )
         fuse_ops.init(fuse_ops.FuseOps(filesystem), str(config.mountpoint), _fuse_options(config))
         stack.callback(fuse_ops.close, unmount=True)
         nursery = await stack.enter_async_context(trio.open_nursery())
         await nursery.start(blobs.run)
+        await nursery.start(filesystem.freshness.run)
         await nursery.start(index.run, config.poll_interval)
         if spool is not None:
             await nursery.start(spool.run)

@@ -2,8 +2,11 @@
 
 Owns how a node's record becomes ``stat`` data: directories (writable where names may
 be made), vault files (exact sizes once the content cache knows them, the record's
-estimate until then, remembered in ``estimated`` so that open() can correct the
-kernel), scratch and lost+found files, and the status file. Times are the vault's and
+estimate until then, reported through ``estimated`` so that the kernel is corrected
+when the size is learned), scratch and lost+found files, and the status file, and how
+long the kernel may keep each: long for the vault's nodes (``fs.freshness`` tells the
+kernel of their changes), short for the mount's own (scratch files, new folders,
+``.vaultfs``). Times are the vault's and
 stable, so ``make``, ``rsync`` and editors see a file change only when it did.
 """
 
@@ -45,6 +48,8 @@ class Attr:
     gid: int
     #: seconds the kernel may keep this (0 for files whose size changes under it)
     timeout: float
+    #: seconds the kernel may keep the name that leads to it
+    entry_timeout: float
 
 
 def _ns(text: Any) -> int:
@@ -67,7 +72,13 @@ class Attributes:
         *,
         started: float,
         status_size: Callable[[], int],
+        estimated: Callable[[int, str], None],
+        local: Callable[[int], bool],
     ) -> None:
+        """``estimated(ino, content key)``: the kernel is given an estimate of the size
+        of ``ino``, whose content is ``content key``; ``local(ino)``: the kernel was
+        given ``ino`` as a node of the mount alone (a scratch file stays one for the
+        kernel after it became a document's source file)."""
         self._tree = tree
         self._blobs = blobs
         self._editing = editing
@@ -75,8 +86,8 @@ class Attributes:
         self._options = options
         self._started_ns = int(started * 1e9)
         self._status_size = status_size
-        #: inodes whose size the kernel was given as an estimate
-        self.estimated: set[int] = set()
+        self._estimated = estimated
+        self._local = local
 
     def _attr(self, ino: int, mode: int, size: int, mtime: int, ctime: int) -> Attr:
         is_dir = stat.S_ISDIR(mode)
@@ -90,10 +101,19 @@ class Attributes:
             uid=self._options.uid,
             gid=self._options.gid,
             timeout=self._options.attr_timeout,
+            entry_timeout=self._options.attr_timeout,
         )
 
     async def of(self, key: NodeKey, ino: int) -> Attr:
         """The attributes of node ``key`` (inode ``ino``)."""
+        attr = await self._of(key, ino)
+        # Nothing announces changes of the mount's own nodes: short timeouts.
+        if key[0] in nodes.LOCAL_NODES or self._local(ino):
+            attr.entry_timeout = self._options.local_timeout
+            attr.timeout = min(attr.timeout, self._options.local_timeout)
+        return attr
+
+    async def _of(self, key: NodeKey, ino: int) -> Attr:
         if nodes.is_file(key):
             return await self._file(key, ino)
         kind = nodes.kind(key)
@@ -173,7 +193,7 @@ class Attributes:
             # The normal timeout all the same (a tree walk would otherwise stat every
             # such file again): open() tells the kernel the exact size.
             attr.size = content.estimate
-            self.estimated.add(ino)
+            self._estimated(ino, content.key)
         else:
             attr.size = exact
         return attr

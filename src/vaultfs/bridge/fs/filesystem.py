@@ -25,6 +25,7 @@ from vaultfs.bridge.content.blobcache import BlobCache
 from vaultfs.bridge.content.prefetch import Prefetcher
 from vaultfs.bridge.content.sources import content_of
 from vaultfs.bridge.fs.attributes import BLOCK, Attr, Attributes
+from vaultfs.bridge.fs.freshness import Freshness, no_entry_invalidation, no_invalidation
 from vaultfs.bridge.fs.handles import (
     CachedContent,
     HandleTable,
@@ -45,7 +46,7 @@ from vaultfs.bridge.write.fields import FieldEditor
 from vaultfs.bridge.write.namespace import Namespace
 from vaultfs.bridge.write.scratch import ScratchFile, makes_document
 
-__all__ = ["Attr", "FileSystem", "Opened", "Options"]
+__all__ = ["Attr", "FileSystem", "Opened", "Options", "no_entry_invalidation", "no_invalidation"]
 
 log = logging.getLogger(__name__)
 
@@ -61,10 +62,6 @@ class Opened:
     keep_cache: bool = False
 
 
-def no_invalidation(ino: int) -> None:
-    pass
-
-
 class FileSystem:
     def __init__(
         self,
@@ -78,9 +75,11 @@ class FileSystem:
         prefetch: Prefetcher,
         status_extra: Callable[[], dict[str, Any]] = dict,
         invalidate_attr: Callable[[int], None] = no_invalidation,
+        invalidate_entry: Callable[[int, str], None] = no_entry_invalidation,
     ) -> None:
         """``status_extra``: what the mount adds to the status file;
-        ``invalidate_attr``: tells the kernel to forget an inode's attributes."""
+        ``invalidate_attr``: tells the kernel to forget an inode's attributes;
+        ``invalidate_entry``: tells it to forget a name in a directory (never waits)."""
         self.tree = tree
         self.blobs = blobs
         self.options = options
@@ -90,7 +89,20 @@ class FileSystem:
         self.prefetch = prefetch
         self.inodes = InodeTable(ROOT)
         self.handles = HandleTable()
+        self.freshness = Freshness(
+            self.inodes,
+            namespace.child,
+            invalidate_attr=invalidate_attr,
+            invalidate_entry=invalidate_entry,
+            generation=lambda: tree.index.generation,
+        )
+        # Every change the index learns of (poll, save, field change, check-in) and
+        # every exact size the content cache learns is pushed to the kernel's caches.
+        tree.index.on_change.append(self.freshness.document_changed)
+        blobs.on_size.append(self.freshness.size_known)
         self._invalidate_attr = invalidate_attr
+        #: open directory handle -> the directory's inode (names the kernel is given)
+        self._dir_inodes: dict[int, int] = {}
         self.report = StatusReport(
             options,
             tree.client,
@@ -109,6 +121,8 @@ class FileSystem:
             options,
             started=self.report.started,
             status_size=lambda: len(self.report.as_bytes()),
+            estimated=self.freshness.estimated,
+            local=lambda ino: (self.inodes.key(ino) or ROOT)[0] in nodes.LOCAL_NODES,
         )
         #: inode -> the content key its last open served (its pages in the kernel)
         self._page_keys: dict[int, str] = {}
@@ -138,18 +152,20 @@ class FileSystem:
         child = await self.namespace.child(self._key(parent), name)
         if child is None:
             raise errors.NotFound(name)
-        return await self._entry(child)
+        return await self._entry(child, parent, name)
 
-    async def _entry(self, key: NodeKey) -> Attr:
-        """The attributes of ``key`` for the kernel, which takes a reference to it."""
+    async def _entry(self, key: NodeKey, parent: int, name: str) -> Attr:
+        """The attributes of ``key``, ``name`` in ``parent``, for the kernel, which
+        takes a reference to it."""
         attr = await self.attributes.of(key, self.inodes.inode(key))
-        self.inodes.lookup(key)
+        self.freshness.seen(parent, name, key, self.inodes.lookup(key))
         return attr
 
     def forget(self, ino: int, nlookup: int) -> None:
+        key = self.inodes.key(ino)
         self.inodes.forget(ino, nlookup)
-        if self.inodes.key(ino) is None:  # freed: numbers are never reused
-            self.attributes.estimated.discard(ino)
+        if key is not None and self.inodes.key(ino) is None:  # freed: never reused
+            self.freshness.forgotten(ino, key)
             self._page_keys.pop(ino, None)
 
     async def getattr(self, ino: int) -> Attr:
@@ -176,7 +192,9 @@ class FileSystem:
             # The order a walk visits the documents in: what the prefetch reads ahead.
             documents = [k[1] for _, k in listing if k[0] == Kind.DOC]
             self.prefetch.folder_listed([int(d) for d in documents])
-        return self.handles.add_dir(listing)
+        fh = self.handles.add_dir(listing)
+        self._dir_inodes[fh] = ino
+        return fh
 
     async def readdir(self, fh: int, start: int) -> list[tuple[int, str, NodeKey, Attr]]:
         """Entries from position ``start``: (next position, name, key, attributes).
@@ -185,6 +203,7 @@ class FileSystem:
         (the kernel takes a reference to it, as with lookup).
         """
         listing = self.handles.dir(fh)
+        parent = self._dir_inodes[fh]
         entries = []
         for position in range(start, len(listing)):
             name, key = listing[position]
@@ -192,6 +211,7 @@ class FileSystem:
                 attr = await self.attributes.of(key, self.inodes.inode(key))
             except (errors.InvalidDocument, errors.NotFound, FileNotFoundError):
                 continue  # left the vault since opendir
+            self.freshness.seen(parent, name, key, attr.ino)
             entries.append((position + 1, name, key, attr))
         return entries
 
@@ -200,6 +220,7 @@ class FileSystem:
 
     def releasedir(self, fh: int) -> None:
         self.handles.pop_dir(fh)
+        self._dir_inodes.pop(fh, None)
 
     # --- files -------------------------------------------------------------------
 
@@ -225,7 +246,7 @@ class FileSystem:
             opened = await self.open(self.inodes.inode(key), flags | os.O_TRUNC)
         else:
             opened = self._open_scratch(self.namespace.scratch_file(key), flags)
-        return opened, await self._entry(key)
+        return opened, await self._entry(key, parent, name)
 
     async def open(self, ino: int, flags: int) -> Opened:
         key = self._key(ino)
@@ -252,7 +273,7 @@ class FileSystem:
             # The kernel may hold the listing's estimate (or the size before another
             # client's save): a stat or a seek from the end after open() must see the
             # content's exact size, which getattr answers from the spool entry now.
-            self.attributes.estimated.discard(ino)
+            self.freshness.exact(ino)
             self._invalidate_attr(ino)
             return self._open_direct(SourceEdit(self.editing, handle))
         if kind == Kind.STATUS:
@@ -281,9 +302,8 @@ class FileSystem:
         still stands for the same (immutable) content."""
         if size is None:
             return Opened(fh, direct_io=True)  # no length sent: read until a short read
-        if ino in self.attributes.estimated:
+        if self.freshness.exact(ino):
             # The kernel may hold the estimate: it would cut reads short (or pad them).
-            self.attributes.estimated.discard(ino)
             self._invalidate_attr(ino)
         keep_cache = self._page_keys.get(ino) == content_key
         self._page_keys[ino] = content_key
@@ -385,7 +405,7 @@ class FileSystem:
         self._writable()
         await self._ready()
         self._may_create(name)
-        return await self._entry(self.namespace.mkdir(self._key(parent), name))
+        return await self._entry(self.namespace.mkdir(self._key(parent), name), parent, name)
 
     async def unlink(self, parent: int, name: str) -> None:
         self._writable()

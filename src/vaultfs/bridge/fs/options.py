@@ -16,7 +16,11 @@ class Options:
     #: the vault lets this user create documents (asked once at mount time)
     may_create: bool = True
     allow_delete: bool = False
-    attr_timeout: float = 1.0
+    #: seconds the kernel may keep names and attributes of the vault's nodes; changes
+    #: are pushed to it (``fs.freshness``), so this only bounds what nothing announces
+    attr_timeout: float = 3600.0
+    #: the same for nodes of this mount alone (scratch files, new folders, .vaultfs)
+    local_timeout: float = 1.0
     #: longest an operation waits for the first index build
     index_wait: float = 60.0
     uid: int = field(default_factory=os.getuid)

@@ -32,6 +32,7 @@ __all__ = [
     "FIELD_NODES",
     "FILES",
     "FOLDERS",
+    "LOCAL_NODES",
     "LOST_AND_FOUND",
     "NEW_DOCUMENT_DIRS",
     "NEW_FIELD_NODES",
@@ -113,6 +114,9 @@ NEW_DOCUMENT_DIRS = frozenset({*FOLDERS, Kind.NEWDIR})
 NEW_FIELD_NODES = frozenset({Kind.SCRATCH, *FOLDERS})
 #: nodes of one version of a document (immutable content)
 VERSION_NODES = frozenset({Kind.VER, Kind.VSRC, Kind.VRENDS, Kind.VREND})
+#: nodes of the mount alone, not of the vault: nothing announces their changes, and a
+#: name of theirs may outlive its node on purpose (a scratch file that became a document)
+LOCAL_NODES = frozenset({Kind.CTL, Kind.STATUS, Kind.LOST, Kind.LOSTF, Kind.SCRATCH, Kind.NEWDIR})
 #: a document's directory and its fixed subdirectories (their ctime is the document's)
 DOCUMENT_DIR_NODES = frozenset({Kind.DOC, Kind.VERS, Kind.RENDS, Kind.ATTS})
 

@@ -1,0 +1,232 @@
+"""What the kernel keeps of the tree, and telling it to forget what changed.
+
+The kernel is given long entry and attribute timeouts for every node the vault backs
+(``Options.attr_timeout``), so a warm walk is answered from its caches. This module
+keeps that honest: it knows which inodes of which document the kernel holds and under
+which names (from lookups and directory listings), and when the index sees a document
+change (the poller, a save or a field change through this mount, a background
+check-in: they all end in ``DocumentIndex.on_change``) it
+
+- makes the kernel forget the attributes of that document's inodes and of every
+  folder at once (attributes only, which never waits for the kernel, so this is safe
+  inside a request), so size, times and mode are read again;
+- queues a check of the names the kernel holds for them; ``run`` asks the tree what
+  each name stands for now and makes the kernel forget the names that no longer lead
+  to the same node (renamed, moved, deleted). Names that still hold are left alone:
+  forgetting them would unhash a directory that is someone's working directory.
+
+Sizes shown as estimates are corrected when the content cache learns the exact size
+(``size_known``). Nodes under ``versions/`` never change, and their names are never
+checked (see ``_FIXED_DIRS``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+
+import trio
+
+from vaultfs import errors
+from vaultfs.bridge.fs.inodes import ROOT_INODE, InodeTable
+from vaultfs.bridge.tree import nodes
+from vaultfs.bridge.tree.nodes import DOC_DIR_NAMES, FOLDERS, LOCAL_NODES, Kind, NodeKey
+
+__all__ = ["Freshness", "no_entry_invalidation", "no_invalidation"]
+
+log = logging.getLogger(__name__)
+
+#: directories whose names are never checked: a version's content and renditions never
+#: change, and a version only ever leaves ``versions/``. The kernel learns that from the
+#: version's attributes (forgotten with the document's, then ENOENT); forgetting the name
+#: itself would break ``rm -r`` of a document, which removes a version directory after
+#: the removal of its file deleted the version.
+_FIXED_DIRS = frozenset({Kind.VERS, Kind.VER, Kind.VRENDS})
+#: nodes whose name never changes (``versions``, ``renditions``, ``attachments`` of a
+#: document): they go with their document's directory
+_FIXED_NAMES = frozenset(DOC_DIR_NAMES.values())
+
+
+#: names checked between two chances for the mount's requests to run
+_BATCH = 500
+
+
+def no_invalidation(ino: int) -> None:
+    pass
+
+
+def no_entry_invalidation(parent: int, name: str) -> None:
+    pass
+
+
+class Freshness:
+    def __init__(
+        self,
+        inodes: InodeTable,
+        child: Callable[[NodeKey, str], Awaitable[NodeKey | None]],
+        *,
+        invalidate_attr: Callable[[int], None] = no_invalidation,
+        invalidate_entry: Callable[[int, str], None] = no_entry_invalidation,
+        generation: Callable[[], int] = lambda: 0,
+    ) -> None:
+        """``child(parent key, name)``: the node a name stands for now;
+        ``invalidate_attr``/``invalidate_entry``: tell the kernel to forget an inode's
+        attributes / a name in a directory; ``generation``: the index's generation,
+        which moves once per batch of changes."""
+        self._inodes = inodes
+        self._child = child
+        self.invalidate_attr = invalidate_attr
+        self._invalidate_entry = invalidate_entry
+        self._generation = generation
+        self._folders_told: int | None = None
+        #: inode -> (parent inode, name) the kernel was last given it under. A node has
+        #: one path at a time, so one name per inode (a name it had before is stale)
+        self._names: dict[int, tuple[int, str]] = {}
+        #: document id -> its inodes the kernel knows (a few each: a list is the
+        #: smallest container, and 10,000 documents' worth stays small)
+        self._by_doc: dict[int, list[int]] = {}
+        #: folder inodes the kernel knows (the root, types, subtypes, classifications)
+        self._folders: set[int] = {ROOT_INODE}
+        #: inodes the kernel knows by a name in a folder: a document's name depends on
+        #: its siblings' (`` [id]`` suffixes), so any change may change it
+        self._in_folders: set[int] = set()
+        #: inode -> content key of the estimated size the kernel was given
+        self._estimated: dict[int, str] = {}
+        self._estimated_by_key: dict[str, set[int]] = {}
+        #: documents whose names are to be checked by ``run``
+        self._pending: set[int] = set()
+        self._wake = trio.Event()
+
+    # --- what the kernel holds ---------------------------------------------------
+
+    def seen(self, parent: int, name: str, key: NodeKey, ino: int) -> None:
+        """The kernel was told ``name`` in ``parent`` is ``ino`` (lookup or listing).
+        The mount's own nodes are not followed (short timeouts; a scratch file's name
+        outlives it on purpose once it became a document, for a writer appending to it).
+        """
+        if key[0] in LOCAL_NODES:
+            return
+        if key[0] in FOLDERS:
+            self._folders.add(ino)
+        elif _document_of(key) is not None:
+            inos = self._by_doc.setdefault(int(key[1]), [])
+            if ino not in inos:
+                inos.append(ino)
+        if key[0] in _FIXED_NAMES or (self._inodes.key(parent) or ("",))[0] in _FIXED_DIRS:
+            return  # a name that never changes: nothing to check, nothing to keep
+        before = self._names.get(ino)
+        if before != (parent, name):
+            self._names[ino] = (parent, name)
+            if before is not None:  # the node moved: its old name leads nowhere now
+                self._invalidate_entry(*before)
+        if parent in self._folders:
+            self._in_folders.add(ino)
+
+    def forgotten(self, ino: int, key: NodeKey) -> None:
+        """The kernel dropped its last reference to ``ino``."""
+        self._names.pop(ino, None)
+        self._folders.discard(ino)
+        self._in_folders.discard(ino)
+        self.exact(ino)
+        doc_id = _document_of(key)
+        if doc_id is not None:
+            inos = self._by_doc.get(doc_id)
+            if inos is not None and ino in inos:
+                inos.remove(ino)
+                if not inos:
+                    del self._by_doc[doc_id]
+
+    # --- estimated sizes ---------------------------------------------------------
+
+    def estimated(self, ino: int, content_key: str) -> None:
+        """The kernel was given an estimate of ``ino``'s size, the size of content
+        ``content_key`` once known."""
+        self._estimated[ino] = content_key
+        self._estimated_by_key.setdefault(content_key, set()).add(ino)
+
+    def is_estimated(self, ino: int) -> bool:
+        return ino in self._estimated
+
+    def exact(self, ino: int) -> bool:
+        """``ino``'s size is exact from now on; whether the kernel held an estimate."""
+        content_key = self._estimated.pop(ino, None)
+        if content_key is None:
+            return False
+        inos = self._estimated_by_key.get(content_key)
+        if inos is not None:
+            inos.discard(ino)
+            if not inos:
+                del self._estimated_by_key[content_key]
+        return True
+
+    def size_known(self, content_key: str) -> None:
+        """The content cache learned ``content_key``'s exact size: the kernel forgets
+        the estimates it holds of it."""
+        for ino in list(self._estimated_by_key.get(content_key, ())):
+            self.exact(ino)
+            self.invalidate_attr(ino)
+
+    # --- changes -----------------------------------------------------------------
+
+    def document_changed(self, doc_id: int) -> None:
+        """The index saw ``doc_id`` change, appear or leave (an ``on_change`` callback)."""
+        for ino in self._by_doc.get(doc_id, ()):
+            self.invalidate_attr(ino)
+        if self._folders_told != self._generation():
+            # A folder's mtime is its newest document's: once per batch of changes.
+            self._folders_told = self._generation()
+            for ino in self._folders:
+                self.invalidate_attr(ino)
+        self._pending.add(doc_id)
+        self._wake.set()
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Check the names of changed documents as they come (a task of the mount)."""
+        task_status.started()
+        while True:
+            await self._wake.wait()
+            self._wake = trio.Event()
+            try:
+                await self.check_names()
+            except Exception:  # a bug here must not end the mount: the timeouts still run out
+                log.exception("checking changed names failed")
+
+    async def check_names(self) -> None:
+        """Make the kernel forget each name of a changed document (and each name in
+        a folder) that no longer stands for the node it was given for."""
+        pending, self._pending = self._pending, set()
+        inos = self._in_folders | self._folders
+        for doc_id in pending:
+            inos.update(self._by_doc.get(doc_id, ()))
+        for count, ino in enumerate(sorted(inos)):
+            if count % _BATCH == _BATCH - 1:
+                await trio.lowlevel.checkpoint()  # a big folder: let requests in between
+            key = self._inodes.key(ino)
+            if key is None:
+                continue
+            dentry = self._names.get(ino)
+            if dentry is not None and not await self._still(*dentry, key):
+                if self._names.get(ino) == dentry:  # not given a new name meanwhile
+                    del self._names[ino]
+                self._invalidate_entry(*dentry)
+
+    async def _still(self, parent: int, name: str, key: NodeKey) -> bool:
+        parent_key = self._inodes.key(parent)
+        if parent_key is None:
+            return True  # the kernel forgot the directory, and its entries with it
+        if parent_key[0] in _FIXED_DIRS:
+            return True
+        try:
+            return await self._child(parent_key, name) == key
+        except errors.VaultUnavailable:
+            return True  # unknown for now: the next change checks again
+        except (errors.VaultError, OSError):
+            return False  # the directory itself is gone
+
+
+def _document_of(key: NodeKey) -> int | None:
+    """The document a node belongs to (DOC to ATT), None for every other node."""
+    kind = key[0]
+    if kind in FOLDERS or kind in LOCAL_NODES or kind == Kind.ROOT:
+        return None
+    return nodes.doc_id(key)

@@ -1,0 +1,140 @@
+"""Long kernel timeouts kept honest: what changes in the vault is pushed to the kernel
+(attributes forgotten at once, names that no longer hold forgotten after a check)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import trio
+
+from vaultfs.bridge.content.blobcache import BlobCache
+from vaultfs.bridge.daemon.build import build_filesystem
+from vaultfs.bridge.fs.filesystem import FileSystem
+from vaultfs.bridge.fs.inodes import ROOT_INODE
+from vaultfs.bridge.fs.options import Options
+from vaultfs.bridge.tree.index import DocumentIndex, TypeCatalog
+from vaultfs.bridge.tree.tree import Tree
+from vaultfs.bridge.write.editing import show_check_in
+
+from .fakevault import FakeVault
+from .fsdriver import listdir, walk
+
+
+@pytest.fixture
+def forgotten_names() -> list[tuple[int, str]]:
+    return []
+
+
+@pytest.fixture
+async def fs(
+    vault: FakeVault,
+    invalidated: list[int],
+    forgotten_names: list[tuple[int, str]],
+    tmp_path: Path,
+) -> AsyncIterator[FileSystem]:
+    index = DocumentIndex(vault)  # type: ignore[arg-type]
+    await index.build()
+    tree = Tree(vault, index, TypeCatalog(vault))  # type: ignore[arg-type]
+    blobs = BlobCache(tmp_path / "cache", 1 << 30)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(blobs.run)
+        yield build_filesystem(
+            tree,
+            blobs,
+            Options(url="http://vault", user="me"),
+            invalidate_attr=invalidated.append,
+            invalidate_entry=lambda parent, name: forgotten_names.append((parent, name)),
+        )
+        nursery.cancel_scope.cancel()
+
+
+async def test_vault_nodes_get_long_timeouts_local_ones_short(fs: FileSystem) -> None:
+    guide = await walk(fs, "Reference", "Guide")
+    for ino in (ROOT_INODE, guide, await walk(fs, "Reference", "Guide", "guide.txt")):
+        attr = await fs.getattr(ino)
+        assert attr.timeout >= 600 and attr.entry_timeout >= 600
+    ctl = await fs.lookup(ROOT_INODE, ".vaultfs")
+    assert ctl.entry_timeout <= 1 and ctl.timeout <= 1
+    status = await fs.lookup(ctl.ino, "status")
+    assert status.timeout == 0
+
+
+async def test_a_change_seen_by_the_poller_makes_the_kernel_forget_attributes(
+    fs: FileSystem, vault: FakeVault, invalidated: list[int]
+) -> None:
+    guide = await walk(fs, "Reference", "Guide")
+    source = await walk(fs, "Reference", "Guide", "guide.txt")
+    reference = await walk(fs, "Reference")
+    other = await walk(fs, "Reference", "Guide [3]")
+    invalidated.clear()
+    vault.new_version(2, b"guide v2, longer\n")
+    await fs.tree.index.refresh()
+    assert {guide, source, reference, ROOT_INODE} <= set(invalidated)
+    assert other not in invalidated  # another document: its attributes stay cached
+    assert (await fs.getattr(source)).mtime_ns != 0
+
+
+async def test_a_renamed_document_loses_its_old_name_only(
+    fs: FileSystem, vault: FakeVault, forgotten_names: list[tuple[int, str]]
+) -> None:
+    reference = await walk(fs, "Reference")
+    await listdir(fs, reference)  # the kernel is given every name of the folder
+    await walk(fs, "Reference", "Guide", "guide.txt")
+    vault.rename(2, "Handbook")
+    await fs.tree.index.refresh()
+    await fs.freshness.check_names()
+    # "Guide [3]" is plain "Guide" now: both names the kernel holds lead elsewhere.
+    assert sorted(forgotten_names) == [(reference, "Guide"), (reference, "Guide [3]")]
+    forgotten_names.clear()
+    vault.new_version(3, b"second guide v2\n")  # changed, same names: nothing to forget
+    await fs.tree.index.refresh()
+    await fs.freshness.check_names()
+    assert forgotten_names == []
+
+
+async def test_a_deleted_document_loses_its_name(
+    fs: FileSystem, vault: FakeVault, forgotten_names: list[tuple[int, str]]
+) -> None:
+    folder = await walk(fs, "Reference")
+    await walk(fs, "Reference", "Guide [3]", "guide.txt")
+    vault.delete(3)
+    await fs.tree.index.refresh()
+    await fs.freshness.check_names()
+    assert (folder, "Guide [3]") in forgotten_names
+
+
+async def test_an_estimate_is_forgotten_when_the_exact_size_is_learned(
+    fs: FileSystem, invalidated: list[int]
+) -> None:
+    source = await walk(fs, "Reference", "Guide", "guide.txt")
+    content_key = next(iter(fs.freshness._estimated.values()))
+    invalidated.clear()
+    fs.blobs.remember_size(content_key, 6)
+    assert invalidated == [source]
+    assert not fs.freshness.is_estimated(source)
+
+
+async def test_a_name_the_kernel_learns_anew_makes_it_forget_the_old_one(
+    fs: FileSystem, vault: FakeVault, forgotten_names: list[tuple[int, str]]
+) -> None:
+    reference = await walk(fs, "Reference")
+    await walk(fs, "Reference", "Guide")
+    vault.rename(2, "Handbook")
+    await fs.tree.index.refresh()
+    await listdir(fs, reference)  # the new name arrives before the names are checked
+    assert (reference, "Guide") in forgotten_names
+
+
+async def test_a_check_in_shown_in_the_tree_makes_the_kernel_forget_attributes(
+    fs: FileSystem, vault: FakeVault, invalidated: list[int]
+) -> None:
+    """What the spool's background check-in calls (``show_check_in``) ends in the same
+    invalidation as a poll, without waiting for one."""
+    source = await walk(fs, "Reference", "Guide", "guide.txt")
+    invalidated.clear()
+    vault.new_version(2, b"checked in by the spool\n")
+    await show_check_in(fs.tree, fs.blobs, 2, len(b"checked in by the spool\n"))
+    assert source in invalidated
+    assert (await fs.getattr(source)).size == len(b"checked in by the spool\n")

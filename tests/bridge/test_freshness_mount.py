@@ -1,0 +1,81 @@
+"""A real mount with the default (long) kernel timeouts still shows every change: by
+another client within one poll, through the mount at once."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import login
+from tests.mountproc import MountProcess
+from tests.vaultproc import VaultProcess, wait_until
+
+pytestmark = pytest.mark.mount
+
+API = "/api/v25.1"
+
+
+def _source(mount: MountProcess, doc_id: int) -> Path:
+    for doc_dir in mount.mountpoint.glob("*/**/"):
+        if (doc_dir / "versions").is_dir() and os.getxattr(doc_dir, "user.vault.id") == str(
+            doc_id
+        ).encode():
+            return doc_dir / os.getxattr(doc_dir, "user.vault.filename__v").decode()
+    raise AssertionError(f"document {doc_id} not in the mount")
+
+
+def test_timeouts_are_long_yet_another_clients_changes_show_within_a_poll(
+    own_mount: MountProcess, fresh_vault: VaultProcess
+) -> None:
+    assert "attr_timeout" not in own_mount.options  # the default: long timeouts
+    source = _source(own_mount, 5)
+    doc_dir = source.parent
+    old = source.read_bytes()
+    before = source.stat()  # cached by the kernel, with the exact size
+    assert before.st_size == len(old)
+    doc_before = doc_dir.stat()
+    with httpx.Client(
+        base_url=fresh_vault.url + API, headers={"Authorization": login(fresh_vault.url)}
+    ) as api:
+        content = b"a longer content from another client\n" * 100
+        r = api.post(
+            "/objects/documents/5",
+            data={"createDraft": "uploadedContent"},
+            files={"file": (source.name, content)},
+        )
+        assert r.json()["responseStatus"] == "SUCCESS", r.text
+        # Attributes come from the kernel's cache until the poll tells it to forget.
+        wait_until(
+            lambda: source.stat().st_mtime_ns != before.st_mtime_ns, timeout=10, what="new mtime"
+        )
+        assert source.stat().st_size != len(old)
+        assert doc_dir.stat().st_mtime_ns != doc_before.st_mtime_ns
+        assert source.read_bytes() == content
+        assert source.stat().st_size == len(content)
+        r = api.put("/objects/documents/5", data={"name__v": "Renamed elsewhere"})
+        assert r.json()["responseStatus"] == "SUCCESS", r.text
+        # The kernel held the old name: it must forget it, not just list the new one.
+        wait_until(lambda: not doc_dir.exists(), timeout=10, what="the old name to go")
+        assert (doc_dir.parent / "Renamed elsewhere" / source.name).read_bytes() == content
+
+
+def test_a_save_and_a_setfattr_through_the_mount_show_at_once(own_mount: MountProcess) -> None:
+    source = _source(own_mount, 6)
+    before = source.stat()
+    doc_before = source.parent.stat()
+    content = b"saved through the mount, longer than before\n" * 50
+    source.write_bytes(content)  # close returns once the vault has the draft
+    after = source.stat()
+    assert after.st_size == len(content)
+    assert after.st_mtime_ns != before.st_mtime_ns
+    assert source.parent.stat().st_mtime_ns != doc_before.st_mtime_ns
+    subprocess.run(
+        ["setfattr", "-n", "user.vault.title__v", "-v", "Fresh title", str(source.parent)],
+        check=True,
+    )
+    assert os.getxattr(source, "user.vault.title__v") == b"Fresh title"
+    assert source.stat().st_mtime_ns != after.st_mtime_ns
