@@ -42,16 +42,6 @@ def need(program: str) -> str:
     return path
 
 
-@pytest.fixture(scope="module")
-def mount(module_mount: MountProcess) -> MountProcess:
-    return module_mount
-
-
-@pytest.fixture(scope="module")
-def api(module_api: httpx.Client) -> httpx.Client:
-    return module_api
-
-
 _names = itertools.count(1)
 
 
@@ -78,8 +68,9 @@ class Documents:
 
 
 @pytest.fixture
-def documents(api: httpx.Client, mount: MountProcess) -> Documents:
-    return Documents(api, mount)
+def documents(module_api: httpx.Client, module_mount: MountProcess) -> Documents:
+    """Documents of the module's vault (tests/conftest.py), found in its mount."""
+    return Documents(module_api, module_mount)
 
 
 def doc_id_of(path: Path) -> int:

@@ -18,7 +18,6 @@ import httpx
 import pytest
 
 from tests.conftest import API, EDITOR, login
-from tests.mountproc import MountProcess
 from tests.vaultproc import VaultProcess, wait_until
 from vaultfs.server.samples import docx_bytes, pdf_bytes
 
@@ -282,12 +281,10 @@ def test_libreoffice_opens_read_only_what_another_user_checked_out(
 # --- new documents ----------------------------------------------------------------------
 
 
-def test_a_shell_redirection_into_a_folder_makes_one_whole_document(
-    documents: Documents, mount: MountProcess
-) -> None:
+def test_a_shell_redirection_into_a_folder_makes_one_whole_document(documents: Documents) -> None:
     """``echo > new`` opens with O_TRUNC and closes a duplicate descriptor before the
     first write: the document is made from what is written, not from the empty file."""
-    general = mount.mountpoint / "General"
+    general = documents.mount.mountpoint / "General"
     before = total_documents(documents.api)
     run("sh", "-c", 'echo hello > "$1"; printf "more\\n" >> "$1"', "sh", general / "shell new.txt")
     path = general / "shell new" / "shell new.txt"
@@ -297,13 +294,11 @@ def test_a_shell_redirection_into_a_folder_makes_one_whole_document(
     assert save.original == b"hello\nmore\n"
 
 
-def test_a_child_closing_an_inherited_descriptor_takes_nothing_early(
-    documents: Documents, mount: MountProcess
-) -> None:
+def test_a_child_closing_an_inherited_descriptor_takes_nothing_early(documents: Documents) -> None:
     """A program that starts another while a new file is open: the child's close of the
     inherited descriptor is a flush that makes the document from what was written so
     far; what the parent writes after it is a draft of that document, never dropped."""
-    general = mount.mountpoint / "General"
+    general = documents.mount.mountpoint / "General"
     with open(general / "forked note.txt", "wb") as f:
         f.write(b"first half, ")
         f.flush()  # in the mount before the child closes its copy of the descriptor
