@@ -17,27 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from tests.vaultproc import ADMIN, DEMO_PASSWORD, wait_until
+from vaultfs.bridge.commands.control import alive, unmount
 
 __all__ = ["MountProcess", "alive", "can_mount", "unmount"]
 
 
 def can_mount() -> bool:
     return os.path.exists("/dev/fuse") and shutil.which("fusermount3") is not None
-
-
-def unmount(mountpoint: Path) -> None:
-    """Lazily unmount whatever is mounted at ``mountpoint``, unconditionally: a crashed
-    daemon leaves a mount that ``os.path.ismount`` cannot stat (ENOTCONN)."""
-    subprocess.run(["fusermount3", "-u", "-z", str(mountpoint)], check=False, capture_output=True)
-
-
-def alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie, dead but not yet reaped, does not)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in ("Z", "X")
 
 
 class MountProcess:

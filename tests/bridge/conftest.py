@@ -70,8 +70,17 @@ def vault() -> FakeVault:
 
 
 @pytest.fixture
+def forgotten_names() -> list[tuple[int, str]]:
+    """Names (parent inode, name) the file system told the kernel to forget."""
+    return []
+
+
+@pytest.fixture
 async def core(
-    vault: FakeVault, invalidated: list[int], tmp_path: Path
+    vault: FakeVault,
+    invalidated: list[int],
+    forgotten_names: list[tuple[int, str]],
+    tmp_path: Path,
 ) -> AsyncIterator[FileSystem]:
     """The file system over ``vault`` (no spool: read-only), its workers running."""
     index = DocumentIndex(vault)  # type: ignore[arg-type]
@@ -85,5 +94,6 @@ async def core(
             blobs,
             Options(url="http://vault", user="me"),
             invalidate_attr=invalidated.append,
+            invalidate_entry=lambda parent, name: forgotten_names.append((parent, name)),
         )
         nursery.cancel_scope.cancel()

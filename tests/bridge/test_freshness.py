@@ -3,19 +3,10 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
 import pytest
-import trio
 
-from vaultfs.bridge.content.blobcache import BlobCache
-from vaultfs.bridge.daemon.build import build_filesystem
 from vaultfs.bridge.fs.filesystem import FileSystem
 from vaultfs.bridge.fs.inodes import ROOT_INODE
-from vaultfs.bridge.fs.options import Options
-from vaultfs.bridge.tree.index import DocumentIndex, TypeCatalog
-from vaultfs.bridge.tree.tree import Tree
 from vaultfs.bridge.write.editing import show_check_in
 
 from .fakevault import FakeVault
@@ -23,31 +14,9 @@ from .fsdriver import listdir, walk
 
 
 @pytest.fixture
-def forgotten_names() -> list[tuple[int, str]]:
-    return []
-
-
-@pytest.fixture
-async def fs(
-    vault: FakeVault,
-    invalidated: list[int],
-    forgotten_names: list[tuple[int, str]],
-    tmp_path: Path,
-) -> AsyncIterator[FileSystem]:
-    index = DocumentIndex(vault)  # type: ignore[arg-type]
-    await index.build()
-    tree = Tree(vault, index, TypeCatalog(vault))  # type: ignore[arg-type]
-    blobs = BlobCache(tmp_path / "cache", 1 << 30)
-    async with trio.open_nursery() as nursery:
-        await nursery.start(blobs.run)
-        yield build_filesystem(
-            tree,
-            blobs,
-            Options(url="http://vault", user="me"),
-            invalidate_attr=invalidated.append,
-            invalidate_entry=lambda parent, name: forgotten_names.append((parent, name)),
-        )
-        nursery.cancel_scope.cancel()
+def fs(core: FileSystem) -> FileSystem:
+    """The file system over the fake vault (tests/bridge/conftest.py)."""
+    return core
 
 
 async def test_vault_nodes_get_long_timeouts_local_ones_short(fs: FileSystem) -> None:

@@ -159,17 +159,8 @@ def _store_file(blobs: BlobStore, data_dir: Path, cell: str) -> tuple[StoredFile
     source = _staged(data_dir, cell)
     if source.stat().st_size > MAX_FILE_SIZE:
         raise InvalidData(f"Invalid value for [file]: '{cell}' is larger than 4 GB")
-    writer = blobs.writer(MAX_FILE_SIZE)
-    writer.open_sync()
-    try:
-        with source.open("rb") as f:
-            while chunk := f.read(_COPY_CHUNK):
-                writer.size += len(chunk)
-                writer.write_sync(chunk)
-        info = writer.finish_sync()
-    except BaseException:
-        writer.abort_sync()
-        raise
+    with source.open("rb") as f:
+        info = blobs.put_stream(f, MAX_FILE_SIZE, _COPY_CHUNK)
     stored = StoredFile(blob=info, filename=source.name)
     return stored, search.extract_text(blobs.path(info.sha256), source.name)
 

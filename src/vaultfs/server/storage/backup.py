@@ -199,15 +199,6 @@ def _set_sequences(conn: Conn, sequences: dict[str, int]) -> None:
 def _restore_blob(archive: tarfile.TarFile, member: tarfile.TarInfo, blobs: BlobStore) -> None:
     source = archive.extractfile(member)
     assert source is not None
-    writer = blobs.writer(member.size)
-    writer.open_sync()
-    try:
-        while chunk := source.read(_CHUNK):
-            writer.size += len(chunk)
-            writer.write_sync(chunk)
-        info = writer.finish_sync()
-    except BaseException:
-        writer.abort_sync()
-        raise
+    info = blobs.put_stream(source, member.size, _CHUNK)
     if info.sha256 != member.name.removeprefix("blobs/"):
         raise BackupError(f"{member.name} does not hold the content its name promises")

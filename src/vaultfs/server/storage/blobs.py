@@ -19,6 +19,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import trio
 
@@ -78,6 +79,20 @@ class BlobStore:
         writer.size = len(data)
         writer.write_sync(data)
         return writer.finish_sync()
+
+    def put_stream(self, source: IO[bytes], max_size: int, chunk: int = 1 << 20) -> BlobInfo:
+        """Store what ``source`` reads until its end (blocking; the caller checked the
+        size against ``max_size``); nothing is left behind when that fails."""
+        writer = BlobWriter(self, max_size)
+        writer.open_sync()
+        try:
+            while data := source.read(chunk):
+                writer.size += len(data)
+                writer.write_sync(data)
+            return writer.finish_sync()
+        except BaseException:
+            writer.abort_sync()
+            raise
 
     def sweep(self, referenced: Iterable[str], min_age_seconds: float = 0.0) -> int:
         """Remove temp files and blobs no record references (blocking; run before serving).
