@@ -368,6 +368,45 @@ class VaultClient:
         data = body.get("data")
         return dict(data) if isinstance(data, dict) else _record(body)
 
+    async def put_rendition(
+        self,
+        doc_id: int,
+        rendition_type: str,
+        file: Path,
+        major: int | None = None,
+        minor: int | None = None,
+        *,
+        replace: bool,
+    ) -> None:
+        """Add (POST) or, with ``replace``, replace (PUT) a rendition of the latest
+        version or of major.minor (multipart ``file``). A replacement is idempotent;
+        an add is retried only when it surely did not arrive (a second one is refused
+        as existing)."""
+        template, args = _of_version("/objects/documents/{id}", doc_id, major, minor)
+        args["rendition"] = rendition_type
+        call = Call(
+            "PUT" if replace else "POST",
+            template + "/renditions/{rendition}",
+            path_args=args,
+            file=file,
+            idempotent=replace,
+        )
+        await self._http.call(call)
+
+    async def delete_rendition(
+        self, doc_id: int, rendition_type: str, major: int | None = None, minor: int | None = None
+    ) -> None:
+        template, args = _of_version("/objects/documents/{id}", doc_id, major, minor)
+        args["rendition"] = rendition_type
+        await self._http.call(Call("DELETE", template + "/renditions/{rendition}", path_args=args))
+
+    async def delete_attachment(self, doc_id: int, attachment_id: int) -> None:
+        """DELETE /objects/documents/{id}/attachments/{attachment} (all its versions)."""
+        args = {"id": doc_id, "attachment": attachment_id}
+        await self._http.call(
+            Call("DELETE", "/objects/documents/{id}/attachments/{attachment}", path_args=args)
+        )
+
     # --- locks -----------------------------------------------------------------
 
     async def lock(self, doc_id: int) -> None:

@@ -3,8 +3,9 @@
 Owns the one mapping from a file node (latest or version source file, rendition,
 attachment) to the key it is cached under and the client download that fills it. The
 key names immutable content: a source file by version and checksum (so the latest file
-and its ``versions/M.m`` twin share one cached copy), a rendition by version and type,
-an attachment by its version and checksum.
+and its ``versions/M.m`` twin share one cached copy), a rendition by version, type and
+the version's modification time (a rendition may be replaced), an attachment by its
+version and checksum.
 """
 
 from __future__ import annotations
@@ -72,12 +73,17 @@ async def content_of(tree: Tree, key: NodeKey) -> Content:
         return _source(client, doc_id, record)
     if kind in (Kind.REND, Kind.VREND):
         if kind == Kind.REND:
-            major, minor = latest_version(tree.record(doc_id)) or (0, 0)
+            record = tree.record(doc_id)
+            major, minor = latest_version(record) or (0, 0)
         else:
             major, minor = nodes.version(key)
+            record = await tree.version_record(doc_id, major, minor)
         rtype = str(key[-1])
+        # A rendition can be replaced (PUT), which bumps its version's modification
+        # time: with that time in the key, a replaced one is never served from the cache.
+        stamp = record.get("version_modified_date__v") or ""
         return Content(
-            f"rend/{doc_id}/{major}.{minor}/{rtype}",
+            f"rend/{doc_id}/{major}.{minor}/{rtype}/{stamp}",
             # The API tells no rendition size; 0 would make tools take it for empty
             # (``file`` says "empty"). The exact size replaces this once known.
             _UNKNOWN_SIZE,

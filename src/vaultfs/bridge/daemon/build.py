@@ -20,6 +20,7 @@ from vaultfs.bridge.tree.tree import Tree
 from vaultfs.bridge.write.creating import Creator
 from vaultfs.bridge.write.editing import Editing
 from vaultfs.bridge.write.fields import FieldEditor
+from vaultfs.bridge.write.files_in import FilesIn
 from vaultfs.bridge.write.namespace import Namespace
 from vaultfs.bridge.write.scratch import Scratch, empty_private_dir
 from vaultfs.bridge.write.spool import store as spool_store
@@ -44,11 +45,12 @@ def build_filesystem(
     written (a read-only mount)."""
     options = options or Options()
     client = tree.client
-    scratch = creator = None
+    scratch = creator = files_in = None
     if spool is not None:
         # The spool has rescued what an earlier daemon left to become documents.
         scratch = Scratch(empty_private_dir(spool.directory / spool_store.SCRATCH))
         creator = Creator(tree, client, blobs, spool)
+        files_in = FilesIn(tree, blobs, spool.uploads)
     editing = Editing(tree, blobs, spool)
     namespace = Namespace(
         tree,
@@ -59,6 +61,7 @@ def build_filesystem(
         scratch=scratch,
         creator=creator,
         allow_delete=options.allow_delete,
+        files_in=files_in,
     )
     return FileSystem(
         tree,

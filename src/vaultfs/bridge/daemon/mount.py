@@ -32,7 +32,9 @@ from vaultfs.bridge.fs.options import Options
 from vaultfs.bridge.tree.index import DocumentIndex, TypeCatalog
 from vaultfs.bridge.tree.tree import Tree
 from vaultfs.bridge.write.editing import show_check_in
+from vaultfs.bridge.write.files_in import show_upload
 from vaultfs.bridge.write.spool.spool import Spool
+from vaultfs.bridge.write.spool.uploads import Uploads
 from vaultfs.client import Credentials, VaultClient
 
 __all__ = ["run_mount"]
@@ -63,14 +65,17 @@ def _make_spool(
     config: MountConfig, client: VaultClient, tree: Tree, blobs: BlobCache
 ) -> Spool | None:
     """The write-back spool (it makes its private directory), None on a read-only mount.
-    Every check-in it makes is shown in the tree at once (``show_check_in``)."""
+    Every check-in and upload it makes is shown in the tree at once (``show_check_in``,
+    ``show_upload``)."""
     if config.read_only:
         return None
+    directory = config.cache_dir / "spool"
     return Spool(
-        config.cache_dir / "spool",
+        directory,
         client,
         user_id=client.user_id,
         on_checked_in=functools.partial(show_check_in, tree, blobs),
+        uploads=Uploads(directory, client, on_uploaded=functools.partial(show_upload, tree)),
     )
 
 

@@ -177,8 +177,8 @@ class Attributes:
                 raise errors.NotFound("attachment no longer exists")
             ctime = mtime = _ns(attachment.get("created_date__v")) or mtime
         entry = self._editing.entry(doc_id) if kind == Kind.SRC else None
-        writable = kind == Kind.SRC and not self._options.read_only
-        if writable and entry is None:
+        writable = kind in (Kind.SRC, *nodes.UPLOADED_FILES) and not self._options.read_only
+        if writable and kind == Kind.SRC and entry is None:
             # What the caller may not edit shows no write bits: checked out by someone
             # else, or refused to this user before (the vault's INSUFFICIENT_ACCESS).
             record = self._tree.record(doc_id)

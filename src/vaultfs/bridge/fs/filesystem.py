@@ -260,6 +260,11 @@ class FileSystem:
             return self._open_direct(LostFile(str(self.namespace.lost_path(key))))
         if writing:
             self._writable()
+            if kind in nodes.UPLOADED_FILES:  # replaced by what is written (``files_in``)
+                truncate = bool(flags & os.O_TRUNC)
+                scratch = await self.namespace.open_uploaded(key, truncate=truncate)
+                self._invalidate_attr(ino)  # its size is the scratch file's now
+                return self._open_scratch(scratch, flags)
             if kind != Kind.SRC:
                 raise errors.AccessDenied("only a document's latest source file is writable")
             doc_id = nodes.doc_id(key)

@@ -37,6 +37,8 @@ __all__ = [
     "NEW_DOCUMENT_DIRS",
     "NEW_FIELD_NODES",
     "ROOT",
+    "UPLOADED_FILES",
+    "UPLOAD_DIRS",
     "VERSION_NODES",
     "WRITABLE_DIRS",
     "Kind",
@@ -104,8 +106,13 @@ DOC_DIR_NAMES = {"versions": Kind.VERS, "renditions": Kind.RENDS, "attachments":
 DOCUMENT_DIRS = frozenset({Kind.VERS, Kind.VER, Kind.VRENDS, Kind.RENDS, Kind.ATTS})
 #: directories whose listing needs the document's details (``Tree.details``)
 DETAILS_DIRS = frozenset({Kind.VERS, Kind.RENDS, Kind.ATTS})
+#: directories a file written into is uploaded from (``write.files_in``)
+UPLOAD_DIRS = frozenset({Kind.RENDS, Kind.VRENDS, Kind.ATTS})
+#: the vault's files in those: writing one replaces it (a rendition) or adds a
+#: version of it (an attachment)
+UPLOADED_FILES = frozenset({Kind.REND, Kind.VREND, Kind.ATT})
 #: directories the user may create (or, in lost+found, remove) entries in
-WRITABLE_DIRS = frozenset({*FOLDERS, Kind.DOC, Kind.NEWDIR, Kind.LOST})
+WRITABLE_DIRS = frozenset({*FOLDERS, Kind.DOC, Kind.NEWDIR, Kind.LOST, *UPLOAD_DIRS})
 #: nodes that show a record's fields as extended attributes
 FIELD_NODES = frozenset({Kind.DOC, Kind.SRC, Kind.VER, Kind.VSRC})
 #: directories a new file becomes a new document in

@@ -40,12 +40,14 @@ from vaultfs.bridge.tree.nodes import DOCUMENT_DIRS, FOLDERS, LOST_AND_FOUND, Ki
 from vaultfs.bridge.tree.tree import Tree, parse_version
 from vaultfs.bridge.write.creating import Creator
 from vaultfs.bridge.write.editing import Editing
+from vaultfs.bridge.write.files_in import FilesIn
 from vaultfs.bridge.write.new_fields import NewFields
 from vaultfs.bridge.write.scratch import (
     NewFolder,
     Scratch,
     ScratchFile,
     is_temporary_name,
+    is_upload,
     makes_document,
 )
 from vaultfs.bridge.write.spool import lost
@@ -74,6 +76,7 @@ class Namespace:
         scratch: Scratch | None,
         creator: Creator | None,
         allow_delete: bool,
+        files_in: FilesIn | None = None,
     ) -> None:
         self.tree = tree
         self.client = client
@@ -85,6 +88,8 @@ class Namespace:
         self.scratch = scratch
         self.creator = creator
         self.new_fields = NewFields()
+        #: files written into renditions/ and attachments/ (None: a read-only mount)
+        self.files_in = files_in
         #: node -> monotonic time until which it is left out of its directory
         self._hidden: dict[NodeKey, float] = {}
         #: node the kernel still knows -> the node it now stands for
@@ -184,6 +189,8 @@ class Namespace:
                 # The source file was renamed away (vim) and is written anew.
                 self._hidden.pop((Kind.SRC, doc_id), None)
                 return (Kind.SRC, doc_id)
+        elif kind in nodes.UPLOAD_DIRS:
+            await self._files_in().check_name(parent, name)
         elif kind not in FOLDERS and kind != Kind.NEWDIR:
             raise errors.AccessDenied("files are made in type folders and documents only")
         return self._scratch().create(parent, name, mode).key
@@ -200,7 +207,11 @@ class Namespace:
     async def make_document(self, scratch: ScratchFile) -> None:
         """The last writer closed ``scratch``: create the document it stands for, or,
         when it became one already, check in what was written since as a draft of it
-        (a handle kept open across the create: never dropped)."""
+        (a handle kept open across the create: never dropped). One written into
+        renditions/ or attachments/ is uploaded instead (``files_in``)."""
+        if scratch.linked and is_upload(scratch.parent, scratch.name):
+            await self._upload(scratch)
+            return
         if scratch.became is not None:
             scratch.dirty = scratch.writers.written = False
             await self.editing.check_in_file(scratch.became, scratch.path)
@@ -268,6 +279,54 @@ class Namespace:
             if f.linked and f.missing is not None
         ]
 
+    # --- renditions and attachments in (``files_in``) ------------------------------
+
+    def _files_in(self) -> FilesIn:
+        if self.files_in is None or self.scratch is None:
+            raise errors.ReadOnly("this mount has no write-back spool")
+        return self.files_in
+
+    async def open_uploaded(self, key: NodeKey, *, truncate: bool) -> ScratchFile:
+        """open() for writing of a rendition or attachment: a scratch file stands for
+        it until its close uploads what was written."""
+        scratch = await self._files_in().shadow(self._scratch(), key, truncate=truncate)
+        self.aliases[key] = scratch.key
+        return scratch
+
+    async def _upload(self, scratch: ScratchFile) -> None:
+        """Hand ``scratch`` to the spool as a rendition or attachment and upload it.
+        Once the spool has the content the scratch file goes (the content is then in
+        the vault, or in the spool and retried, or in lost+found); a failure before
+        that leaves it in place, as written."""
+        files_in = self._files_in()
+        scratch.dirty = scratch.writers.written = False
+        try:
+            entry = await files_in.spool(scratch)
+        except BaseException:
+            scratch.dirty = True
+            raise
+        for key in [k for k, v in self.aliases.items() if v == scratch.key]:
+            del self.aliases[key]  # the vault's file it stood for is shown again
+        self._scratch().unname(scratch.key)
+        if entry is None:
+            return  # the vault has this content already
+        became = await files_in.send(scratch.parent, entry)
+        if became is not None:
+            self.aliases[scratch.key] = became
+
+    async def _rename_to_upload(
+        self, scratch: ScratchFile, target: NodeKey | None, new: NodeKey, new_name: str
+    ) -> None:
+        """A file renamed into renditions/ or attachments/ (rsync's temporary file):
+        uploaded under its new name, replacing what had that name."""
+        store = self._scratch()
+        await self._files_in().check_name(new, new_name)
+        if target is not None and store.file(target) is not None:
+            store.unname(target)
+        store.rename(scratch.key, new, new_name)
+        if scratch.writers.count == 0 and is_upload(new, new_name):
+            await self._upload(scratch)
+
     # --- renaming ------------------------------------------------------------------
 
     async def rename(self, old: NodeKey, old_name: str, new: NodeKey, new_name: str) -> None:
@@ -293,6 +352,9 @@ class Namespace:
         self, scratch: ScratchFile, target: NodeKey | None, new: NodeKey, new_name: str
     ) -> None:
         store = self._scratch()
+        if new[0] in nodes.UPLOAD_DIRS:
+            await self._rename_to_upload(scratch, target, new, new_name)
+            return
         if new[0] == Kind.DOC:
             doc_id = nodes.doc_id(new)
             if target == (Kind.SRC, doc_id) or new_name == await self.source_name(doc_id):
@@ -369,7 +431,10 @@ class Namespace:
         elif kind == Kind.VSRC:
             self._deleting()
             await self._delete_version(key)
-        elif kind in (Kind.SRC, Kind.REND, Kind.VREND, Kind.ATT):
+        elif kind in nodes.UPLOADED_FILES:
+            self._deleting()
+            await self._files_in().delete(key)
+        elif kind == Kind.SRC:
             self._deleting()
             self._hide(key)  # the document goes with rmdir of its directory
         elif kind == Kind.STATUS:

@@ -38,6 +38,7 @@ __all__ = [
     "ScratchFile",
     "empty_private_dir",
     "is_temporary_name",
+    "is_upload",
     "makes_document",
 ]
 
@@ -67,6 +68,12 @@ def is_temporary_name(name: str) -> bool:
 def makes_document(parent: NodeKey, name: str) -> bool:
     """Whether a file ``name`` in ``parent`` becomes a new document when closed."""
     return parent[0] in nodes.NEW_DOCUMENT_DIRS and not is_temporary_name(name)
+
+
+def is_upload(parent: NodeKey, name: str) -> bool:
+    """Whether a file ``name`` in ``parent`` is uploaded as a rendition or attachment
+    when closed (``write.files_in``)."""
+    return parent[0] in nodes.UPLOAD_DIRS and not is_temporary_name(name)
 
 
 @dataclass
@@ -137,7 +144,11 @@ class ScratchFile:
     def label(self) -> None:
         """Keep the name with the content, for a restart after a crash (best effort:
         a file system without user xattrs only loses that rescue)."""
-        meta = {"name": self.name, "new_document": makes_document(self.parent, self.name)}
+        meta = {
+            "name": self.name,
+            "new_document": makes_document(self.parent, self.name),
+            "upload": is_upload(self.parent, self.name),
+        }
         with contextlib.suppress(OSError):
             os.setxattr(self.fd, SCRATCH_XATTR, json.dumps(meta).encode())
 

@@ -102,7 +102,8 @@ def rescue_scratch(directory: Path) -> list[Path]:
     for path in sorted(scratch_dir.iterdir()):
         try:
             meta = json.loads(os.getxattr(path, store.SCRATCH_XATTR))
-            wanted = bool(meta["new_document"]) and path.stat().st_size > 0
+            upload = bool(meta.get("upload"))
+            wanted = (bool(meta["new_document"]) or upload) and path.stat().st_size > 0
         except (OSError, ValueError, KeyError, TypeError):
             continue
         if wanted:
@@ -110,7 +111,8 @@ def rescue_scratch(directory: Path) -> list[Path]:
                 "doc_id": None,
                 "filename": str(meta.get("name")),
                 "error_type": "DAEMON_STOPPED",
-                "error_message": "a new document being written when the daemon stopped",
+                "error_message": ("a rendition or attachment" if upload else "a new document")
+                + " being written when the daemon stopped",
                 "lost": time.time(),
             }
             target = keep_in_lost(directory, path, "new", str(meta.get("name")), why)

@@ -31,7 +31,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -56,6 +56,9 @@ from vaultfs.errors import (
     ParameterRequired,
     VaultError,
 )
+
+if TYPE_CHECKING:  # handed in by the mount
+    from vaultfs.bridge.write.spool.uploads import Uploads
 
 __all__ = ["CheckedIn", "Spool", "Start", "StartFrom", "start_from"]
 
@@ -139,8 +142,13 @@ class Spool:
         keepalive_interval: float = 240.0,
         run_sync: Callable[..., Awaitable[Any]] = trio.to_thread.run_sync,
         on_checked_in: CheckedIn | None = None,
+        uploads: Uploads | None = None,
     ) -> None:
         self.directory = directory
+        #: the other kind of entry: files written into renditions/ and attachments/
+        self.uploads = uploads
+        if uploads is not None:
+            uploads.on_change.append(self._notify)
         self._on_checked_in = on_checked_in
         #: runs a blocking disk step (hashing, fsync, renames) off the trio loop; unit
         #: tests run them inline so that virtual time never jumps mid-step
@@ -194,7 +202,7 @@ class Spool:
                 "last_error": e.record.last_error,
             }
             for e in sorted(self._entries.values(), key=lambda e: e.record.created)
-        ]
+        ] + (self.uploads.pending() if self.uploads is not None else [])
 
     def lost_and_found(self) -> list[Path]:
         return lost.list_lost(self.directory)
@@ -220,7 +228,8 @@ class Spool:
         return target
 
     def _busy(self) -> bool:
-        return any(e.state != EDITING for e in self._entries.values())
+        uploading = self.uploads is not None and self.uploads.busy()
+        return uploading or any(e.state != EDITING for e in self._entries.values())
 
     # --- check out -----------------------------------------------------------
 
@@ -571,6 +580,8 @@ class Spool:
                 for entry in list(self._entries.values()):
                     self._schedule(entry)
                 nursery.start_soon(self._keep_alive)
+                if self.uploads is not None:
+                    nursery.start_soon(self.uploads.run)
                 task_status.started()
                 await trio.sleep_forever()
             finally:
@@ -613,6 +624,8 @@ class Spool:
     async def flush_now(self) -> None:
         """Try every entry waiting for check-in now (failures stay pending)."""
         async with trio.open_nursery() as nursery:
+            if self.uploads is not None:
+                nursery.start_soon(self.uploads.flush_now)
             for entry in list(self._entries.values()):
                 if entry.state != EDITING:
                     nursery.start_soon(self._attempt_quietly, entry)

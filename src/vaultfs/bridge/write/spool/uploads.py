@@ -1,0 +1,455 @@
+"""The spool's second kind of entry: a file written into a document's ``renditions/``
+or ``attachments/``, kept on disk until the vault has it.
+
+Owns ``<spool>/uploads/``: one entry per file closed there, made durable (content
+copied, fsynced, then its record) before anything is sent, uploaded once
+(``POST``/``PUT .../renditions/{type}`` or ``POST .../attachments``), retried with
+the spool's backoff while the vault is away, moved to lost+found when the vault
+refuses it for good, and replayed by the next start after a crash. ``spool.Spool``
+holds it (status, ``wait_idle``, ``flush_now``, its worker); what a name in the tree
+means is ``write.files_in``'s. The behaviour is described for users in
+docs/writing.md ("Uploads").
+
+```
+<spool>/uploads/               mode 0700
+  <n>.data                     the content, exactly as closed (mode 0600)
+  <n>.json                     its record (an ``UploadRecord``), replaced atomically
+  <n>.data.upload/<filename>   a hard link naming the content while it is sent
+```
+
+An entry is never ``editing``: it is made when the file is closed, whole. It is
+``pending`` (nothing sent, or the vault said it did nothing) or ``uploading`` (sent,
+outcome unknown). Sending one again is harmless either way: the vault ignores an
+attachment with the name and checksum of its latest version, a rendition PUT is
+idempotent, and a rendition POST refused as existing is sent again as a PUT.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import math
+import os
+import random
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from vaultfs.bridge.write.spool import lost, store
+from vaultfs.bridge.write.spool.entry import PENDING, UPLOADING
+from vaultfs.client import VaultClient, backoff
+from vaultfs.errors import (
+    ApiLimitExceeded,
+    InsufficientAccess,
+    InvalidData,
+    InvalidDocument,
+    InvalidSessionId,
+    MalformedUrl,
+    MethodNotSupported,
+    ParameterRequired,
+    VaultError,
+)
+
+__all__ = ["ATTACHMENT", "RENDITION", "UPLOADS", "Upload", "UploadRecord", "Uploads"]
+
+log = logging.getLogger(__name__)
+
+RENDITION = "rendition"
+ATTACHMENT = "attachment"
+#: the directory in the spool
+UPLOADS = "uploads"
+
+#: Refusals that retrying cannot cure: the content goes to lost+found (as a draft's).
+_PERMANENT: tuple[type[VaultError], ...] = (
+    InvalidDocument,
+    InsufficientAccess,
+    InvalidData,
+    ParameterRequired,
+    MalformedUrl,
+    MethodNotSupported,
+)
+#: Refusals of which the vault says nothing was done.
+_NOT_PROCESSED: tuple[type[VaultError], ...] = (ApiLimitExceeded, InvalidSessionId)
+#: Background uploads at once.
+_BACKGROUND = 4
+_COPY_CHUNK = 1 << 20
+
+
+@dataclass
+class UploadRecord:
+    """One file to upload (the ``<n>.json``)."""
+
+    number: int
+    doc_id: int
+    #: ``rendition`` or ``attachment``
+    target: str
+    #: the name the upload carries (an attachment is known by it in the vault)
+    filename: str
+    rendition_type: str | None = None
+    #: the version a rendition belongs to; None: the latest (the document's endpoint)
+    major: int | None = None
+    minor: int | None = None
+    #: a rendition of this type existed when the file was written: PUT rather than POST
+    replace: bool = False
+    md5: str = ""
+    state: str = PENDING
+    attempts: int = 0
+    last_error: str | None = None
+    created: float = 0.0
+    updated: float = 0.0
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> UploadRecord:
+        names = set(cls.__dataclass_fields__)
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+    def where(self) -> str:
+        """The file as the user named it, for the status and the log."""
+        if self.target == ATTACHMENT:
+            return f"attachments/{self.filename}"
+        if self.major is not None:
+            return f"versions/{self.major}.{self.minor}/renditions/{self.filename}"
+        return f"renditions/{self.filename}"
+
+
+@dataclass
+class Upload:
+    """An entry in memory: its record and what the worker knows of it."""
+
+    record: UploadRecord
+    path: Path
+    lock: trio.Lock = field(default_factory=trio.Lock)
+    next_attempt: float = 0.0
+    failures: int = 0
+
+
+#: Told of every upload the vault took (its record), whoever sent it, so the tree
+#: shows it at once.
+Uploaded = Callable[[UploadRecord], Awaitable[None]]
+
+
+def _describe(exc: BaseException) -> str:
+    kind = exc.type if isinstance(exc, VaultError) else type(exc).__name__
+    return f"{kind}: {exc}"
+
+
+def _record_path(directory: Path, number: int) -> Path:
+    return directory / f"{number}.json"
+
+
+def _data_path(directory: Path, number: int) -> Path:
+    return directory / f"{number}.data"
+
+
+def _write_record(directory: Path, record: UploadRecord) -> None:
+    record.updated = time.time()
+    store.write_json_atomically(_record_path(directory, record.number), asdict(record))
+
+
+def _create(directory: Path, record: UploadRecord, source: Path) -> None:
+    """Copy ``source`` into ``<n>.data`` (hashing it), fsync it, then write the record:
+    a record only ever names whole content. Blocking: run in a worker thread."""
+    path = _data_path(directory, record.number)
+    md5 = hashlib.md5(usedforsecurity=False)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, store.FILE_MODE)
+        try:
+            os.fchmod(fd, store.FILE_MODE)
+            with open(source, "rb", buffering=0) as f:
+                while chunk := f.read(_COPY_CHUNK):
+                    md5.update(chunk)
+                    view = memoryview(chunk)
+                    while view:
+                        view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        record.md5 = md5.hexdigest()
+        _write_record(directory, record)
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
+
+
+def _remove(directory: Path, number: int) -> None:
+    """The record first: it is what makes the content an entry."""
+    _record_path(directory, number).unlink(missing_ok=True)
+    _data_path(directory, number).unlink(missing_ok=True)
+    store.fsync_dir(directory)
+
+
+def _scan(directory: Path) -> list[UploadRecord]:
+    """The entries on disk; content without a record (a copy that never completed:
+    the file it came from was still in the scratch directory) is deleted."""
+    records = []
+    for path in sorted(directory.iterdir()):
+        if path.name.endswith(".upload"):
+            store.drop_upload_name(path.with_suffix(""))
+        elif path.name.endswith(".json.tmp"):
+            path.unlink()
+        elif path.suffix == ".json":
+            try:
+                record = UploadRecord.from_json(json.loads(path.read_text()))
+            except (ValueError, TypeError) as exc:
+                log.error("uploads: unreadable record %s left in place: %s", path, exc)
+                continue
+            if not _data_path(directory, record.number).exists():
+                log.error("uploads: %s record without content, dropped", path.name)
+                path.unlink()
+                continue
+            records.append(record)
+    for path in directory.glob("*.data"):
+        number = int(path.stem) if path.stem.isdigit() else None
+        if number is not None and not _record_path(directory, number).exists():
+            log.warning("uploads: orphan content %s (no record) removed", path.name)
+            path.unlink()
+    return records
+
+
+class Uploads:
+    """The upload entries of one spool; ``run`` (started by the spool's) retries."""
+
+    def __init__(
+        self,
+        spool_dir: Path,
+        client: VaultClient,
+        *,
+        on_uploaded: Uploaded | None = None,
+        retry_initial: float = 1.0,
+        retry_max: float = 300.0,
+    ) -> None:
+        self.spool_dir = spool_dir
+        self.directory = spool_dir / UPLOADS
+        self.client = client
+        self._on_uploaded = on_uploaded
+        self._retry_initial = retry_initial
+        self._retry_max = retry_max
+        self._rng = random.Random()
+        self._entries: dict[int, Upload] = {}
+        self._changed = trio.Event()
+        #: called on every change of an entry (the spool's ``wait_idle`` listens)
+        self.on_change: list[Callable[[], None]] = []
+        store.ensure_private_dir(spool_dir)
+        store.ensure_private_dir(self.directory)
+        for record in _scan(self.directory):
+            log.info(
+                "uploads: %s of doc %d found %s; sending it again",
+                record.where(),
+                record.doc_id,
+                record.state,
+            )
+            self._entries[record.number] = Upload(record, _data_path(self.directory, record.number))
+        self._next = max(self._entries, default=0) + 1
+
+    # --- queries -----------------------------------------------------------------
+
+    def busy(self) -> bool:
+        return bool(self._entries)
+
+    def pending(self) -> list[dict[str, Any]]:
+        now = time.time()
+        return [
+            {
+                "doc_id": e.record.doc_id,
+                "filename": e.record.where(),
+                "state": e.record.state,
+                "age_seconds": round(max(0.0, now - e.record.created), 3),
+                "attempts": e.record.attempts,
+                "last_error": e.record.last_error,
+            }
+            for e in sorted(self._entries.values(), key=lambda e: e.record.created)
+        ]
+
+    # --- taking a file -----------------------------------------------------------
+
+    async def spool(
+        self, source: Path, record: UploadRecord, *, unless_md5: str | None = None
+    ) -> Upload | None:
+        """Make ``source`` a durable entry (``record`` without number and md5); ``send``
+        uploads it. None when its md5 is ``unless_md5`` (what the vault has already:
+        an attachment's latest version): nothing to send. A failure leaves nothing."""
+        record.number, self._next = self._next, self._next + 1
+        record.created = time.time()
+        record.state = PENDING
+        with trio.CancelScope(shield=True):  # the copy is the user's content: finish it
+            await trio.to_thread.run_sync(_create, self.directory, record, source)
+        # The worker leaves it alone until the first try is over (or was cancelled).
+        entry = Upload(record, _data_path(self.directory, record.number), next_attempt=math.inf)
+        self._entries[record.number] = entry
+        log.info("uploads: %s of doc %d spooled (%s)", record.where(), record.doc_id, record.md5)
+        if unless_md5 is not None and record.md5 == unless_md5:
+            log.info("uploads: %s of doc %d unchanged; nothing sent", record.where(), record.doc_id)
+            await self._forget(entry)
+            return None
+        return entry
+
+    async def send(self, entry: Upload) -> None:
+        """Upload a spooled entry; returns once the vault has it. Raises the failure
+        otherwise: one that may pass leaves the entry for the worker, any other has
+        moved the content to lost+found."""
+        try:
+            await self._attempt(entry)
+        finally:
+            if entry.next_attempt == math.inf:
+                entry.next_attempt = 0.0
+                self._notify()
+
+    # --- sending -----------------------------------------------------------------
+
+    async def _attempt(self, entry: Upload) -> None:
+        async with entry.lock:
+            if self._entries.get(entry.record.number) is not entry:
+                return  # sent meanwhile
+            record = entry.record
+            record.attempts += 1
+            record.state = UPLOADING
+            await self._save(entry)
+            named = store.upload_name(entry.path, record.filename)
+            try:
+                await self._send(record, named)
+            except _PERMANENT as exc:
+                await self._to_lost_and_found(entry, exc)
+                raise
+            except (VaultError, OSError) as exc:
+                if isinstance(exc, _NOT_PROCESSED):
+                    record.state = PENDING
+                await self._failed(entry, exc)
+                raise
+            finally:
+                store.drop_upload_name(entry.path)
+            log.info("uploads: %s of doc %d is in the vault", record.where(), record.doc_id)
+            await self._forget(entry)
+        if self._on_uploaded is not None:
+            try:
+                await self._on_uploaded(record)
+            except (VaultError, OSError) as exc:  # shown at the next poll instead
+                log.warning(
+                    "uploads: reading doc %d after an upload failed: %s", record.doc_id, exc
+                )
+
+    async def _send(self, record: UploadRecord, file: Path) -> None:
+        if record.target == ATTACHMENT:
+            await self.client.create_attachment(record.doc_id, file)
+            return
+        assert record.rendition_type is not None
+        send = self.client.put_rendition
+        args = (record.doc_id, record.rendition_type, file, record.major, record.minor)
+        try:
+            await send(*args, replace=record.replace)
+        except InvalidData:
+            if record.replace:
+                raise
+            # Added by someone else, or by an earlier try of ours whose answer was
+            # lost: the user asked for this content, so it replaces that one.
+            await send(*args, replace=True)
+        except MalformedUrl:
+            if not record.replace:
+                raise
+            await send(*args, replace=False)  # deleted since: added anew
+
+    async def _failed(self, entry: Upload, exc: BaseException) -> None:
+        entry.failures += 1
+        entry.record.last_error = _describe(exc)
+        delay = backoff(self._retry_initial, entry.failures - 1, self._retry_max, self._rng)
+        if isinstance(exc, ApiLimitExceeded) and exc.retry_after:
+            delay = max(delay, exc.retry_after)
+        entry.next_attempt = trio.current_time() + delay
+        try:
+            await self._save(entry)
+        except OSError as disk:
+            log.error("uploads: the failure could not be recorded: %s", disk)
+        log.warning(
+            "uploads: %s of doc %d failed (%s); retry in %.1fs",
+            entry.record.where(),
+            entry.record.doc_id,
+            entry.record.last_error,
+            delay,
+        )
+
+    async def _to_lost_and_found(self, entry: Upload, exc: VaultError) -> None:
+        record = entry.record
+        record.last_error = _describe(exc)
+        why = {**asdict(record), "error_type": exc.type, "error_message": exc.message}
+        why["lost"] = time.time()
+        with trio.CancelScope(shield=True):  # disk and memory must agree afterwards
+            target = await trio.to_thread.run_sync(
+                lost.keep_in_lost, self.spool_dir, entry.path, str(record.doc_id),
+                record.filename, why,
+            )  # fmt: skip
+            await trio.to_thread.run_sync(_remove, self.directory, record.number)
+        self._entries.pop(record.number, None)
+        self._notify()
+        log.error(
+            "uploads: %s of doc %d refused (%s); content kept in %s",
+            record.where(),
+            record.doc_id,
+            record.last_error,
+            target,
+        )
+
+    async def _save(self, entry: Upload) -> None:
+        await trio.to_thread.run_sync(_write_record, self.directory, entry.record)
+        self._notify()
+
+    async def _forget(self, entry: Upload) -> None:
+        with trio.CancelScope(shield=True):
+            await trio.to_thread.run_sync(_remove, self.directory, entry.record.number)
+        self._entries.pop(entry.record.number, None)
+        self._notify()
+
+    def _notify(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+        for callback in self.on_change:
+            callback()
+
+    # --- the worker --------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Send what is due (entries found at start at once), until cancelled."""
+        limiter = trio.CapacityLimiter(_BACKGROUND)
+        running: set[int] = set()
+
+        async def attempt(entry: Upload) -> None:
+            try:
+                async with limiter:
+                    with contextlib.suppress(VaultError, OSError):  # recorded and logged
+                        await self._attempt(entry)
+            finally:
+                running.discard(entry.record.number)
+                self._notify()
+
+        async with trio.open_nursery() as nursery:
+            while True:
+                changed = self._changed
+                now = trio.current_time()
+                wake = math.inf
+                for number, entry in list(self._entries.items()):
+                    if number in running or entry.lock.locked():
+                        continue
+                    if entry.next_attempt <= now:
+                        running.add(number)
+                        nursery.start_soon(attempt, entry)
+                    else:
+                        wake = min(wake, entry.next_attempt)
+                with trio.move_on_at(wake):
+                    await changed.wait()
+
+    async def flush_now(self) -> None:
+        """Try every entry now (failures stay for the worker)."""
+        for entry in self._entries.values():
+            entry.next_attempt = 0.0
+        self._notify()
+        async with trio.open_nursery() as nursery:
+            for entry in list(self._entries.values()):
+                nursery.start_soon(self._attempt_quietly, entry)
+
+    async def _attempt_quietly(self, entry: Upload) -> None:
+        with contextlib.suppress(VaultError, OSError):
+            await self._attempt(entry)
