@@ -201,6 +201,9 @@ def test_cp_adds_an_attachment_then_versions_it_and_same_content_adds_nothing(
 
     run("cp", first, folder)  # the same content again: no new version
     assert int(attachments(api, doc_id)["report data.csv"]["version__v"]) == 2
+    with open(folder / "report data.csv", "r+b"):  # opened for writing, nothing written
+        pass
+    assert int(attachments(api, doc_id)["report data.csv"]["version__v"]) == 2
     assert len([n for n in attachments(api, doc_id) if n == "report data.csv"]) == 1
 
 

@@ -121,7 +121,9 @@ class FilesIn:
         if not truncate:
             content = await content_of(self.tree, key)
             source = await self.blobs.cached_path(content.key, content.fetch)
-        return await trio.to_thread.run_sync(scratch.copy_of, parent, name, source, 0o644)
+        shadow = await trio.to_thread.run_sync(scratch.copy_of, parent, name, source, 0o644)
+        shadow.dirty = False  # the vault's content: a close without a write sends nothing
+        return shadow
 
     async def spool(self, scratch: ScratchFile) -> Upload | None:
         """Make the content of ``scratch`` (closed by its last writer) a durable spool
