@@ -305,14 +305,18 @@ class Namespace:
         except BaseException:
             scratch.dirty = True
             raise
-        for key in [k for k, v in self.aliases.items() if v == scratch.key]:
-            del self.aliases[key]  # the vault's file it stood for is shown again
+        self._unshadow(scratch.key)
         self._scratch().unname(scratch.key)
         if entry is None:
             return  # the vault has this content already
         became = await files_in.send(scratch.parent, entry)
         if became is not None:
             self.aliases[scratch.key] = became
+
+    def _unshadow(self, scratch_key: NodeKey) -> None:
+        """The vault's file a scratch file stood for while written is shown again."""
+        for key in [k for k, v in self.aliases.items() if v == scratch_key]:
+            del self.aliases[key]
 
     async def _rename_to_upload(
         self, scratch: ScratchFile, target: NodeKey | None, new: NodeKey, new_name: str
@@ -424,6 +428,7 @@ class Namespace:
             raise errors.NotFound(name)
         kind = key[0]
         if kind == Kind.SCRATCH:
+            self._unshadow(key)
             self._scratch().unname(key)
         elif kind == Kind.LOSTF:
             assert self.spool is not None

@@ -6,7 +6,9 @@ go to, the upload as a new draft and the unlock (check-in), and the background
 worker that retries failed check-ins with backoff, also after a crash of the daemon.
 Content that can never be checked in goes to ``lost+found``; nothing a user wrote is
 dropped silently. The files on disk are managed by ``store``, one entry's content and
-record by ``entry``; the behaviour is described for users in docs/writing.md.
+record by ``entry``; the behaviour is described for users in docs/writing.md. The
+other kind of entry, a file written into renditions/ or attachments/, is
+``uploads``': the spool holds it (status, ``wait_idle``, ``flush_now``, its worker).
 
 An entry moves through these states (each one written to disk before it matters):
 
