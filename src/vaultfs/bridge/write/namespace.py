@@ -372,8 +372,8 @@ class Namespace:
         elif kind in (Kind.SRC, Kind.REND, Kind.VREND, Kind.ATT):
             self._deleting()
             self._hide(key)  # the document goes with rmdir of its directory
-        elif kind == Kind.STATUS:
-            raise errors.OperationNotPermitted("status files cannot be removed")
+        elif kind in (Kind.STATUS, Kind.EVENTS):
+            raise errors.OperationNotPermitted(f"{name} cannot be removed")
         else:
             raise errors.IsADirectory(name)
 
