@@ -131,9 +131,7 @@ def test_actions_xattr_lists_actions_and_requirements(
 
 def test_met_requirement_shows_its_setting(mount: MountProcess, api: httpx.Client) -> None:
     path = doc_dir(mount, drafts(api, with_country=True)[0])
-    (country,) = next(a for a in actions(path)["actions"] if a["name"] == "approve")[
-        "requirements"
-    ]
+    (country,) = next(a for a in actions(path)["actions"] if a["name"] == "approve")["requirements"]
     assert country["met"] is True
     assert country["currentSetting"]
 

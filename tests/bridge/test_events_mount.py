@@ -124,6 +124,7 @@ def test_events_file_is_hidden_read_only_and_cheap(mount: MountProcess, api: htt
     directory = doc_dir(mount, doc_id)
     assert EVENTS not in os.listdir(directory)
     assert EVENTS not in run("ls", "-a", directory).stdout
+
     def event_reads() -> int:
         return int(mount.status()["api_calls_by_endpoint"].get(_READ_EVENTS, 0))
 
@@ -133,7 +134,7 @@ def test_events_file_is_hidden_read_only_and_cheap(mount: MountProcess, api: htt
     # A stat reads no events (a cold find stats every document's file); an open does.
     assert event_reads() == before
     with pytest.raises(OSError) as refused:
-        open(directory / EVENTS, "w")
+        os.open(directory / EVENTS, os.O_WRONLY)
     assert refused.value.errno in (errno.EACCES, errno.EPERM)
     with pytest.raises(OSError) as not_removed:
         os.unlink(directory / EVENTS)
