@@ -304,7 +304,7 @@ class Namespace:
                 return
         if target is not None:
             if store.file(target) is None:
-                if target[0] == Kind.SRC:
+                if target[0] in (Kind.SRC, Kind.EVENTS):
                     raise errors.OperationNotPermitted(new_name)
                 raise errors.IsADirectory(new_name)
             store.unname(target)
