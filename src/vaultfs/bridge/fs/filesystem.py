@@ -6,7 +6,8 @@ statfs) and what they share: inode references and the handle table. Attributes a
 ``attributes``', the status file ``status``', each kind of open file is a ``handles``
 class. It raises ``vaultfs.errors`` classes; turning those into FUSE replies is
 ``daemon.fuse_ops``' job. Check-out and check-in are ``write.editing``'s, what new and
-changed names mean is ``write.namespace``'s, field changes are ``write.fields``'.
+changed names mean is ``write.namespace``'s, field changes are ``write.fields``',
+lifecycle actions and events (their xattrs, ``.events.jsonl``) are ``lifecycle``'s.
 """
 
 from __future__ import annotations
