@@ -35,7 +35,15 @@ print(json.dumps(loaded))
 
 @pytest.mark.parametrize(
     "argv",
-    [["--help"], ["serve", "--data", "/nonexistent"], ["status"], ["mount", "--help"]],
+    [
+        ["--help"],
+        ["serve", "--data", "/nonexistent"],
+        ["status"],
+        ["mount", "--help"],
+        ["actions", "/nonexistent"],
+        ["do", "/nonexistent", "approve"],
+        ["event", "/nonexistent", "distribution__v", "approved_email__v"],
+    ],
     ids=lambda argv: " ".join(argv),
 )
 def test_command_never_loads_pyfuse3(argv: list[str]) -> None:

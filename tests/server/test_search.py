@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import uuid
+import zlib
+from pathlib import Path
 
 import httpx
 import pytest
@@ -11,6 +13,7 @@ from tests.conftest import EDITOR
 from tests.server.helpers import api_client, assert_error, assert_ok, upload
 from tests.server.versioned import at_version
 from tests.vaultproc import VaultProcess
+from vaultfs.server.storage.search import extract_text
 
 GENERAL = {"type__v": "General", "lifecycle__v": "General Lifecycle"}
 
@@ -153,3 +156,21 @@ def test_crosslink_create(client: httpx.Client) -> None:
     )
     old = at_version(client, "v9.0").post("/objects/documents", data=fields)
     assert_error(old, "INVALID_DATA", mentions="source_")
+
+
+def test_pdf_text_comes_from_plain_and_compressed_streams_in_one_pass(tmp_path: Path) -> None:
+    page = b"BT (plain words) Tj ET"
+    packed = zlib.compress(b"BT (packed \\(words\\)) Tj ET")
+    pdf = (
+        b"%PDF-1.4\n1 0 obj\n<< /Length 22 /Resources << /Font << >> >> >>\nstream\n"
+        + page
+        + b"\nendstream\nendobj\n2 0 obj\n<< /Filter /FlateDecode /Length 9 >>\nstream\n"
+        + packed
+        + b"\r\nendstream\nendobj\n"
+    )
+    (tmp_path / "a.pdf").write_bytes(pdf)
+    assert extract_text(tmp_path / "a.pdf", "a.pdf") == "plain words\npacked (words)"
+    # Bytes that are no PDF, full of dictionary openings and never a stream: no text
+    # (the scan is linear; a pattern from each "<<" to "endstream" took minutes here).
+    (tmp_path / "b.pdf").write_bytes(b"<< /x " * 400_000)
+    assert extract_text(tmp_path / "b.pdf", "b.pdf") is None

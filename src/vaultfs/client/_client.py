@@ -9,7 +9,7 @@ Authorization header.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -24,6 +24,8 @@ from vaultfs.wire import API_VERSION, PAGE_LIMIT, format_query_datetime
 
 from ._download import StreamDownload
 from ._http import Call, Http
+from ._lifecycle import LifecycleCalls
+from ._multipart import StreamedForm
 from ._retry import RetryPolicy
 from ._types import Budget, Credentials, DocumentPage, Download
 
@@ -43,7 +45,7 @@ _LOCK_RETRIES = 3
 _CLOSE_TIMEOUT = 5.0
 
 
-class VaultClient:
+class VaultClient(LifecycleCalls):
     """One logged-in user on one vault.
 
     ``base_url`` is the vault's address (``http://127.0.0.1:8817``); the client adds
@@ -293,6 +295,26 @@ class VaultClient:
             form=form,
             file=file,
             idempotent=False,
+        )
+        body = await self._http.call(call)
+        return int(body["major_version_number__v"]), int(body["minor_version_number__v"])
+
+    async def create_draft_streamed(
+        self, doc_id: int, filename: str, content: AsyncIterable[bytes]
+    ) -> tuple[int, int]:
+        """POST createDraft=uploadedContent with the file's bytes taken from ``content``
+        as they come (chunked): sent once, never retried or replayed. When ``content``
+        raises, the request is aborted before its closing boundary (the vault makes
+        no draft of it) and that exception comes out here."""
+        form = StreamedForm({"createDraft": "uploadedContent"}, filename, content)
+        call = Call(
+            "POST",
+            "/objects/documents/{id}",
+            path_args={"id": doc_id},
+            body=form.body(),
+            headers={"Content-Type": form.content_type},
+            idempotent=False,
+            max_retries=0,
         )
         body = await self._http.call(call)
         return int(body["major_version_number__v"]), int(body["minor_version_number__v"])

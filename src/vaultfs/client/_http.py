@@ -12,7 +12,7 @@ import logging
 import mimetypes
 import random
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterable, Awaitable, Callable, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,6 +58,9 @@ class Call:
     form: Mapping[str, str] | None = None
     #: a file to upload as the multipart part ``file`` (streamed from disk)
     file: Path | None = None
+    #: a body produced while it is sent (its ``Content-Type`` in ``headers``): sent
+    #: once, never replayed (neither by a retry nor after a new login)
+    body: AsyncIterable[bytes] | None = None
     #: safe to send again after an ambiguous failure (the request may have arrived)
     idempotent: bool = True
     #: retries instead of the policy's (None: the policy's)
@@ -147,6 +150,8 @@ class Http:
         try:
             return await receive(await self._send(call, attempt, session_id), call)
         except InvalidSessionId:
+            if call.body is not None:
+                raise  # consumed: the caller sends it again its own way
             session_id = await self.session.renew(session_id)
         return await receive(await self._send(call, attempt, session_id), call)
 
@@ -166,7 +171,13 @@ class Http:
                 content_type = mimetypes.guess_type(call.file.name)[0] or "application/octet-stream"
                 files = {"file": (call.file.name, handle, content_type)}
             request = self._client.build_request(
-                call.method, call.path, params=params, data=call.form, files=files, headers=headers
+                call.method,
+                call.path,
+                params=params,
+                data=call.form,
+                files=files,
+                content=call.body,
+                headers=headers,
             )
             await self.meter.pace()
             self.meter.count(call.endpoint)

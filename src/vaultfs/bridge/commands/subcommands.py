@@ -1,5 +1,6 @@
 """Sub-commands of the bridge half: ``mount``, ``umount``, ``status``, ``flush``,
-``demo``, ``set-password`` and ``install-helper``.
+``demo``, ``set-password``, ``install-helper``, and ``actions``, ``do``, ``event``
+(``lifecycle``).
 
 Owns the command line of the bridge: what a mount is asked for (a named profile, or
 URL, mount point and ``-o`` FUSE-style options), the password's way into the daemon
@@ -26,7 +27,7 @@ from typing import BinaryIO
 import trio
 
 from vaultfs import errors
-from vaultfs.bridge.commands import control, install_helper, manage
+from vaultfs.bridge.commands import control, install_helper, lifecycle, manage
 from vaultfs.bridge.commands.credentials import CredentialError, find_password, store_in_keyring
 from vaultfs.bridge.daemon.config import MountConfig, default_cache_dir
 from vaultfs.bridge.daemon.logs import setup_logging, stderr_is_journal
@@ -118,6 +119,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     mount.set_defaults(handler=_mount)
 
     manage.register(sub)
+    lifecycle.register(sub)
 
     demo = sub.add_parser("demo", help="start a local demo vault and mount it")
     demo.add_argument("mountpoint", nargs="?", type=Path, default=Path.home() / "vaultfs-demo")

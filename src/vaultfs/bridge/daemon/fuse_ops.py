@@ -36,6 +36,11 @@ log = logging.getLogger(__name__)
 
 #: seconds between two log lines about the same unreachable-vault failure
 _REPEAT_LOG_AFTER = 60.0
+#: answers a file system gives in ordinary use (a name probed that does not exist, an
+#: attribute it does not have): not worth a log line
+_ORDINARY = frozenset(
+    {errno.ENOENT, errno.ENODATA, errno.ENOTSUP, errno.ENOTDIR, errno.EISDIR, errno.EEXIST}
+)
 
 
 class FuseOps(pyfuse3.Operations):
@@ -54,8 +59,8 @@ class FuseOps(pyfuse3.Operations):
             raise
         except (errors.VaultError, OSError) as exc:
             number = errors.errno_for(exc)
-            if number == errno.EIO:
-                self._log_once(op, ino, exc)
+            if number not in _ORDINARY:
+                self._log_once(op, ino, exc)  # a refusal or a failure: the user's answer
             elif isinstance(exc, errors.VaultError):
                 log.debug("%s(%s): %s -> %s", op, self._what(ino), exc, errno.errorcode[number])
             raise pyfuse3.FUSEError(number) from None

@@ -23,6 +23,8 @@ from vaultfs import errors
 from vaultfs.bridge.content.blobcache import BlobCache
 from vaultfs.bridge.content.sources import content_of
 from vaultfs.bridge.fs.options import Options
+from vaultfs.bridge.lifecycle.events import EventsStat
+from vaultfs.bridge.lifecycle.states import is_steady
 from vaultfs.bridge.tree import nodes
 from vaultfs.bridge.tree.nodes import FOLDERS, Kind, NodeKey
 from vaultfs.bridge.tree.tree import Tree
@@ -74,6 +76,7 @@ class Attributes:
         status_size: Callable[[], int],
         estimated: Callable[[int, str], None],
         local: Callable[[int], bool],
+        events_stat: Callable[[int], EventsStat | None] = lambda doc_id: None,
     ) -> None:
         """``estimated(ino, content key)``: the kernel is given an estimate of the size
         of ``ino``, whose content is ``content key``; ``local(ino)``: the kernel was
@@ -88,6 +91,7 @@ class Attributes:
         self._status_size = status_size
         self._estimated = estimated
         self._local = local
+        self._events_stat = events_stat
 
     def _attr(self, ino: int, mode: int, size: int, mtime: int, ctime: int) -> Attr:
         is_dir = stat.S_ISDIR(mode)
@@ -159,6 +163,14 @@ class Attributes:
             scratch = self._namespace.scratch_file(key)
             attr = self._attr(ino, scratch.mode, scratch.size(), scratch.mtime_ns, scratch.ctime_ns)
             attr.timeout = 0
+        elif kind == Kind.EVENTS:
+            # Read at open: the size of the last read (0 before), served with direct_io.
+            known = self._events_stat(nodes.doc_id(key))
+            mtime, ctime = await self._document_times(key)
+            if known is not None:
+                mtime = known.read_ns
+            attr = self._attr(ino, 0o444, known.size if known else 0, mtime, ctime)
+            attr.timeout = 0
         elif kind == Kind.LOSTF:
             info = os.stat(self._namespace.lost_path(key))
             attr = self._attr(ino, 0o444, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
@@ -183,6 +195,7 @@ class Attributes:
             # else, or refused to this user before (the vault's INSUFFICIENT_ACCESS).
             record = self._tree.record(doc_id)
             writable = not record.get("locked__v") and doc_id not in self._editing.refused
+            writable = writable and not is_steady(record)  # approved: read-only
         attr = self._attr(ino, 0o644 if writable else 0o444, 0, mtime, ctime)
         if entry is not None:
             attr.size, attr.timeout = entry.size(), 0

@@ -6,7 +6,8 @@ statfs) and what they share: inode references and the handle table. Attributes a
 ``attributes``', the status file ``status``', each kind of open file is a ``handles``
 class. It raises ``vaultfs.errors`` classes; turning those into FUSE replies is
 ``daemon.fuse_ops``' job. Check-out and check-in are ``write.editing``'s, what new and
-changed names mean is ``write.namespace``'s, field changes are ``write.fields``'.
+changed names mean is ``write.namespace``'s, field changes are ``write.fields``',
+lifecycle actions and events (their xattrs, ``.events.jsonl``) are ``lifecycle``'s.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from vaultfs.bridge.fs.handles import (
 from vaultfs.bridge.fs.inodes import InodeTable
 from vaultfs.bridge.fs.options import Options
 from vaultfs.bridge.fs.status import StatusReport
+from vaultfs.bridge.lifecycle.attributes import LifeAttributes
 from vaultfs.bridge.tree import nodes, xattrs
 from vaultfs.bridge.tree.nodes import FOLDERS, ROOT, Kind, NodeKey
 from vaultfs.bridge.tree.tree import Tree
@@ -101,6 +103,8 @@ class FileSystem:
         tree.index.on_change.append(self.freshness.document_changed)
         blobs.on_size.append(self.freshness.size_known)
         self._invalidate_attr = invalidate_attr
+        #: lifecycle actions and events (xattrs, .events.jsonl)
+        self.life = LifeAttributes(tree)
         #: open directory handle -> the directory's inode (names the kernel is given)
         self._dir_inodes: dict[int, int] = {}
         self.report = StatusReport(
@@ -123,6 +127,7 @@ class FileSystem:
             status_size=lambda: len(self.report.as_bytes()),
             estimated=self.freshness.estimated,
             local=lambda ino: (self.inodes.key(ino) or ROOT)[0] in nodes.LOCAL_NODES,
+            events_stat=self.life.events.stat,
         )
         #: inode -> the content key its last open served (its pages in the kernel)
         self._page_keys: dict[int, str] = {}
@@ -283,6 +288,10 @@ class FileSystem:
             return self._open_direct(SourceEdit(self.editing, handle))
         if kind == Kind.STATUS:
             return self._open_direct(Snapshot(self.report.as_bytes()))
+        if kind == Kind.EVENTS:  # read now; fstat after open sees its exact size
+            opened = self._open_direct(Snapshot(await self.life.events.content(nodes.doc_id(key))))
+            self._invalidate_attr(ino)
+            return opened
         doc_id = nodes.doc_id(key)
         if kind == Kind.SRC and self.editing.entry(doc_id) is not None:
             return self._open_direct(SourceEdit(self.editing, self.editing.reader(doc_id)))
@@ -376,6 +385,8 @@ class FileSystem:
         return xattrs.names_of(await self._fields(self._key(ino)))
 
     async def getxattr(self, ino: int, name: str) -> bytes:
+        if self.life.owns(name):  # actions, events: not fields, never listed
+            return await self.life.get(self._key(ino), name)
         field_name = xattrs.field_of(name)
         if field_name is None:  # ls -l's security and ACL probes: answered at once
             raise errors.NoSuchAttribute(name)
@@ -388,6 +399,9 @@ class FileSystem:
         """Set (or with None remove) a field."""
         self._writable()
         key = self._key(ino)
+        if self.life.owns(name):
+            await self.life.set(key, name, value)
+            return
         if key[0] in nodes.NEW_FIELD_NODES:
             await self.namespace.set_new_field(key, name, value)
             return

@@ -12,6 +12,7 @@ hashable and compare by value, so the same node always has the same key; a kind 
     (VRENDS, id, M, m)  (VREND, id, M, m, rtype)            a version's renditions
     (RENDS, id)  (REND, id, rtype)                          latest renditions
     (ATTS, id)  (ATT, id, attachment_id)                    attachments
+    (EVENTS, id)                                            its .events.jsonl (not listed)
     (SCRATCH, n)  (NEWDIR, n)                               a scratch file, a mkdir'ed folder
     (LOST,)  (LOSTF, name)                                  .vaultfs/lost+found and its files
 
@@ -29,6 +30,7 @@ __all__ = [
     "DOCUMENT_DIRS",
     "DOCUMENT_DIR_NODES",
     "DOC_DIR_NAMES",
+    "EVENTS_FILE",
     "FIELD_NODES",
     "FILES",
     "FOLDERS",
@@ -74,6 +76,7 @@ class Kind(StrEnum):
     NEWDIR = "newdir"
     LOST = "lost"
     LOSTF = "lostf"
+    EVENTS = "events"
 
 
 #: a node: its kind, then what names it within that kind
@@ -82,6 +85,8 @@ NodeKey = tuple[str | int, ...]
 ROOT: NodeKey = (Kind.ROOT,)
 #: the root's hidden directory (status, lost+found); left out of listings
 CONTROL_DIR = ".vaultfs"
+#: a document directory's events file (``lifecycle.events``); reachable by name only
+EVENTS_FILE = ".events.jsonl"
 #: the name of lost+found, in ``.vaultfs`` and in the spool directory alike
 LOST_AND_FOUND = "lost+found"
 
@@ -98,6 +103,7 @@ FILES = frozenset(
         Kind.STATUS,
         Kind.SCRATCH,
         Kind.LOSTF,
+        Kind.EVENTS,
     }
 )
 #: the fixed entries of a document directory (a source file may not take these names)
@@ -122,8 +128,11 @@ NEW_FIELD_NODES = frozenset({Kind.SCRATCH, *FOLDERS})
 #: nodes of one version of a document (immutable content)
 VERSION_NODES = frozenset({Kind.VER, Kind.VSRC, Kind.VRENDS, Kind.VREND})
 #: nodes of the mount alone, not of the vault: nothing announces their changes, and a
-#: name of theirs may outlive its node on purpose (a scratch file that became a document)
-LOCAL_NODES = frozenset({Kind.CTL, Kind.STATUS, Kind.LOST, Kind.LOSTF, Kind.SCRATCH, Kind.NEWDIR})
+#: name of theirs may outlive its node on purpose (a scratch file that became a document);
+#: a document's events file too (nothing announces new events: short timeouts)
+LOCAL_NODES = frozenset(
+    {Kind.CTL, Kind.STATUS, Kind.LOST, Kind.LOSTF, Kind.SCRATCH, Kind.NEWDIR, Kind.EVENTS}
+)
 #: a document's directory and its fixed subdirectories (their ctime is the document's)
 DOCUMENT_DIR_NODES = frozenset({Kind.DOC, Kind.VERS, Kind.RENDS, Kind.ATTS})
 

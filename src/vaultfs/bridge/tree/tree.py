@@ -252,6 +252,9 @@ class Tree:
         meet its ever-changing status file."""
         if key == ROOT and name == CONTROL_DIR:
             return (Kind.CTL,)
+        if key[0] == Kind.DOC and name == nodes.EVENTS_FILE:  # not listed either: see events
+            self.record(nodes.doc_id(key))
+            return (Kind.EVENTS, nodes.doc_id(key))
         return (await self.children(key)).get(name)
 
     async def children(self, key: NodeKey) -> dict[str, NodeKey]:

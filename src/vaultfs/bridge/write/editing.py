@@ -157,7 +157,10 @@ class Editing:
         writers.written = True
         if handle.append:
             offset = handle.entry.size()  # no await from here to the write: atomic
-        return int(handle.entry.pwrite(offset, data))
+        written = int(handle.entry.pwrite(offset, data))
+        if self.spool is not None:
+            self.spool.wrote(handle.entry)
+        return written
 
     async def flush(self, handle: EditHandle) -> None:
         """Check in when ``handle`` is the last writer of a changed document."""

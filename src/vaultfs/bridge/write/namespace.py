@@ -370,7 +370,7 @@ class Namespace:
                 return
         if target is not None:
             if store.file(target) is None:
-                if target[0] == Kind.SRC:
+                if target[0] in (Kind.SRC, Kind.EVENTS):
                     raise errors.OperationNotPermitted(new_name)
                 raise errors.IsADirectory(new_name)
             store.unname(target)
@@ -442,8 +442,8 @@ class Namespace:
         elif kind == Kind.SRC:
             self._deleting()
             self._hide(key)  # the document goes with rmdir of its directory
-        elif kind == Kind.STATUS:
-            raise errors.OperationNotPermitted("status files cannot be removed")
+        elif kind in (Kind.STATUS, Kind.EVENTS):
+            raise errors.OperationNotPermitted(f"{name} cannot be removed")
         else:
             raise errors.IsADirectory(name)
 

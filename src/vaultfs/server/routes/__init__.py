@@ -22,6 +22,7 @@ from . import (
     platform,
     relationships,
     renditions,
+    users,
 )
 
 __all__ = ["api_routes"]
@@ -37,6 +38,7 @@ def api_routes() -> list[BaseRoute]:
         *events.routes(),
         *lifecycle.routes(),
         *access.routes(),
+        *users.routes(),
         *files.routes(),
         *locks.routes(),
         *renditions.routes(),

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 import zipfile
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 from xml.etree import ElementTree
 
@@ -33,14 +34,34 @@ __all__ = [
 _MAX_TEXT = 8 * 1024 * 1024
 _TEXT_TYPES = ("application/json", "application/xml", "application/csv", "text/")
 _TEXT_SUFFIXES = (".md", ".markdown", ".csv", ".txt", ".json", ".xml", ".yaml", ".yml")
-_PDF_STREAM = re.compile(rb"<<(.*?)>>\s*stream\r?\n(.*?)\r?\nendstream", re.S)
+#: the end of a stream object's dictionary and its ``stream`` keyword
+_PDF_STREAM = re.compile(rb">>\s*stream\r?\n")
+#: how far before its ``stream`` keyword a stream's dictionary is looked for
+_PDF_DICT_WINDOW = 4096
 _PDF_STRING = re.compile(rb"\((?:\\.|[^\\)])*\)")
 _WORD = re.compile(r"\w+")
 
 
+def _pdf_streams(data: bytes) -> Iterator[tuple[bytes, bytes]]:
+    """(dictionary, content) of each stream object, in one pass over ``data``: a
+    pattern spanning from ``<<`` to ``endstream`` would rescan the rest of the file
+    from every ``<<`` (minutes for a big file that is not really a PDF)."""
+    pos = 0
+    while (keyword := _PDF_STREAM.search(data, pos)) is not None:
+        end = data.find(b"endstream", keyword.end())
+        if end < 0:
+            return
+        obj = data.rfind(b"obj", max(0, keyword.start() - _PDF_DICT_WINDOW), keyword.start())
+        content = data[keyword.end() : end]
+        content = content[:-1] if content.endswith(b"\n") else content
+        content = content[:-1] if content.endswith(b"\r") else content
+        yield data[obj + 3 if obj >= 0 else keyword.start() : keyword.start()], content
+        pos = end + len(b"endstream")
+
+
 def _pdf_text(data: bytes) -> str:
     parts: list[str] = []
-    for header, stream in _PDF_STREAM.findall(data):
+    for header, stream in _pdf_streams(data):
         if b"/FlateDecode" in header:
             try:
                 stream = zlib.decompress(stream)

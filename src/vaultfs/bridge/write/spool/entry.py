@@ -21,7 +21,7 @@ import trio
 
 from vaultfs.bridge.write.spool import store
 
-__all__ = ["EDITING", "PENDING", "UNLOCKING", "UPLOADING", "SpoolEntry"]
+__all__ = ["EDITING", "PENDING", "UNLOCKING", "UPLOADING", "RunningMd5", "SpoolEntry"]
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +34,7 @@ UNLOCKING = "unlocking"
 _HASH_BACKLOG = 32
 
 
-class _RunningMd5:
+class RunningMd5:
     """The md5 of content that only grows at its end, hashed by a thread of its own a
     few writes behind the writer: a write does not wait for its hashing, which runs
     alongside the next one."""
@@ -100,7 +100,7 @@ class SpoolEntry:
         self._fd = fd
         #: md5 of the whole content while it is known (None: hash the file); its
         #: ``length`` is then the file's size
-        self._md5 = _RunningMd5(md5, os.fstat(fd).st_size) if md5 is not None else None
+        self._md5 = RunningMd5(md5, os.fstat(fd).st_size) if md5 is not None else None
         #: a write and its hash update are one step: writes may come from worker threads
         #: (a file renamed over an open edit is copied in one)
         self._io = threading.Lock()
@@ -149,7 +149,7 @@ class SpoolEntry:
             os.ftruncate(self._fd, size)
             if size == 0:  # O_TRUNC, or a replacement: the content starts over
                 self._drop_md5()
-                self._md5 = _RunningMd5(hashlib.md5(usedforsecurity=False), 0)
+                self._md5 = RunningMd5(hashlib.md5(usedforsecurity=False), 0)
             elif self._md5 is not None and size != self._md5.length:
                 self._drop_md5()
 
@@ -169,6 +169,18 @@ class SpoolEntry:
         if self._md5 is not None:
             self._md5.stop()
             self._md5 = None
+
+    def append_run(self) -> object | None:
+        """What names the current run of appends (content that has only grown at its
+        end since a check-out or a truncation to 0), None when there is none."""
+        return self._md5
+
+    def appended(self, run: object) -> int | None:
+        """The content's size while it is still in the run of appends ``run`` (from
+        ``append_run``); None once it changed any other way (every byte below that
+        size stays as it is while this answers the same ``run``)."""
+        with self._io:
+            return self._md5.length if self._md5 is not None and self._md5 is run else None
 
     def md5(self) -> str | None:
         """The content's md5 when it was followed write by write, else None. Blocking

@@ -45,6 +45,7 @@ from vaultfs.bridge.write.spool.entry import (
     UPLOADING,
     SpoolEntry,
 )
+from vaultfs.bridge.write.spool.streaming import STREAM_FROM, DraftStream
 from vaultfs.client import VaultClient, backoff, surely_not_sent
 from vaultfs.errors import (
     ApiLimitExceeded,
@@ -164,6 +165,8 @@ class Spool:
         self._entries: dict[int, SpoolEntry] = {}
         #: check-outs in progress, so that two opens of one document make one entry
         self._checkouts: dict[int, trio.Event] = {}
+        #: drafts being sent while they are written (``streaming``), by document
+        self._streams: dict[int, DraftStream] = {}
         self._changed = trio.Event()
         self._nursery: trio.Nursery | None = None
         self._background = trio.CapacityLimiter(_BACKGROUND_UPLOADS)
@@ -329,6 +332,21 @@ class Spool:
 
     # --- check in ------------------------------------------------------------
 
+    def wrote(self, entry: SpoolEntry) -> None:
+        """After a write to ``entry``: tell its stream there is more, or start one once
+        the content is big enough and has only grown at its end (one per check-out: a
+        stream that stopped is not started again)."""
+        stream = self._streams.get(entry.doc_id)
+        if stream is not None:
+            stream.wake()
+            return
+        run = entry.append_run()
+        size = entry.appended(run) if run is not None else None
+        if self._nursery is None or entry.state != EDITING or size is None or size < STREAM_FROM:
+            return
+        stream = self._streams[entry.doc_id] = DraftStream(entry, self.client)
+        self._nursery.start_soon(stream.run)
+
     async def commit(self, entry: SpoolEntry) -> None:
         """Check the content in as a new draft and release the lock.
 
@@ -342,6 +360,7 @@ class Spool:
             # On disk the record says editing until the next state is written (the upload
             # or a failure): a replay after a crash checks both in alike.
             entry.record.state = PENDING
+            stream = self._take_stream(entry)
             failure: Exception | None = None
             async with trio.open_nursery() as nursery:
                 # A failed close() promises content that is durable in the spool, but the
@@ -357,11 +376,13 @@ class Spool:
                         nursery.start_soon(self._sync, entry.doc_id, fd)
 
                 try:
-                    await self._attempt_locked(entry, on_send=sync_alongside)
+                    await self._attempt_locked(entry, on_send=sync_alongside, stream=stream)
                 except Exception as exc:  # raised once the content is durable (and as it
                     failure = exc  # is: a nursery would wrap it in an exception group)
                     sync_alongside()
                 finally:
+                    if stream is not None:
+                        stream.abort("checked in without it")  # nothing once it finished
                     if not syncing:
                         os.close(fd)  # checked in without an upload: nothing to keep
                     if self._entries.get(entry.doc_id) is entry:
@@ -383,10 +404,14 @@ class Spool:
             await self._attempt_locked(entry)
 
     async def _attempt_locked(
-        self, entry: SpoolEntry, on_send: Callable[[], None] | None = None
+        self,
+        entry: SpoolEntry,
+        on_send: Callable[[], None] | None = None,
+        stream: DraftStream | None = None,
     ) -> None:
         """One try at checking ``entry`` in; ``entry.lock`` is held. ``on_send`` is
-        called as the upload is sent.
+        called as the upload is sent; ``stream`` is the draft already being sent while
+        the content was written, if any.
 
         Raises the failure of the upload after recording it (retryable) or after
         moving the content to lost+found (permanent). A failure to unlock after the
@@ -399,7 +424,7 @@ class Spool:
         if entry.state != UNLOCKING:
             entry.record.attempts += 1
             try:
-                await self._upload(entry, on_send)
+                await self._upload(entry, on_send, stream)
             except _PERMANENT as exc:
                 await self._to_lost_and_found(entry, reason=_describe(exc))
                 if not isinstance(exc, InvalidDocument):
@@ -434,8 +459,14 @@ class Spool:
         await self._unlock_quietly(entry.doc_id)
         raise OSError(errno.EIO, f"document {entry.doc_id}: {why}; content kept in lost+found")
 
-    async def _upload(self, entry: SpoolEntry, on_send: Callable[[], None] | None) -> None:
-        """Upload the content as a draft unless the vault has it already."""
+    async def _upload(
+        self,
+        entry: SpoolEntry,
+        on_send: Callable[[], None] | None,
+        stream: DraftStream | None = None,
+    ) -> None:
+        """Upload the content as a draft unless the vault has it already: by ending
+        ``stream`` when it sent the whole content, else by sending the file."""
         doc_id, record = entry.doc_id, entry.record
         if not entry.modified and not record.unconfirmed:
             log.info("spool: doc %d not written to; nothing uploaded", doc_id)
@@ -467,7 +498,8 @@ class Spool:
         # (A link in a directory: too quick to be worth a worker thread.)
         named = store.upload_name(entry.path, record.filename)
         try:
-            major, minor = await self.client.create_draft(doc_id, named)
+            version = await stream.finish(size, md5) if stream is not None else None
+            major, minor = version or await self.client.create_draft(doc_id, named)
         except _NOT_PROCESSED:
             record.unconfirmed, record.sent_md5 = False, None
             await self._set_state(entry, PENDING)
@@ -560,7 +592,17 @@ class Spool:
         except OSError as exc:  # left for the next start's scan
             log.warning("spool: %s could not be deleted: %s", path.name, exc)
 
+    def _take_stream(self, entry: SpoolEntry) -> DraftStream | None:
+        stream = self._streams.pop(entry.doc_id, None)
+        if stream is not None and stream.entry is not entry:
+            stream.abort("the entry is gone")
+            return None
+        return stream
+
     def _forget(self, entry: SpoolEntry) -> None:
+        stream = self._take_stream(entry)
+        if stream is not None:
+            stream.abort("the entry is gone")
         entry.close()
         if self._entries.get(entry.doc_id) is entry:
             del self._entries[entry.doc_id]

@@ -1,0 +1,121 @@
+"""The extended attributes of a document's life, on its directory and latest source file.
+
+| name | get | set |
+|---|---|---|
+| ``user.vault.actions`` | JSON: actions offered now, requirements met or not | EPERM (no call) |
+| ``user.vault.action`` | ENODATA | starts the action (a name, or JSON with params) |
+| ``user.vault.event`` | ENODATA | logs the event (JSON of its fields) |
+| ``user.vault.last_error`` | JSON: the last refusal of an action or event here | EPERM |
+
+None of them is listed by ``listxattr``: ``getfattr -d`` stays free of calls, and
+``cp --preserve=xattr``, ``rsync -X`` and editors that copy attributes never carry
+them (copying back the names they do carry is what ``write.fields`` makes harmless).
+A refusal by the vault is logged with the names it concerns, kept for
+``user.vault.last_error`` (so the ``vaultfs do``/``vaultfs event`` commands, which
+only see an errno, can say why) and raised as it is: ``vaultfs.errors``' table maps
+it (INVALID_DATA, PARAMETER_REQUIRED, METHOD_NOT_SUPPORTED to EINVAL,
+INSUFFICIENT_ACCESS to EACCES, OPERATION_NOT_ALLOWED to EBUSY).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from vaultfs import errors
+from vaultfs.bridge.lifecycle.actions import LifecycleActions, parse_request
+from vaultfs.bridge.lifecycle.events import DocumentEvents
+from vaultfs.bridge.tree import nodes
+from vaultfs.bridge.tree.nodes import Kind, NodeKey
+from vaultfs.bridge.tree.tree import Tree
+
+__all__ = ["ACTION", "ACTIONS", "EVENT", "LAST_ERROR", "NAMES", "LifeAttributes"]
+
+log = logging.getLogger(__name__)
+
+ACTIONS = "user.vault.actions"
+ACTION = "user.vault.action"
+EVENT = "user.vault.event"
+LAST_ERROR = "user.vault.last_error"
+NAMES = frozenset({ACTIONS, ACTION, EVENT, LAST_ERROR})
+#: seconds a refusal stays readable in ``user.vault.last_error``
+_KEEP_REFUSAL = 600.0
+_NODES = frozenset({Kind.DOC, Kind.SRC})
+
+
+def _json(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+class LifeAttributes:
+    def __init__(self, tree: Tree) -> None:
+        self.actions = LifecycleActions(tree, tree.client)
+        self.events = DocumentEvents(tree, tree.client)
+        #: doc id -> (monotonic time, refusal record)
+        self._refusals: dict[int, tuple[float, dict[str, Any]]] = {}
+
+    @staticmethod
+    def owns(name: str) -> bool:
+        return name in NAMES
+
+    @staticmethod
+    def _doc(key: NodeKey, name: str) -> int:
+        if key[0] not in _NODES:
+            raise errors.Unsupported(f"{name} is on document directories and their files")
+        return nodes.doc_id(key)
+
+    async def get(self, key: NodeKey, name: str) -> bytes:
+        if key[0] not in _NODES:
+            raise errors.NoSuchAttribute(name)
+        doc_id = nodes.doc_id(key)
+        if name == ACTIONS:
+            return _json(await self.actions.describe(doc_id))
+        if name == LAST_ERROR:
+            kept = self._refusals.get(doc_id)
+            if kept is None or time.monotonic() - kept[0] > _KEEP_REFUSAL:
+                raise errors.NoSuchAttribute(name)
+            return _json(kept[1])
+        raise errors.NoSuchAttribute(f"{name} can only be set")
+
+    async def set(self, key: NodeKey, name: str, value: bytes | None) -> None:
+        if name in (ACTIONS, LAST_ERROR):
+            # What getfattr shows, copied back by a program that preserves xattrs:
+            # refused without a call, never taken for a field.
+            raise errors.NotEditable(f"{name} is read-only")
+        doc_id = self._doc(key, name)
+        if value is None:
+            raise errors.NotEditable(f"{name} cannot be removed")
+        if name == ACTION:
+            request = parse_request(value)
+            what = f"lifecycle action {request.action}"
+            try:
+                await self.actions.start(doc_id, request)
+            except errors.VaultError as exc:
+                self._refused(doc_id, what, exc)
+                raise
+        else:
+            try:
+                await self.events.log(doc_id, value)
+            except errors.VaultError as exc:
+                self._refused(doc_id, "event", exc)
+                raise
+        self._refusals.pop(doc_id, None)
+
+    def _refused(self, doc_id: int, what: str, exc: errors.VaultError) -> None:
+        if isinstance(exc, errors.VaultUnavailable):
+            return  # not a refusal: logged once a minute by the FUSE layer
+        messages = [str(e.get("message", "")) for e in exc.errors]
+        log.warning("document %d: %s refused: %s: %s", doc_id, what, exc.type, "; ".join(messages))
+        self._refusals[doc_id] = (
+            time.monotonic(),
+            {
+                "operation": what,
+                "type": exc.type,
+                "message": exc.message,
+                "errors": exc.errors,
+                "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            },
+        )
