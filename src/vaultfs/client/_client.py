@@ -24,6 +24,7 @@ from vaultfs.wire import API_VERSION, PAGE_LIMIT, format_query_datetime
 
 from ._download import StreamDownload
 from ._http import Call, Http
+from ._relationships import RelationshipCalls
 from ._retry import RetryPolicy
 from ._types import Budget, Credentials, DocumentPage, Download
 
@@ -43,7 +44,7 @@ _LOCK_RETRIES = 3
 _CLOSE_TIMEOUT = 5.0
 
 
-class VaultClient:
+class VaultClient(RelationshipCalls):
     """One logged-in user on one vault.
 
     ``base_url`` is the vault's address (``http://127.0.0.1:8817``); the client adds
