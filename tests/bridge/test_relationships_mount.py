@@ -198,9 +198,7 @@ def test_version_specific_links(mount: MountProcess, api: httpx.Client) -> None:
     # Pinned to the version the link names (an absolute path below the mount works too).
     os.symlink(str(study / "versions" / "0.1"), based_on / "first")
     made = relationships(api, source)
-    assert [(r["target_major_version__v"], r["target_minor_version__v"]) for r in made] == [
-        (0, 1)
-    ]
+    assert [(r["target_major_version__v"], r["target_minor_version__v"]) for r in made] == [(0, 1)]
     link = based_on / "Rel Clinical C"
     assert os.path.realpath(link) == str(study / "versions" / "0.1")
     # A link to the document: a version-specific type takes its latest version.

@@ -5,7 +5,7 @@ the document index and the type metadata (folders rebuilt once per index generat
 and the per-document details (versions, renditions, attachments)
 and per-version records, fetched lazily and cached until the index sees the
 document change. Names come from ``filenames.assign_names``; nothing here does I/O on
-disk.
+disk. What a document's ``relationships/`` holds is ``relationships``' (``self.relationships``).
 """
 
 from __future__ import annotations
