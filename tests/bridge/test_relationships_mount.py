@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.conftest import VIEWER
 from tests.mountproc import MountProcess, can_mount
 from tests.vaultproc import VaultProcess, wait_until
 
@@ -261,3 +262,37 @@ def test_a_read_only_mount_refuses_links(own_mount: MountProcess) -> None:
     with pytest.raises(OSError) as raised:
         os.unlink(references / "Q3 Results %2F Forecast")
     assert raised.value.errno == errno.EROFS
+
+
+def test_a_relationship_stays_with_the_document_across_versions(
+    mount: MountProcess, api: httpx.Client
+) -> None:
+    source = new_doc(api, "Rel Source E")
+    new_doc(api, "Rel Target E")
+    here = doc_dir(mount, "Rel Source E")
+    doc_dir(mount, "Rel Target E")
+    references = here / "relationships" / "References"
+    os.symlink("../../../Rel Target E", references / "Rel Target E")
+    # A new version (the local vault does not copy relationships to it): References is
+    # not source-version specific, so the link is still the document's.
+    ok(api.post(f"/objects/documents/{source}", data={"createDraft": "latestContent"}))
+    wait_until(lambda: (here / "versions" / "0.2").is_dir(), what="the new version")
+    assert os.listdir(references) == ["Rel Target E"]
+    # rm deletes it where it lives (on 0.1).
+    os.unlink(references / "Rel Target E")
+    assert relationships(api, source) == []
+    assert os.listdir(references) == []
+
+
+def test_a_viewer_may_not_link(module_vault: VaultProcess, tmp_path: Path) -> None:
+    if not can_mount():
+        pytest.skip("needs /dev/fuse and fusermount3")
+    with MountProcess(module_vault.url, tmp_path / "viewer", user=VIEWER) as viewer:
+        checklist = doc_dir(viewer, "Release Checklist")
+        references = checklist / "relationships" / "References"
+        assert symlink_errno("../../../Meeting Notes", references / "x") == errno.EACCES
+        with pytest.raises(OSError) as raised:
+            os.unlink(references / "Q3 Results %2F Forecast")
+        assert raised.value.errno == errno.EACCES
+        assert os.path.islink(references / "Q3 Results %2F Forecast")
+        assert "refused" in viewer.log()
