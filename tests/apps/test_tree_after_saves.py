@@ -50,6 +50,6 @@ def test_renaming_the_source_file_to_a_visible_name_is_refused(documents: Docume
     result = run("mv", path, path.with_name("other.txt"), check=False)
     assert result.returncode != 0 and "Operation not permitted" in result.stderr
     assert sorted(p.name for p in path.parent.iterdir()) == sorted(
-        ["report.txt", "attachments", "renditions", "versions"]
+        ["report.txt", "attachments", "relationships", "renditions", "versions"]
     )
     assert path.read_bytes() == b"report\n"

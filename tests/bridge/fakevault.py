@@ -20,7 +20,7 @@ from typing import Any
 import trio
 
 from vaultfs import errors
-from vaultfs.client import Budget, DocumentPage
+from vaultfs.client import Budget, DocumentPage, RelationshipPage
 from vaultfs.wire import format_datetime
 
 __all__ = ["FakeDownload", "FakeVault"]
@@ -275,6 +275,17 @@ class FakeVault:
             "document": dict(version.record),
             "renditions": {t: "http://x" for t in version.renditions},
         }
+
+    async def relationship_types(self, type_name: str) -> list[dict[str, Any]]:
+        self._call("relationship_types")
+        return []
+
+    async def list_all_relationships(
+        self, *, start: int = 0, limit: int = 1000
+    ) -> RelationshipPage:
+        """No relationships (the mount tests show them against the local vault)."""
+        self._call("list_all_relationships")
+        return RelationshipPage([], 0)
 
     async def list_renditions(
         self, doc_id: int, major: int | None = None, minor: int | None = None

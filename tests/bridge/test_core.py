@@ -28,7 +28,7 @@ async def test_the_tree_follows_types_subtypes_and_disambiguates(core: FileSyste
     reference = await listdir(core, await walk(core, "Reference"))
     assert set(reference) == {"Guide", "Guide [3]", "..%2F..%2Fetc"}
     doc = await listdir(core, await walk(core, "Reference", "..%2F..%2Fetc"))
-    assert set(doc) == {"..%2Fpasswd", "versions", "renditions", "attachments"}
+    assert set(doc) == {"..%2Fpasswd", "versions", "renditions", "attachments", "relationships"}
 
 
 async def test_listing_folders_costs_no_call_per_document(

@@ -176,7 +176,13 @@ async def test_scratch_files_stay_local_and_rename_over_checks_in(setup: Setup) 
     assert latest(vault, setup.doc_id) == b"new content\n" and vault.locks == {}
     assert "sedAb12Cd" not in await names(core, doc)
     await core.unlink(doc, ".guide.txt.swp")
-    assert await names(core, doc) == {"guide.txt", "versions", "renditions", "attachments"}
+    assert await names(core, doc) == {
+        "guide.txt",
+        "versions",
+        "renditions",
+        "attachments",
+        "relationships",
+    }
     scratch_dir = setup.spool.directory / "scratch"
     assert list(scratch_dir.iterdir()) == []
 

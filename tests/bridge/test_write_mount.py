@@ -147,7 +147,7 @@ def test_vim_writes_in_place_and_by_rename(
     )
     save.check(b"vim was here: " + save.original)
     assert sorted(p.name for p in save.path.parent.iterdir()) == sorted(
-        [save.path.name, "attachments", "renditions", "versions"]
+        [save.path.name, "attachments", "relationships", "renditions", "versions"]
     )
 
 

@@ -7,6 +7,7 @@ server or the bridge. Public names are re-exported here.
 from ._client import VaultClient
 from ._errors import surely_not_sent
 from ._probe import vault_answers
+from ._relationships import RelationshipPage
 from ._retry import backoff
 from ._types import Budget, Credentials, DocumentPage, Download
 
@@ -15,6 +16,7 @@ __all__ = [
     "Credentials",
     "DocumentPage",
     "Download",
+    "RelationshipPage",
     "VaultClient",
     "backoff",
     "surely_not_sent",

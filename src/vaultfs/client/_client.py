@@ -26,6 +26,7 @@ from ._download import StreamDownload
 from ._http import Call, Http
 from ._lifecycle import LifecycleCalls
 from ._multipart import StreamedForm
+from ._relationships import RelationshipCalls
 from ._retry import RetryPolicy
 from ._types import Budget, Credentials, DocumentPage, Download
 
@@ -45,7 +46,7 @@ _LOCK_RETRIES = 3
 _CLOSE_TIMEOUT = 5.0
 
 
-class VaultClient(LifecycleCalls):
+class VaultClient(LifecycleCalls, RelationshipCalls):
     """One logged-in user on one vault.
 
     ``base_url`` is the vault's address (``http://127.0.0.1:8817``); the client adds

@@ -4,7 +4,8 @@ One vault with three users (admin, editor, viewer) and a group (Approvers: the
 editor), three document types at different depths, a lifecycle with an approve state
 change and a workflow, rendition, relationship and event types (with classifications
 and properties per event subtype), and about twenty documents with several versions,
-real files of several formats, viewable renditions and a few attachments. Some names
+real files of several formats, viewable renditions, a few attachments and three
+relationships (one to a version of its target). Some names
 are awkward on purpose (a ``/``, unicode, two documents with the same name).
 
 Everything is created in one transaction: a crash during the first start leaves an
@@ -512,6 +513,46 @@ def _documents(
             )
 
 
+#: (source, type, target, target version or None): relationships of the demo, from the
+#: source's latest version, so a mount has links to show under ``relationships/``
+_RELATIONSHIPS = [
+    ("Release Checklist", "references__vs", "Q3 Results / Forecast", None),
+    ("Patient Leaflet", "references__vs", "Product Brochure", None),
+    ("Protocol Amendment 1", "basedon__vs", "Study ABC-123 Protocol", "latest"),
+]
+
+
+def _relationships(conn: sqlite3.Connection, author: int, when: int) -> None:
+    def latest(name: str) -> tuple[int, int, int]:
+        row = conn.execute(
+            "SELECT d.id, d.latest_major, d.latest_minor FROM documents d JOIN versions v"
+            " ON v.doc_id = d.id AND v.major = d.latest_major AND v.minor = d.latest_minor"
+            " WHERE d.vault_id = ? AND v.name = ?",
+            (DEMO_VAULT_ID, name),
+        ).fetchone()
+        return int(row[0]), int(row[1]), int(row[2])
+
+    for source, rtype, target, pinned in _RELATIONSHIPS:
+        source_id, major, minor = latest(source)
+        target_id, target_major, target_minor = latest(target)
+        conn.execute(
+            "INSERT INTO relationships (source_doc, source_major, source_minor, target_doc,"
+            " target_major, target_minor, relationship_type, created_by, created_ms)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                source_id,
+                major,
+                minor,
+                target_id,
+                target_major if pinned else None,
+                target_minor if pinned else None,
+                rtype,
+                author,
+                when,
+            ),
+        )
+
+
 def referenced_blobs(conn: sqlite3.Connection) -> set[str]:
     """Every blob a record points at (what the startup sweep keeps)."""
     rows = conn.execute(
@@ -566,6 +607,7 @@ def ensure_demo_vault(db: Database, blobs: BlobStore, config: ServerConfig) -> b
             {"label__v": "Approvers", "members__v": str(people["editor"].user.id)},
         )
         _documents(conn, store, people, now_ms() - 30 * _DAY_MS)
+        _relationships(conn, people["editor"].user.id, now_ms() - _DAY_MS)
         for sha256, text in texts.items():
             search.index_text(conn, sha256, text)
 

@@ -179,6 +179,18 @@ class FuseOps(pyfuse3.Operations):
         with self._errors("unlink", parent_inode):
             await self.core.unlink(parent_inode, os.fsdecode(name))
 
+    async def symlink(
+        self, parent_inode: int, name: bytes, target: bytes, ctx: pyfuse3.RequestContext
+    ) -> pyfuse3.EntryAttributes:
+        with self._errors("symlink", parent_inode):
+            return self._entry(
+                await self.core.symlink(parent_inode, os.fsdecode(name), os.fsdecode(target))
+            )
+
+    async def readlink(self, inode: int, ctx: pyfuse3.RequestContext) -> bytes:
+        with self._errors("readlink", inode):
+            return os.fsencode(await self.core.readlink(inode))
+
     async def rename(
         self,
         parent_inode_old: int,

@@ -102,6 +102,7 @@ async def run_mount(config: MountConfig, ready: Callable[[], None] | None = None
         spool = _make_spool(config, client, tree, blobs)
         options = Options(
             url=config.url,
+            mountpoint=str(config.mountpoint.absolute()),
             user=config.user,
             read_only=config.read_only,
             # Modes tell the truth: a user who may not create gets no write bits on

@@ -3,7 +3,8 @@
 Owns how a node's record becomes ``stat`` data: directories (writable where names may
 be made), vault files (exact sizes once the content cache knows them, the record's
 estimate until then, reported through ``estimated`` so that the kernel is corrected
-when the size is learned), scratch and lost+found files, and the status file, and how
+when the size is learned), scratch and lost+found files, the status file and
+relationship links, and how
 long the kernel may keep each: long for the vault's nodes (``fs.freshness`` tells the
 kernel of their changes), short for the mount's own (scratch files, new folders,
 ``.vaultfs``). Times are the vault's and
@@ -120,6 +121,9 @@ class Attributes:
     async def _of(self, key: NodeKey, ino: int) -> Attr:
         if nodes.is_file(key):
             return await self._file(key, ino)
+        if key[0] in nodes.LINKS:  # a relationship: its size is its text's
+            size, created = await self._tree.relationships.link_stat(key)
+            return self._attr(ino, stat.S_IFLNK | 0o777, size, _ns(created), _ns(created))
         kind = nodes.kind(key)
         mtime = ctime = 0
         if kind == Kind.NEWDIR:

@@ -7,7 +7,8 @@ statfs) and what they share: inode references and the handle table. Attributes a
 class. It raises ``vaultfs.errors`` classes; turning those into FUSE replies is
 ``daemon.fuse_ops``' job. Check-out and check-in are ``write.editing``'s, what new and
 changed names mean is ``write.namespace``'s, field changes are ``write.fields``',
-lifecycle actions and events (their xattrs, ``.events.jsonl``) are ``lifecycle``'s.
+lifecycle actions and events (their xattrs, ``.events.jsonl``) are ``lifecycle``'s;
+relationship links (readlink, symlink, unlink in ``relationships/``) ``write.linking``'s.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from vaultfs.bridge.tree.nodes import FOLDERS, ROOT, Kind, NodeKey
 from vaultfs.bridge.tree.tree import Tree
 from vaultfs.bridge.write.editing import Editing
 from vaultfs.bridge.write.fields import FieldEditor
+from vaultfs.bridge.write.linking import Linker
 from vaultfs.bridge.write.namespace import Namespace
 from vaultfs.bridge.write.scratch import ScratchFile, makes_document
 
@@ -89,6 +91,7 @@ class FileSystem:
         self.namespace = namespace
         self.fields = fields
         self.prefetch = prefetch
+        self.links = Linker(tree, tree.client, options.mountpoint)
         self.inodes = InodeTable(ROOT)
         self.handles = HandleTable()
         self.freshness = Freshness(
@@ -429,7 +432,24 @@ class FileSystem:
     async def unlink(self, parent: int, name: str) -> None:
         self._writable()
         await self._ready()
-        await self.namespace.unlink(self._key(parent), name)
+        parent_key = self._key(parent)
+        if parent_key[0] == Kind.RELT:
+            await self.links.unlink(parent_key, name)
+            return
+        await self.namespace.unlink(parent_key, name)
+
+    async def symlink(self, parent: int, name: str, target: str) -> Attr:
+        """ln -s: a relationship (see ``write.linking``)."""
+        self._writable()
+        await self._ready()
+        key = await self.links.symlink(self._key(parent), name, target)
+        return await self._entry(key, parent, name)
+
+    async def readlink(self, ino: int) -> str:
+        key = self._key(ino)
+        if key[0] not in nodes.LINKS:
+            raise errors.InvalidData("not a symbolic link")
+        return await self.tree.relationships.link_text(key)
 
     async def rmdir(self, parent: int, name: str) -> None:
         self._writable()

@@ -11,6 +11,8 @@ __all__ = ["Options"]
 @dataclass
 class Options:
     url: str = ""
+    #: where the file system is mounted (absolute link targets are read below it)
+    mountpoint: str = ""
     user: str = ""
     read_only: bool = False
     #: the vault lets this user create documents (asked once at mount time)

@@ -13,6 +13,7 @@ hashable and compare by value, so the same node always has the same key; a kind 
     (RENDS, id)  (REND, id, rtype)                          latest renditions
     (ATTS, id)  (ATT, id, attachment_id)                    attachments
     (EVENTS, id)                                            its .events.jsonl (not listed)
+    (RELS, id)  (RELT, id, type)  (RLINK, id, rel_id)       relationships/, a type, a link
     (SCRATCH, n)  (NEWDIR, n)                               a scratch file, a mkdir'ed folder
     (LOST,)  (LOSTF, name)                                  .vaultfs/lost+found and its files
 
@@ -34,10 +35,12 @@ __all__ = [
     "FIELD_NODES",
     "FILES",
     "FOLDERS",
+    "LINKS",
     "LOCAL_NODES",
     "LOST_AND_FOUND",
     "NEW_DOCUMENT_DIRS",
     "NEW_FIELD_NODES",
+    "RELATIONSHIP_DIRS",
     "ROOT",
     "UPLOADED_FILES",
     "UPLOAD_DIRS",
@@ -72,6 +75,9 @@ class Kind(StrEnum):
     REND = "rend"
     ATTS = "atts"
     ATT = "att"
+    RELS = "rels"
+    RELT = "relt"
+    RLINK = "rlink"
     SCRATCH = "scratch"
     NEWDIR = "newdir"
     LOST = "lost"
@@ -107,9 +113,20 @@ FILES = frozenset(
     }
 )
 #: the fixed entries of a document directory (a source file may not take these names)
-DOC_DIR_NAMES = {"versions": Kind.VERS, "renditions": Kind.RENDS, "attachments": Kind.ATTS}
+DOC_DIR_NAMES = {
+    "versions": Kind.VERS,
+    "renditions": Kind.RENDS,
+    "attachments": Kind.ATTS,
+    "relationships": Kind.RELS,
+}
 #: directories inside a document directory (hidden by rmdir in an ``rm -r`` walk)
-DOCUMENT_DIRS = frozenset({Kind.VERS, Kind.VER, Kind.VRENDS, Kind.RENDS, Kind.ATTS})
+DOCUMENT_DIRS = frozenset(
+    {Kind.VERS, Kind.VER, Kind.VRENDS, Kind.RENDS, Kind.ATTS, Kind.RELS, Kind.RELT}
+)
+#: the relationships of a document (``tree.relationships``): its directory, a type's
+RELATIONSHIP_DIRS = frozenset({Kind.RELS, Kind.RELT})
+#: nodes that are symbolic links (a relationship)
+LINKS = frozenset({Kind.RLINK})
 #: directories whose listing needs the document's details (``Tree.details``)
 DETAILS_DIRS = frozenset({Kind.VERS, Kind.RENDS, Kind.ATTS})
 #: directories a file written into is uploaded from (``write.files_in``)
@@ -118,7 +135,7 @@ UPLOAD_DIRS = frozenset({Kind.RENDS, Kind.VRENDS, Kind.ATTS})
 #: version of it (an attachment)
 UPLOADED_FILES = frozenset({Kind.REND, Kind.VREND, Kind.ATT})
 #: directories the user may create (or, in lost+found, remove) entries in
-WRITABLE_DIRS = frozenset({*FOLDERS, Kind.DOC, Kind.NEWDIR, Kind.LOST, *UPLOAD_DIRS})
+WRITABLE_DIRS = frozenset({*FOLDERS, Kind.DOC, Kind.NEWDIR, Kind.LOST, Kind.RELT, *UPLOAD_DIRS})
 #: nodes that show a record's fields as extended attributes
 FIELD_NODES = frozenset({Kind.DOC, Kind.SRC, Kind.VER, Kind.VSRC})
 #: directories a new file becomes a new document in
@@ -134,7 +151,7 @@ LOCAL_NODES = frozenset(
     {Kind.CTL, Kind.STATUS, Kind.LOST, Kind.LOSTF, Kind.SCRATCH, Kind.NEWDIR, Kind.EVENTS}
 )
 #: a document's directory and its fixed subdirectories (their ctime is the document's)
-DOCUMENT_DIR_NODES = frozenset({Kind.DOC, Kind.VERS, Kind.RENDS, Kind.ATTS})
+DOCUMENT_DIR_NODES = frozenset({Kind.DOC, Kind.VERS, Kind.RENDS, Kind.ATTS, Kind.RELS})
 
 
 def kind(key: NodeKey) -> Kind:
@@ -161,5 +178,6 @@ def version(key: NodeKey) -> tuple[int, int]:
 
 
 def number(key: NodeKey) -> int:
-    """The number of a scratch file or new folder, or the id of an attachment."""
+    """The number of a scratch file or new folder, the id of an attachment or of a
+    relationship."""
     return int(key[-1])

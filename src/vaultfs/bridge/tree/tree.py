@@ -5,7 +5,7 @@ the document index and the type metadata (folders rebuilt once per index generat
 and the per-document details (versions, renditions, attachments)
 and per-version records, fetched lazily and cached until the index sees the
 document change. Names come from ``filenames.assign_names``; nothing here does I/O on
-disk.
+disk. What a document's ``relationships/`` holds is ``relationships``' (``self.relationships``).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from vaultfs.bridge.tree import nodes
 from vaultfs.bridge.tree.filenames import Sibling, assign_names
 from vaultfs.bridge.tree.index import DocumentIndex, Record, TypeCatalog
 from vaultfs.bridge.tree.nodes import CONTROL_DIR, DOC_DIR_NAMES, FOLDERS, ROOT, Kind, NodeKey
+from vaultfs.bridge.tree.relationships import Relationships
 from vaultfs.client import VaultClient
 
 __all__ = [
@@ -99,6 +100,7 @@ class Tree:
         #: directory key -> (index generation, name -> child key)
         self._listings: dict[NodeKey, tuple[int, dict[str, NodeKey]]] = {}
         index.on_change.append(self.invalidate)
+        self.relationships = Relationships(self)
 
     def invalidate(self, doc_id: int) -> None:
         """The index saw ``doc_id`` change or leave: drop what was cached about it."""
@@ -275,6 +277,8 @@ class Tree:
         doc_id = nodes.doc_id(key)
         if kind == Kind.DOC:
             return self._list_document(doc_id)
+        if kind in nodes.RELATIONSHIP_DIRS:
+            return await self.relationships.listing(key)
         details = await self.details(doc_id)
         if kind == Kind.VERS:
             return {f"{M}.{m}": (Kind.VER, doc_id, M, m) for M, m in details.versions}

@@ -18,6 +18,7 @@ from ..state import VaultState
 from ..storage import documents, relationships
 from ..storage.users import SessionUser
 from .common import caller, check_numbers, form, path_int, since, state, version_path
+from .documents import int_param
 
 __all__ = ["routes", "subject"]
 
@@ -85,9 +86,32 @@ async def delete_relationship(request: Request) -> Response:
     return success(responseMessage="Document relationship successfully deleted.", id=rel_id)
 
 
+#: most relationships one page of the cross-document listing holds (records are small)
+ALL_PAGE_LIMIT = 1000
+#: the page size when the request names none
+ALL_PAGE_DEFAULT = 200
+
+
+async def list_all_relationships(request: Request) -> Response:
+    who = caller(request, Permission.VIEW)
+    limit = int_param(request, "limit", ALL_PAGE_DEFAULT, 1, ALL_PAGE_LIMIT)
+    start = int_param(request, "start", 0, 0)
+    records, total = await state(request).db.read(
+        relationships.list_all_relationships, who, start, limit
+    )
+    return success(
+        responseMessage="Success",
+        responseDetails={"total": total, "size": len(records), "start": start, "limit": limit},
+        relationships=[{"relationship": r} for r in records],
+    )
+
+
 def routes() -> list[BaseRoute]:
     gate = since(versions.RELATIONSHIPS)
-    result: list[BaseRoute] = []
+    # First: the documents' /objects/documents/{id} would take "relationships" for an id.
+    result: list[BaseRoute] = [
+        Route("/objects/documents/relationships", gate(list_all_relationships), methods=["GET"])
+    ]
     for kind in ("documents", "binders"):
         base = f"/objects/{kind}/{{doc_id}}/versions/{{major}}/{{minor}}/relationships"
         result += [

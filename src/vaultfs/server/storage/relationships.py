@@ -7,6 +7,8 @@ version, ``singleUse`` allows one relationship of the type per source version,
 ``targetDocumentTypes`` (when not empty) limits the target's document type. A
 relationship that exists already, or a target version that does not, is
 ``INVALID_DATA``. Deleting a document or a version deletes its relationships.
+``list_all_relationships`` pages every relationship of the vault the caller may see
+(an extension: the spec shows no way to read them but one version at a time).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ __all__ = [
     "create_relationship",
     "delete_relationship",
     "get_relationship",
+    "list_all_relationships",
     "list_relationships",
     "relationship_types",
 ]
@@ -205,6 +208,26 @@ def list_relationships(
         (doc_id, *version, doc_id, *version, *source_params, *target_params),
     ).fetchall()
     return [_record(r, caller.vault_id) for r in rows]
+
+
+def list_all_relationships(
+    conn: Conn, caller: SessionUser, start: int, limit: int
+) -> tuple[list[dict[str, Any]], int]:
+    """One page (by id) of every relationship of the caller's vault whose source and
+    target documents the caller may see, and how many there are in all."""
+    # Not ``r``: the visibility condition names document_roles so.
+    source_visible, source_params = access.visible_sql(caller, "rel.source_doc")
+    target_visible, target_params = access.visible_sql(caller, "rel.target_doc")
+    where = (
+        "FROM relationships rel JOIN documents d ON d.id = rel.source_doc WHERE d.vault_id = ?"
+        f" AND {source_visible} AND {target_visible}"
+    )
+    params = (caller.vault_id, *source_params, *target_params)
+    total = int(conn.execute(f"SELECT COUNT(*) {where}", params).fetchone()[0])
+    rows = conn.execute(
+        f"SELECT rel.* {where} ORDER BY rel.id LIMIT ? OFFSET ?", (*params, limit, start)
+    ).fetchall()
+    return [_record(r, caller.vault_id) for r in rows], total
 
 
 def _row(conn: Conn, doc_id: int, version: tuple[int, int], rel_id: int) -> Row:
