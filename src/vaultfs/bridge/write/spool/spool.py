@@ -45,18 +45,13 @@ from vaultfs.bridge.write.spool.entry import (
     UPLOADING,
     SpoolEntry,
 )
+from vaultfs.bridge.write.spool.failures import NOT_PROCESSED, PERMANENT, describe
 from vaultfs.bridge.write.spool.streaming import STREAM_FROM, DraftStream
 from vaultfs.client import VaultClient, backoff, surely_not_sent
 from vaultfs.errors import (
     ApiLimitExceeded,
-    InsufficientAccess,
-    InvalidData,
     InvalidDocument,
-    InvalidSessionId,
     LockedByOther,
-    MalformedUrl,
-    MethodNotSupported,
-    ParameterRequired,
     VaultError,
 )
 
@@ -68,18 +63,6 @@ __all__ = ["CheckedIn", "Spool", "Start", "StartFrom", "start_from"]
 log = logging.getLogger(__name__)
 
 
-#: Failures that retrying cannot cure: the content goes to lost+found.
-_PERMANENT: tuple[type[VaultError], ...] = (
-    InvalidDocument,
-    InsufficientAccess,
-    InvalidData,
-    ParameterRequired,
-    MalformedUrl,
-    MethodNotSupported,
-)
-#: Failures of which the vault says the request was not processed at all (the
-#: client re-logs in on INVALID_SESSION_ID itself; one that surfaces was refused).
-_NOT_PROCESSED: tuple[type[VaultError], ...] = (ApiLimitExceeded, InvalidSessionId)
 #: Background uploads at once (a check-in by close() does not wait for these).
 _BACKGROUND_UPLOADS = 4
 
@@ -118,11 +101,6 @@ def _fsync_and_close(fd: int) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def _describe(exc: BaseException) -> str:
-    kind = exc.type if isinstance(exc, VaultError) else type(exc).__name__
-    return f"{kind}: {exc}"
 
 
 class Spool:
@@ -425,8 +403,8 @@ class Spool:
             entry.record.attempts += 1
             try:
                 await self._upload(entry, on_send, stream)
-            except _PERMANENT as exc:
-                await self._to_lost_and_found(entry, reason=_describe(exc))
+            except PERMANENT as exc:
+                await self._to_lost_and_found(entry, reason=describe(exc))
                 if not isinstance(exc, InvalidDocument):
                     await self._unlock_quietly(entry.doc_id)
                 raise
@@ -435,11 +413,11 @@ class Spool:
                 raise
         try:
             await self.client.unlock(entry.doc_id)
-        except _PERMANENT as exc:
+        except PERMANENT as exc:
             # The draft is in; a lock we cannot release (document deleted, access
             # withdrawn) is the vault's business now.
             log.warning(
-                "spool: doc %d unlock refused (%s); draft is in", entry.doc_id, _describe(exc)
+                "spool: doc %d unlock refused (%s); draft is in", entry.doc_id, describe(exc)
             )
         except (VaultError, OSError) as exc:
             await self._failed(entry, exc)
@@ -500,7 +478,7 @@ class Spool:
         try:
             version = await stream.finish(size, md5) if stream is not None else None
             major, minor = version or await self.client.create_draft(doc_id, named)
-        except _NOT_PROCESSED:
+        except NOT_PROCESSED:
             record.unconfirmed, record.sent_md5 = False, None
             await self._set_state(entry, PENDING)
             raise
@@ -527,7 +505,7 @@ class Spool:
 
     async def _failed(self, entry: SpoolEntry, exc: BaseException) -> None:
         entry.failures += 1
-        entry.record.last_error = _describe(exc)
+        entry.record.last_error = describe(exc)
         delay = backoff(self._retry_initial, entry.failures - 1, self._retry_max, self._rng)
         if isinstance(exc, ApiLimitExceeded) and exc.retry_after:
             delay = max(delay, exc.retry_after)
@@ -564,7 +542,7 @@ class Spool:
         try:
             await self.client.unlock(doc_id)
         except VaultError as exc:
-            log.warning("spool: doc %d unlock failed: %s", doc_id, _describe(exc))
+            log.warning("spool: doc %d unlock failed: %s", doc_id, describe(exc))
 
     # --- entry bookkeeping ---------------------------------------------------
 
@@ -663,7 +641,7 @@ class Spool:
                 try:
                     await self.client.keep_alive()
                 except VaultError as exc:
-                    log.warning("spool: keep-alive failed: %s", _describe(exc))
+                    log.warning("spool: keep-alive failed: %s", describe(exc))
 
     async def flush_now(self) -> None:
         """Try every entry waiting for check-in now (failures stay pending)."""

@@ -43,16 +43,12 @@ import trio
 
 from vaultfs.bridge.write.spool import lost, store
 from vaultfs.bridge.write.spool.entry import PENDING, UPLOADING
+from vaultfs.bridge.write.spool.failures import NOT_PROCESSED, PERMANENT, describe
 from vaultfs.client import VaultClient, backoff
 from vaultfs.errors import (
     ApiLimitExceeded,
-    InsufficientAccess,
     InvalidData,
-    InvalidDocument,
-    InvalidSessionId,
     MalformedUrl,
-    MethodNotSupported,
-    ParameterRequired,
     VaultError,
 )
 
@@ -65,17 +61,6 @@ ATTACHMENT = "attachment"
 #: the directory in the spool
 UPLOADS = "uploads"
 
-#: Refusals that retrying cannot cure: the content goes to lost+found (as a draft's).
-_PERMANENT: tuple[type[VaultError], ...] = (
-    InvalidDocument,
-    InsufficientAccess,
-    InvalidData,
-    ParameterRequired,
-    MalformedUrl,
-    MethodNotSupported,
-)
-#: Refusals of which the vault says nothing was done.
-_NOT_PROCESSED: tuple[type[VaultError], ...] = (ApiLimitExceeded, InvalidSessionId)
 #: Background uploads at once.
 _BACKGROUND = 4
 _COPY_CHUNK = 1 << 20
@@ -132,11 +117,6 @@ class Upload:
 #: Told of every upload the vault took (its record), whoever sent it, so the tree
 #: shows it at once.
 Uploaded = Callable[[UploadRecord], Awaitable[None]]
-
-
-def _describe(exc: BaseException) -> str:
-    kind = exc.type if isinstance(exc, VaultError) else type(exc).__name__
-    return f"{kind}: {exc}"
 
 
 def _record_path(directory: Path, number: int) -> Path:
@@ -313,11 +293,11 @@ class Uploads:
             named = store.upload_name(entry.path, record.filename)
             try:
                 await self._send(record, named)
-            except _PERMANENT as exc:
+            except PERMANENT as exc:
                 await self._to_lost_and_found(entry, exc)
                 raise
             except (VaultError, OSError) as exc:
-                if isinstance(exc, _NOT_PROCESSED):
+                if isinstance(exc, NOT_PROCESSED):
                     record.state = PENDING
                 await self._failed(entry, exc)
                 raise
@@ -355,7 +335,7 @@ class Uploads:
 
     async def _failed(self, entry: Upload, exc: BaseException) -> None:
         entry.failures += 1
-        entry.record.last_error = _describe(exc)
+        entry.record.last_error = describe(exc)
         delay = backoff(self._retry_initial, entry.failures - 1, self._retry_max, self._rng)
         if isinstance(exc, ApiLimitExceeded) and exc.retry_after:
             delay = max(delay, exc.retry_after)
@@ -374,7 +354,7 @@ class Uploads:
 
     async def _to_lost_and_found(self, entry: Upload, exc: VaultError) -> None:
         record = entry.record
-        record.last_error = _describe(exc)
+        record.last_error = describe(exc)
         why = {**asdict(record), "error_type": exc.type, "error_message": exc.message}
         why["lost"] = time.time()
         with trio.CancelScope(shield=True):  # disk and memory must agree afterwards
