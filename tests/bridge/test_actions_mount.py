@@ -7,8 +7,6 @@ import errno
 import json
 import os
 import stat
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +14,7 @@ import httpx
 import pytest
 
 from tests.mountproc import MountProcess
+from tests.programs import run, vaultfs
 from tests.vaultproc import VaultProcess, wait_until
 
 pytestmark = pytest.mark.mount
@@ -29,22 +28,6 @@ def mount(module_mount: MountProcess) -> MountProcess:
 @pytest.fixture(scope="module")
 def api(module_api: httpx.Client) -> httpx.Client:
     return module_api
-
-
-def vaultfs(*argv: str | Path) -> subprocess.CompletedProcess[str]:
-    """The real command, as a user runs it (no credentials in its environment)."""
-    env = {k: v for k, v in os.environ.items() if k != "VAULTFS_PASSWORD"}
-    return subprocess.run(
-        [sys.executable, "-m", "vaultfs", *map(str, argv)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-    )
-
-
-def run(*argv: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(list(map(str, argv)), capture_output=True, text=True, timeout=60)
 
 
 def record(api: httpx.Client, doc_id: int) -> dict[str, Any]:

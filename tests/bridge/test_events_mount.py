@@ -6,8 +6,6 @@ from __future__ import annotations
 import errno
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +13,7 @@ import httpx
 import pytest
 
 from tests.mountproc import MountProcess
+from tests.programs import run, vaultfs
 from tests.vaultproc import VIEWER, VaultProcess
 
 pytestmark = pytest.mark.mount
@@ -31,21 +30,6 @@ def mount(module_mount: MountProcess) -> MountProcess:
 @pytest.fixture(scope="module")
 def api(module_api: httpx.Client) -> httpx.Client:
     return module_api
-
-
-def vaultfs(*argv: str | Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "VAULTFS_PASSWORD"}
-    return subprocess.run(
-        [sys.executable, "-m", "vaultfs", *map(str, argv)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-    )
-
-
-def run(*argv: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(list(map(str, argv)), capture_output=True, text=True, timeout=60)
 
 
 _USED: set[int] = set()
