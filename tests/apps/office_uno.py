@@ -13,6 +13,7 @@ Actions:
 """
 
 import json
+import os
 import sys
 import time
 
@@ -97,3 +98,8 @@ def main(pipe, action, *args):
 
 if __name__ == "__main__":
     main(*sys.argv[1:])
+    # Every call above has returned (the document is stored and closed): leave without
+    # the interpreter's teardown, in which the UNO bridge now and then crashes (SIGSEGV)
+    # after the work is done.
+    sys.stdout.flush()
+    os._exit(0)
