@@ -278,13 +278,26 @@ class Relationships:
             return await self._type_dirs(doc_id)
         return await self._links_listing(doc_id, str(key[2]))
 
-    async def _type_dirs(self, doc_id: int) -> dict[str, NodeKey]:
-        labels = {
+    async def unlisted_type_dir(self, key: NodeKey, name: str) -> NodeKey | None:
+        """The directory ``name`` in ``relationships/`` (``key``) of a type the document
+        may have but has no relationship of: not listed, reachable by name for
+        ``ln -s``."""
+        return (await self._type_dirs(nodes.doc_id(key), every_type=True)).get(name)
+
+    async def _type_dirs(self, doc_id: int, *, every_type: bool = False) -> dict[str, NodeKey]:
+        """One directory per type the document has a relationship of; with
+        ``every_type``, also per type the metadata allows for it. Only the first are
+        listed: a walk over the whole vault would meet one empty directory per allowed
+        type in every document (six in the demo: 60,000 in 10,000 documents)."""
+        allowed = {
             str(s["value"]): str(s.get("label") or s["value"])
             for s in await self.types_of(doc_id)
             if s.get("value")
         }
-        for link in await self.links(doc_id):
+        links = await self.links(doc_id)
+        used = {link.relationship_type for link in links}
+        labels = {v: label for v, label in allowed.items() if every_type or v in used}
+        for link in links:
             labels.setdefault(link.relationship_type, link.relationship_type)
         values = sorted(labels)
         names = assign_names([Sibling(labels[v], v, (0, v)) for v in values])
@@ -319,6 +332,9 @@ class Relationships:
             listing = await self._tree.children(parent)
             cached = self._names[parent] = (generation, {k: n for n, k in listing.items()})
         name = cached[1].get(child)
+        if name is None and parent[0] == Kind.RELS:  # a type with no link yet: unlisted
+            every = await self._type_dirs(nodes.doc_id(parent), every_type=True)
+            name = next((n for n, k in every.items() if k == child), None)
         if name is None:
             raise errors.NotFound(f"{child!r} is not in {parent!r}")
         return name

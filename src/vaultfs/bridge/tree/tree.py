@@ -257,7 +257,10 @@ class Tree:
         if key[0] == Kind.DOC and name == nodes.EVENTS_FILE:  # not listed either: see events
             self.record(nodes.doc_id(key))
             return (Kind.EVENTS, nodes.doc_id(key))
-        return (await self.children(key)).get(name)
+        child = (await self.children(key)).get(name)
+        if child is None and key[0] == Kind.RELS:
+            return await self.relationships.unlisted_type_dir(key, name)
+        return child
 
     async def children(self, key: NodeKey) -> dict[str, NodeKey]:
         """Name -> child key of directory ``key`` (cached per index generation)."""
