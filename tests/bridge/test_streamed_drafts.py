@@ -14,6 +14,7 @@ import logging
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -30,6 +31,7 @@ from tests.bridge.test_spool_live import (
 )
 from tests.mountproc import MountProcess
 from tests.vaultproc import VaultProcess
+from vaultfs.bridge.write.spool.entry import SpoolEntry
 from vaultfs.bridge.write.spool.spool import Spool, start_from
 from vaultfs.bridge.write.spool.streaming import STREAM_FROM
 from vaultfs.client import VaultClient
@@ -40,10 +42,14 @@ _SIZE = 2 * STREAM_FROM + 12345
 
 
 async def _edit(
-    client: VaultClient, tmp_path: Path, payload: bytes, *, then_overwrite: bytes | None = None
+    client: VaultClient,
+    tmp_path: Path,
+    payload: bytes,
+    *,
+    then: Callable[[SpoolEntry], None] | None = None,
 ) -> tuple[int, int]:
-    """Write ``payload`` sequentially into a checked-out document (and then, if given,
-    ``then_overwrite`` at offset 0) and check it in; (document id, versions before)."""
+    """Write ``payload`` sequentially into a checked-out document (then, if given, do
+    ``then`` to the entry) and check it in; (document id, versions before)."""
     doc = await editable_document(client)
     doc_id = int(doc["id"])
     before = await version_count(client, doc_id)
@@ -57,12 +63,17 @@ async def _edit(
             entry.pwrite(offset, payload[offset : offset + _CHUNK])
             spool.wrote(entry)
             await trio.lowlevel.checkpoint()  # lets the stream send as a program's writes do
-        if then_overwrite is not None:
-            entry.pwrite(0, then_overwrite)
+        if then is not None:
+            then(entry)
             spool.wrote(entry)
         await spool.commit(entry)
         assert spool.pending() == []
     return doc_id, before
+
+
+def _overwrite(entry: SpoolEntry, data: bytes) -> None:
+    """A program that goes back to write a header last."""
+    entry.pwrite(0, data)
 
 
 def _streamed(caplog: pytest.LogCaptureFixture) -> list[str]:
@@ -90,7 +101,9 @@ async def test_an_overwrite_after_streaming_began_sends_the_file_and_makes_one_d
     payload = os.urandom(_SIZE)
     header = b"HEADER written last, at the start"
     async with connect(fresh_vault) as client:
-        doc_id, before = await _edit(client, tmp_path, payload, then_overwrite=header)
+        doc_id, before = await _edit(
+            client, tmp_path, payload, then=lambda entry: _overwrite(entry, header)
+        )
         assert any("stream stopped" in m for m in _streamed(caplog))
         assert await version_count(client, doc_id) == before + 1
         final = header + payload[len(header) :]
@@ -102,26 +115,12 @@ async def test_an_overwrite_after_streaming_began_sends_the_file_and_makes_one_d
 async def test_a_truncation_after_streaming_began_makes_one_draft_of_what_followed(
     fresh_vault: VaultProcess, tmp_path: Path
 ) -> None:
-    payload = os.urandom(_SIZE)
+    def start_over(entry: SpoolEntry) -> None:  # a program that starts over
+        entry.truncate(0)
+        entry.pwrite(0, b"short second attempt\n")
+
     async with connect(fresh_vault) as client:
-        doc = await editable_document(client)
-        doc_id = int(doc["id"])
-        before = await version_count(client, doc_id)
-        initial = await latest_to_file(client, doc_id, tmp_path / "initial")
-        async with running(Spool(tmp_path / "spool", client)) as spool:
-            entry = await spool.begin(
-                doc_id,
-                start_from(initial, filename=doc["filename__v"], base_md5=doc["md5checksum__v"]),
-            )
-            entry.truncate(0)
-            for offset in range(0, len(payload), _CHUNK):
-                entry.pwrite(offset, payload[offset : offset + _CHUNK])
-                spool.wrote(entry)
-                await trio.lowlevel.checkpoint()
-            entry.truncate(0)  # a program that starts over
-            entry.pwrite(0, b"short second attempt\n")
-            spool.wrote(entry)
-            await spool.commit(entry)
+        doc_id, before = await _edit(client, tmp_path, os.urandom(_SIZE), then=start_over)
         assert await version_count(client, doc_id) == before + 1
         assert await download(client, doc_id) == b"short second attempt\n"
 

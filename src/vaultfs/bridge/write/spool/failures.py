@@ -6,6 +6,9 @@ that both treat every answer of the vault alike.
 
 from __future__ import annotations
 
+import random
+
+from vaultfs.client import backoff
 from vaultfs.errors import (
     ApiLimitExceeded,
     InsufficientAccess,
@@ -18,7 +21,7 @@ from vaultfs.errors import (
     VaultError,
 )
 
-__all__ = ["NOT_PROCESSED", "PERMANENT", "describe"]
+__all__ = ["NOT_PROCESSED", "PERMANENT", "describe", "retry_delay"]
 
 #: Refusals that retrying cannot cure: the content goes to lost+found.
 PERMANENT: tuple[type[VaultError], ...] = (
@@ -39,3 +42,14 @@ def describe(exc: BaseException) -> str:
     and its message."""
     kind = exc.type if isinstance(exc, VaultError) else type(exc).__name__
     return f"{kind}: {exc}"
+
+
+def retry_delay(
+    exc: BaseException, failures: int, initial: float, maximum: float, rng: random.Random
+) -> float:
+    """Seconds before the next try after the ``failures``-th failure in a row, ``exc``:
+    the one backoff, or longer when the vault said when to come back."""
+    delay = backoff(initial, failures - 1, maximum, rng)
+    if isinstance(exc, ApiLimitExceeded) and exc.retry_after:
+        delay = max(delay, exc.retry_after)
+    return delay

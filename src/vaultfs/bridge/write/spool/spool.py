@@ -45,11 +45,10 @@ from vaultfs.bridge.write.spool.entry import (
     UPLOADING,
     SpoolEntry,
 )
-from vaultfs.bridge.write.spool.failures import NOT_PROCESSED, PERMANENT, describe
+from vaultfs.bridge.write.spool.failures import NOT_PROCESSED, PERMANENT, describe, retry_delay
 from vaultfs.bridge.write.spool.streaming import STREAM_FROM, DraftStream
-from vaultfs.client import VaultClient, backoff, surely_not_sent
+from vaultfs.client import VaultClient, surely_not_sent
 from vaultfs.errors import (
-    ApiLimitExceeded,
     InvalidDocument,
     LockedByOther,
     VaultError,
@@ -506,9 +505,7 @@ class Spool:
     async def _failed(self, entry: SpoolEntry, exc: BaseException) -> None:
         entry.failures += 1
         entry.record.last_error = describe(exc)
-        delay = backoff(self._retry_initial, entry.failures - 1, self._retry_max, self._rng)
-        if isinstance(exc, ApiLimitExceeded) and exc.retry_after:
-            delay = max(delay, exc.retry_after)
+        delay = retry_delay(exc, entry.failures, self._retry_initial, self._retry_max, self._rng)
         entry.next_attempt = trio.current_time() + delay
         try:
             await self._save(entry)

@@ -43,10 +43,9 @@ import trio
 
 from vaultfs.bridge.write.spool import lost, store
 from vaultfs.bridge.write.spool.entry import PENDING, UPLOADING
-from vaultfs.bridge.write.spool.failures import NOT_PROCESSED, PERMANENT, describe
-from vaultfs.client import VaultClient, backoff
+from vaultfs.bridge.write.spool.failures import NOT_PROCESSED, PERMANENT, describe, retry_delay
+from vaultfs.client import VaultClient
 from vaultfs.errors import (
-    ApiLimitExceeded,
     InvalidData,
     MalformedUrl,
     VaultError,
@@ -336,9 +335,7 @@ class Uploads:
     async def _failed(self, entry: Upload, exc: BaseException) -> None:
         entry.failures += 1
         entry.record.last_error = describe(exc)
-        delay = backoff(self._retry_initial, entry.failures - 1, self._retry_max, self._rng)
-        if isinstance(exc, ApiLimitExceeded) and exc.retry_after:
-            delay = max(delay, exc.retry_after)
+        delay = retry_delay(exc, entry.failures, self._retry_initial, self._retry_max, self._rng)
         entry.next_attempt = trio.current_time() + delay
         try:
             await self._save(entry)
