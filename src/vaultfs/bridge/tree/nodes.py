@@ -23,7 +23,9 @@ modules ask it rather than compare kinds among themselves.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import StrEnum
+from typing import Any
 
 __all__ = [
     "CONTROL_DIR",
@@ -49,6 +51,7 @@ __all__ = [
     "Kind",
     "NodeKey",
     "doc_id",
+    "folder_of",
     "is_file",
     "is_folder",
     "kind",
@@ -181,3 +184,16 @@ def number(key: NodeKey) -> int:
     """The number of a scratch file or new folder, the id of an attachment or of a
     relationship."""
     return int(key[-1])
+
+
+def folder_of(record: Mapping[str, Any]) -> list[NodeKey]:
+    """The folder chain (type, subtype, classification) a document sits in."""
+    type_ = str(record.get("type__v") or "")
+    subtype = str(record.get("subtype__v") or "")
+    classification = str(record.get("classification__v") or "")
+    chain: list[NodeKey] = [(Kind.TYPE, type_)]
+    if subtype:
+        chain.append((Kind.SUB, type_, subtype))
+        if classification:
+            chain.append((Kind.CLS, type_, subtype, classification))
+    return chain

@@ -34,18 +34,16 @@ import posixpath
 import time
 from dataclasses import dataclass
 from itertools import pairwise
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import trio
 
 from vaultfs import errors
 from vaultfs.bridge.tree import nodes
 from vaultfs.bridge.tree.filenames import Sibling, assign_names
-from vaultfs.bridge.tree.index import Record
+from vaultfs.bridge.tree.index import DocumentIndex, Record
 from vaultfs.bridge.tree.nodes import ROOT, Kind, NodeKey
-
-if TYPE_CHECKING:
-    from vaultfs.bridge.tree.tree import Tree
+from vaultfs.client import VaultClient
 
 __all__ = ["Link", "Relationships", "target_of"]
 
@@ -112,10 +110,29 @@ class _Cached:
     records: list[Record]
 
 
+class _Versions(Protocol):
+    versions: list[tuple[int, int]]
+
+
+class TreeView(Protocol):
+    """What this module asks of the tree that holds it (``tree.Tree``, passed in: the
+    tree imports this module, not the other way round)."""
+
+    index: DocumentIndex
+
+    def record(self, doc_id: int) -> Record: ...
+
+    async def type_api_name(self, value: str) -> str: ...
+
+    async def details(self, doc_id: int) -> _Versions: ...
+
+    async def children(self, key: NodeKey) -> dict[str, NodeKey]: ...
+
+
 class Relationships:
-    def __init__(self, tree: Tree) -> None:
+    def __init__(self, tree: TreeView, client: VaultClient) -> None:
         self._tree = tree
-        self._client = tree.client
+        self._client = client
         #: document id -> its outgoing relationship records
         self._by_doc: dict[int, _Cached] = {}
         #: whether the vault offers the cross-document listing (None: not asked yet)
@@ -341,9 +358,11 @@ class Relationships:
 
     async def document_path(self, doc_id: int) -> list[str]:
         """The names from the mount's root to the document's directory."""
-        from vaultfs.bridge.tree.tree import folder_of  # the tree imports this module
-
-        chain: list[NodeKey] = [ROOT, *folder_of(self._tree.record(doc_id)), (Kind.DOC, doc_id)]
+        chain: list[NodeKey] = [
+            ROOT,
+            *nodes.folder_of(self._tree.record(doc_id)),
+            (Kind.DOC, doc_id),
+        ]
         return [await self._name_in(p, c) for p, c in pairwise(chain)]
 
     async def type_dir_path(self, doc_id: int, relationship_type: str) -> list[str]:

@@ -21,7 +21,15 @@ from vaultfs import errors
 from vaultfs.bridge.tree import nodes
 from vaultfs.bridge.tree.filenames import Sibling, assign_names
 from vaultfs.bridge.tree.index import DocumentIndex, Record, TypeCatalog
-from vaultfs.bridge.tree.nodes import CONTROL_DIR, DOC_DIR_NAMES, FOLDERS, ROOT, Kind, NodeKey
+from vaultfs.bridge.tree.nodes import (
+    CONTROL_DIR,
+    DOC_DIR_NAMES,
+    FOLDERS,
+    ROOT,
+    Kind,
+    NodeKey,
+    folder_of,
+)
 from vaultfs.bridge.tree.relationships import Relationships
 from vaultfs.client import VaultClient
 
@@ -74,19 +82,6 @@ class _Folder:
     mtime: str = ""
 
 
-def folder_of(record: Record) -> list[NodeKey]:
-    """The folder chain (type, subtype, classification) a document sits in."""
-    type_ = str(record.get("type__v") or "")
-    subtype = str(record.get("subtype__v") or "")
-    classification = str(record.get("classification__v") or "")
-    chain: list[NodeKey] = [(Kind.TYPE, type_)]
-    if subtype:
-        chain.append((Kind.SUB, type_, subtype))
-        if classification:
-            chain.append((Kind.CLS, type_, subtype, classification))
-    return chain
-
-
 class Tree:
     def __init__(self, client: VaultClient, index: DocumentIndex, catalog: TypeCatalog) -> None:
         self.client = client
@@ -100,7 +95,7 @@ class Tree:
         #: directory key -> (index generation, name -> child key)
         self._listings: dict[NodeKey, tuple[int, dict[str, NodeKey]]] = {}
         index.on_change.append(self.invalidate)
-        self.relationships = Relationships(self)
+        self.relationships = Relationships(self, client)
 
     def invalidate(self, doc_id: int) -> None:
         """The index saw ``doc_id`` change or leave: drop what was cached about it."""
