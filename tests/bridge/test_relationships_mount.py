@@ -7,6 +7,7 @@ from __future__ import annotations
 import errno
 import os
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -152,6 +153,7 @@ def test_ln_s_creates_and_rm_deletes(mount: MountProcess, api: httpx.Client) -> 
     link = references / "Rel Target A"
     assert os.readlink(link) == "../../../Rel Target A"
     assert os.path.realpath(link) == str(here.parent / "Rel Target A")
+    assert abs(os.lstat(link).st_mtime - time.time()) < 3600  # made now, not in 1970
     # The same again: it exists.
     assert symlink_errno("../../../Rel Target A", references / "again") == errno.EEXIST
     assert len(relationships(api, source)) == 1

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import posixpath
+from datetime import UTC, datetime
 
 from vaultfs import errors
 from vaultfs.bridge.tree import nodes
@@ -29,6 +30,7 @@ from vaultfs.bridge.tree.nodes import ROOT, Kind, NodeKey
 from vaultfs.bridge.tree.relationships import Link
 from vaultfs.bridge.tree.tree import Tree, latest_version
 from vaultfs.client import VaultClient
+from vaultfs.wire import format_datetime
 
 __all__ = ["Linker"]
 
@@ -97,6 +99,9 @@ class Linker:
             "source_minor_version__v": source[1],
             "target_doc_id__v": target_id,
             "relationship_type__v": relationship_type,
+            # the vault's answer has no date: now is within the call of it (the link's
+            # mtime until the listing is read again)
+            "created_date__v": format_datetime(datetime.now(UTC)),
         }
         if version is not None:
             record["target_major_version__v"], record["target_minor_version__v"] = version
