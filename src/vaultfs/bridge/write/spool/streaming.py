@@ -28,6 +28,7 @@ import trio
 
 from vaultfs.bridge.write.spool.entry import RunningMd5, SpoolEntry
 from vaultfs.client import VaultClient
+from vaultfs.errors import InvalidSessionId
 
 __all__ = ["STREAM_FROM", "DraftStream"]
 
@@ -102,6 +103,8 @@ class DraftStream:
         await self._done.wait()
         if self._version is not None:
             return self._version
+        if self._complete and isinstance(self._error, InvalidSessionId):
+            return None  # refused before anything was done: the file is sent after a login
         if self._complete and self._error is not None:
             raise self._error
         return None
