@@ -96,6 +96,15 @@ class MountProcess:
         result: dict[str, Any] = json.loads((self.mountpoint / ".vaultfs" / "status").read_text())
         return result
 
+    def document_dir(self, doc_id: int) -> Path:
+        """The directory of document ``doc_id`` in the mount (found by its id xattr)."""
+        for path in self.mountpoint.glob("*/**/"):
+            if (path / "versions").is_dir() and os.getxattr(path, "user.vault.id") == str(
+                doc_id
+            ).encode():
+                return path
+        raise AssertionError(f"document {doc_id} not in the mount")
+
     def log(self) -> str:
         try:
             return self.log_path.read_text(errors="replace")[-4000:]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 import trio
 
@@ -37,6 +38,19 @@ def shared_mount(
 ) -> Iterator[MountProcess]:
     """A mount of the session's demo vault, for tests that only read."""
     yield from _mount(vault_server.url, tmp_path_factory.mktemp("mount"))
+
+
+@pytest.fixture(scope="module")
+def mount(module_mount: MountProcess) -> MountProcess:
+    """The module's own mount of its own demo vault (``module_mount``), for tests that
+    change documents, each its own."""
+    return module_mount
+
+
+@pytest.fixture(scope="module")
+def api(module_api: httpx.Client) -> httpx.Client:
+    """An API client of ``mount``'s vault, as the demo admin."""
+    return module_api
 
 
 @pytest.fixture

@@ -20,16 +20,6 @@ from tests.vaultproc import VaultProcess, wait_until
 pytestmark = pytest.mark.mount
 
 
-@pytest.fixture(scope="module")
-def mount(module_mount: MountProcess) -> MountProcess:
-    return module_mount
-
-
-@pytest.fixture(scope="module")
-def api(module_api: httpx.Client) -> httpx.Client:
-    return module_api
-
-
 def record(api: httpx.Client, doc_id: int) -> dict[str, Any]:
     body = api.get(f"/objects/documents/{doc_id}").json()
     assert body["responseStatus"] == "SUCCESS", body
@@ -65,15 +55,6 @@ def take(api: httpx.Client, *, with_country: bool) -> int:
     return doc_id
 
 
-def doc_dir(mount: MountProcess, doc_id: int) -> Path:
-    for path in mount.mountpoint.glob("*/**/"):
-        if (path / "versions").is_dir() and os.getxattr(path, "user.vault.id") == str(
-            doc_id
-        ).encode():
-            return path
-    raise AssertionError(f"document {doc_id} not in the mount")
-
-
 def source(path: Path) -> Path:
     return path / os.getxattr(path, "user.vault.filename__v").decode()
 
@@ -90,7 +71,7 @@ def test_actions_xattr_lists_actions_and_requirements(
     mount: MountProcess, api: httpx.Client
 ) -> None:
     doc_id = take(api, with_country=False)
-    path = doc_dir(mount, doc_id)
+    path = mount.document_dir(doc_id)
     out = run("getfattr", "--only-values", "-n", "user.vault.actions", path)
     assert out.returncode == 0, out.stderr
     description = json.loads(out.stdout)
@@ -113,7 +94,7 @@ def test_actions_xattr_lists_actions_and_requirements(
 
 
 def test_met_requirement_shows_its_setting(mount: MountProcess, api: httpx.Client) -> None:
-    path = doc_dir(mount, drafts(api, with_country=True)[0])
+    path = mount.document_dir(drafts(api, with_country=True)[0])
     (country,) = next(a for a in actions(path)["actions"] if a["name"] == "approve")["requirements"]
     assert country["met"] is True
     assert country["currentSetting"]
@@ -122,7 +103,7 @@ def test_met_requirement_shows_its_setting(mount: MountProcess, api: httpx.Clien
 def test_lifecycle_xattrs_are_not_listed_and_copying_back_is_harmless(
     mount: MountProcess, api: httpx.Client
 ) -> None:
-    path = doc_dir(mount, drafts(api, with_country=True)[0])
+    path = mount.document_dir(drafts(api, with_country=True)[0])
     listed = os.listxattr(path)
     assert "user.vault.status__v" in listed
     for name in ("user.vault.actions", "user.vault.action", "user.vault.event"):
@@ -137,7 +118,7 @@ def test_lifecycle_xattrs_are_not_listed_and_copying_back_is_harmless(
 
 
 def test_actions_command(mount: MountProcess, api: httpx.Client) -> None:
-    path = doc_dir(mount, drafts(api, with_country=False)[0])
+    path = mount.document_dir(drafts(api, with_country=False)[0])
     result = vaultfs("actions", path)
     assert result.returncode == 0, result.stderr
     assert "status Draft" in result.stdout
@@ -163,7 +144,7 @@ def test_actions_command_outside_a_mount(tmp_path: Path) -> None:
 
 def test_approve_refused_without_requirement(mount: MountProcess, api: httpx.Client) -> None:
     doc_id = take(api, with_country=False)
-    path = doc_dir(mount, doc_id)
+    path = mount.document_dir(doc_id)
     result = vaultfs("do", path, "approve")
     assert result.returncode == 1
     assert "country__v" in result.stderr
@@ -182,7 +163,7 @@ def test_approve_refused_without_requirement(mount: MountProcess, api: httpx.Cli
 
 def test_approve_after_setting_requirement(mount: MountProcess, api: httpx.Client) -> None:
     doc_id = take(api, with_country=False)
-    path = doc_dir(mount, doc_id)
+    path = mount.document_dir(doc_id)
     assert os.stat(source(path)).st_mode & 0o222
     set_country = run("setfattr", "-n", "user.vault.country__v", "-v", "united_states__v", path)
     assert set_country.returncode == 0, set_country.stderr
@@ -199,7 +180,7 @@ def test_approve_after_setting_requirement(mount: MountProcess, api: httpx.Clien
 
 def test_do_sets_document_requirement_first(mount: MountProcess, api: httpx.Client) -> None:
     doc_id = take(api, with_country=False)
-    path = doc_dir(mount, doc_id)
+    path = mount.document_dir(doc_id)
     result = vaultfs("do", source(path), "approve", "--set", "country__v=united_states__v")
     assert result.returncode == 0, result.stderr
     document = record(api, doc_id)
@@ -208,7 +189,7 @@ def test_do_sets_document_requirement_first(mount: MountProcess, api: httpx.Clie
 
 
 def test_action_not_offered(mount: MountProcess, api: httpx.Client) -> None:
-    path = doc_dir(mount, drafts(api, with_country=True)[0])
+    path = mount.document_dir(drafts(api, with_country=True)[0])
     result = vaultfs("do", path, "publish")
     assert result.returncode == 1
     assert "publish is not offered" in result.stderr and "approve" in result.stderr
@@ -219,7 +200,7 @@ def test_action_not_offered(mount: MountProcess, api: httpx.Client) -> None:
 
 def test_start_approval_with_workflow_values(mount: MountProcess, api: httpx.Client) -> None:
     doc_id = take(api, with_country=False)
-    path = doc_dir(mount, doc_id)
+    path = mount.document_dir(doc_id)
     missing = vaultfs("do", path, "startApproval", "--set", "dueDate=2026-12-01")
     assert missing.returncode == 1
     assert "Approver" in missing.stderr
@@ -250,7 +231,7 @@ def test_start_approval_with_workflow_values(mount: MountProcess, api: httpx.Cli
 
 def test_start_approval_through_json_xattr(mount: MountProcess, api: httpx.Client) -> None:
     doc_id = take(api, with_country=False)
-    path = doc_dir(mount, doc_id)
+    path = mount.document_dir(doc_id)
     value = {"action": "startApproval", "params": {"dueDate": "2026-12-01", "Approver": "user:1"}}
     os.setxattr(path, "user.vault.action", json.dumps(value).encode())
     assert record(api, doc_id)["status__v"] == "In Review"
@@ -261,7 +242,7 @@ def test_change_by_another_client_shows_within_a_poll(
     mount: MountProcess, api: httpx.Client
 ) -> None:
     doc_id = take(api, with_country=False)
-    path = doc_dir(mount, doc_id)
+    path = mount.document_dir(doc_id)
     file = source(path)
     assert os.stat(file).st_mode & 0o222
     r = api.put(f"/objects/documents/{doc_id}", data={"status__v": "Approved"}).json()
@@ -277,7 +258,7 @@ def test_viewer_may_not_start_actions(
 
     doc_id = drafts(api, with_country=True)[-1]
     with MountProcess(module_vault.url, tmp_path, user=VIEWER) as viewer:
-        path = doc_dir(viewer, doc_id)
+        path = viewer.document_dir(doc_id)
         result = vaultfs("do", path, "approve")
         assert result.returncode == 1
         assert "INSUFFICIENT_ACCESS" in result.stderr

@@ -22,16 +22,6 @@ EVENTS = ".events.jsonl"
 _READ_EVENTS = "GET /objects/documents/{id}/events"
 
 
-@pytest.fixture(scope="module")
-def mount(module_mount: MountProcess) -> MountProcess:
-    return module_mount
-
-
-@pytest.fixture(scope="module")
-def api(module_api: httpx.Client) -> httpx.Client:
-    return module_api
-
-
 _USED: set[int] = set()
 
 
@@ -44,15 +34,6 @@ def document(api: httpx.Client) -> int:
             _USED.add(doc_id)
             return doc_id
     raise AssertionError("no document left")
-
-
-def doc_dir(mount: MountProcess, doc_id: int) -> Path:
-    for path in mount.mountpoint.glob("*/**/"):
-        if (path / "versions").is_dir() and os.getxattr(path, "user.vault.id") == str(
-            doc_id
-        ).encode():
-            return path
-    raise AssertionError(f"document {doc_id} not in the mount")
 
 
 def api_events(api: httpx.Client, doc_id: int) -> list[dict[str, Any]]:
@@ -88,7 +69,7 @@ def test_events_file_is_complete_and_in_order(mount: MountProcess, api: httpx.Cl
     doc_id = document(api)
     # More than one page of the events list (200), so every page has to be read.
     log_through_api(api, doc_id, 205)
-    path = doc_dir(mount, doc_id) / EVENTS
+    path = mount.document_dir(doc_id) / EVENTS
     cat = run("cat", path)
     assert cat.returncode == 0, cat.stderr
     lines = cat.stdout.splitlines()
@@ -105,7 +86,7 @@ def test_events_file_is_complete_and_in_order(mount: MountProcess, api: httpx.Cl
 
 def test_events_file_is_hidden_read_only_and_cheap(mount: MountProcess, api: httpx.Client) -> None:
     doc_id = document(api)
-    directory = doc_dir(mount, doc_id)
+    directory = mount.document_dir(doc_id)
     assert EVENTS not in os.listdir(directory)
     assert EVENTS not in run("ls", "-a", directory).stdout
 
@@ -129,7 +110,7 @@ def test_events_file_is_hidden_read_only_and_cheap(mount: MountProcess, api: htt
 
 def test_event_command_logs_one(mount: MountProcess, api: httpx.Client) -> None:
     doc_id = document(api)
-    directory = doc_dir(mount, doc_id)
+    directory = mount.document_dir(doc_id)
     result = vaultfs(
         "event",
         directory,
@@ -152,7 +133,7 @@ def test_event_command_logs_one(mount: MountProcess, api: httpx.Client) -> None:
 
 def test_event_refusals_name_the_properties(mount: MountProcess, api: httpx.Client) -> None:
     doc_id = document(api)
-    directory = doc_dir(mount, doc_id)
+    directory = mount.document_dir(doc_id)
     missing = vaultfs(
         "event", directory, "distribution__v", "approved_email__v", "--classification", "sent__v"
     )
@@ -181,7 +162,7 @@ def test_viewer_may_not_log_events(
 ) -> None:
     doc_id = document(api)
     with MountProcess(module_vault.url, tmp_path, user=VIEWER) as viewer:
-        directory = doc_dir(viewer, doc_id)
+        directory = viewer.document_dir(doc_id)
         result = vaultfs(
             "event",
             directory,

@@ -35,16 +35,6 @@ def vault(module_vault: VaultProcess) -> VaultProcess:
 
 
 @pytest.fixture(scope="module")
-def mount(module_mount: MountProcess) -> MountProcess:
-    return module_mount
-
-
-@pytest.fixture(scope="module")
-def api(module_api: httpx.Client) -> httpx.Client:
-    return module_api
-
-
-@pytest.fixture(scope="module")
 def deleting(
     vault: VaultProcess, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[MountProcess]:
@@ -75,15 +65,6 @@ def document(api: httpx.Client, *, rendition: bool) -> int:
             _taken.add(doc_id)
             return doc_id
     raise AssertionError("no such demo document left")
-
-
-def doc_dir(mount: MountProcess, doc_id: int) -> Path:
-    for path in mount.mountpoint.glob("*/**/"):
-        if (path / "versions").is_dir() and os.getxattr(path, "user.vault.id") == str(
-            doc_id
-        ).encode():
-            return path
-    raise AssertionError(f"document {doc_id} not in the mount")
 
 
 def run(*argv: str | Path, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -126,7 +107,7 @@ def test_cp_adds_a_rendition_to_a_document_without_one(
     mount: MountProcess, api: httpx.Client, tmp_path: Path
 ) -> None:
     doc_id = document(api, rendition=False)
-    target = doc_dir(mount, doc_id) / "renditions" / "viewable_rendition__v.pdf"
+    target = mount.document_dir(doc_id) / "renditions" / "viewable_rendition__v.pdf"
     assert not target.exists()
     run("cp", write_file(tmp_path, "x.pdf", PDF), target)
     # close() returned: the vault has it, and the tree shows it at once
@@ -140,7 +121,7 @@ def test_cp_replaces_an_existing_rendition(
     mount: MountProcess, api: httpx.Client, tmp_path: Path
 ) -> None:
     doc_id = document(api, rendition=True)
-    target = doc_dir(mount, doc_id) / "renditions" / "viewable_rendition__v.pdf"
+    target = mount.document_dir(doc_id) / "renditions" / "viewable_rendition__v.pdf"
     before = target.read_bytes()  # cached by the mount: the replacement must not be served
     assert before != OTHER_PDF
     run("cp", write_file(tmp_path, "y.pdf", OTHER_PDF), target)
@@ -154,7 +135,7 @@ def test_cat_into_a_versions_renditions(mount: MountProcess, api: httpx.Client) 
     versions = api.get(f"/objects/documents/{doc_id}/versions").json()["versions"]
     version = versions[0]["number"]
     target = (
-        doc_dir(mount, doc_id) / "versions" / version / "renditions" / "custom_rendition__c.pdf"
+        mount.document_dir(doc_id) / "versions" / version / "renditions" / "custom_rendition__c.pdf"
     )
     subprocess.run(["sh", "-c", 'cat > "$1"', "sh", str(target)], input=PDF, check=True)
     assert rendition_bytes(api, doc_id, "custom_rendition__c", version) == PDF
@@ -168,7 +149,7 @@ def test_an_unknown_rendition_type_is_refused(
     mount: MountProcess, api: httpx.Client, tmp_path: Path
 ) -> None:
     doc_id = document(api, rendition=True)
-    folder = doc_dir(mount, doc_id) / "renditions"
+    folder = mount.document_dir(doc_id) / "renditions"
     with pytest.raises(OSError) as refused:
         (folder / "no_such_rendition__c.pdf").write_bytes(PDF)
     assert refused.value.errno == errno.EINVAL
@@ -184,7 +165,7 @@ def test_cp_adds_an_attachment_then_versions_it_and_same_content_adds_nothing(
     mount: MountProcess, api: httpx.Client, tmp_path: Path
 ) -> None:
     doc_id = document(api, rendition=True)
-    folder = doc_dir(mount, doc_id) / "attachments"
+    folder = mount.document_dir(doc_id) / "attachments"
     first = write_file(tmp_path, "report data.csv", b"a,b\n1,2\n")
     run("cp", first, folder)
     found = attachments(api, doc_id)["report data.csv"]
@@ -212,7 +193,7 @@ def test_rsync_into_attachments_uses_a_temporary_name(
     mount: MountProcess, api: httpx.Client, tmp_path: Path
 ) -> None:
     doc_id = document(api, rendition=True)
-    folder = doc_dir(mount, doc_id) / "attachments"
+    folder = mount.document_dir(doc_id) / "attachments"
     source = write_file(tmp_path, "synced.bin", os.urandom(300_000))
     run("rsync", source, f"{folder}/")
     found = attachments(api, doc_id)
@@ -232,15 +213,15 @@ def test_rm_of_an_attachment_and_a_rendition(
     run(
         "cp",
         write_file(tmp_path, "gone.txt", b"to be deleted\n"),
-        doc_dir(mount, doc_id) / "attachments",
+        mount.document_dir(doc_id) / "attachments",
     )
     assert "gone.txt" in attachments(api, doc_id)
     # without allow_delete: refused, nothing deleted
-    kept = run("rm", doc_dir(mount, doc_id) / "attachments" / "gone.txt", check=False)
+    kept = run("rm", mount.document_dir(doc_id) / "attachments" / "gone.txt", check=False)
     assert kept.returncode != 0 and "not permitted" in kept.stderr
     assert "gone.txt" in attachments(api, doc_id)
 
-    here = doc_dir(deleting, doc_id)
+    here = deleting.document_dir(doc_id)
     wait_until(lambda: (here / "attachments" / "gone.txt").exists(), timeout=10, what="listed")
     run("rm", here / "attachments" / "gone.txt")
     assert "gone.txt" not in attachments(api, doc_id)
@@ -261,7 +242,7 @@ def test_a_refused_upload_keeps_the_content_in_lost_and_found(
         pytest.skip("needs /dev/fuse and fusermount3")
     doc_id = document(api, rendition=True)
     with MountProcess(vault.url, tmp_path / "viewer", user=VIEWER) as viewer:
-        target = doc_dir(viewer, doc_id) / "attachments" / "refused.txt"
+        target = viewer.document_dir(doc_id) / "attachments" / "refused.txt"
         with pytest.raises(OSError) as refused:
             target.write_bytes(b"the viewer's notes\n")
         assert refused.value.errno == errno.EACCES
@@ -287,7 +268,7 @@ def test_a_failed_upload_is_kept_and_sent_once_later(
         FaultProxy(port, seed=1, share=1.0, faults=("503",), methods=("POST",)) as proxy,
         MountProcess(proxy.url, tmp_path / "m") as process,
     ):
-        target = doc_dir(process, doc_id) / "attachments" / "later.txt"
+        target = process.document_dir(doc_id) / "attachments" / "later.txt"
         proxy.active = True
         with pytest.raises(OSError) as failed:
             target.write_bytes(b"sent when the vault is back\n")
@@ -315,7 +296,7 @@ def test_a_kill_between_close_and_upload_sends_it_exactly_once(
     with FaultProxy(port, seed=1, share=0.0) as proxy:
         first = MountProcess(proxy.url, tmp_path / "m").start()
         try:
-            target = doc_dir(first, doc_id) / "attachments" / "crash.txt"
+            target = first.document_dir(doc_id) / "attachments" / "crash.txt"
             hold = proxy.hold(
                 "POST", f"/documents/{doc_id}/attachments HTTP", after_vault=after_vault
             )
@@ -353,7 +334,7 @@ def test_a_kill_while_writing_keeps_the_content_in_lost_and_found(
     doc_id = document(api, rendition=True)
     first = MountProcess(vault.url, tmp_path / "m").start()
     try:
-        target = doc_dir(first, doc_id) / "renditions" / "imported_rendition__c.pdf"
+        target = first.document_dir(doc_id) / "renditions" / "imported_rendition__c.pdf"
         f = open(target, "wb")  # noqa: SIM115 - abandoned with the daemon
         f.write(PDF)
         f.flush()

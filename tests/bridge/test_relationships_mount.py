@@ -34,16 +34,6 @@ PER_VERSION = "GET /objects/documents/{id}/versions/{major}/{minor}/relationship
 ALL = "GET /objects/documents/relationships"
 
 
-@pytest.fixture(scope="module")
-def mount(module_mount: MountProcess) -> MountProcess:
-    return module_mount
-
-
-@pytest.fixture(scope="module")
-def api(module_api: httpx.Client) -> httpx.Client:
-    return module_api
-
-
 def run(*argv: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [str(a) for a in argv], cwd=cwd, capture_output=True, text=True, timeout=120

@@ -31,16 +31,6 @@ def vault(module_vault: VaultProcess) -> VaultProcess:
     return module_vault
 
 
-@pytest.fixture(scope="module")
-def mount(module_mount: MountProcess) -> MountProcess:
-    return module_mount
-
-
-@pytest.fixture(scope="module")
-def api(module_api: httpx.Client) -> httpx.Client:
-    return module_api
-
-
 def run(*argv: str | Path, cwd: Path | None = None, check: bool = True) -> str:
     result = subprocess.run(
         [str(a) for a in argv], cwd=cwd, capture_output=True, text=True, timeout=120
