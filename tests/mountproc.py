@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +96,23 @@ class MountProcess:
     def status(self) -> dict[str, Any]:
         result: dict[str, Any] = json.loads((self.mountpoint / ".vaultfs" / "status").read_text())
         return result
+
+    def settle(self, timeout: float = 60.0) -> dict[str, Any]:
+        """Wait (polling the status, with a deadline) until every save made through the
+        mount is in the vault: nothing pending, no check-in or create under way, in two
+        reads in a row (a release the kernel sent as the program exited is then
+        surely being handled). Returns the last status."""
+        deadline = time.monotonic() + timeout
+        quiet = 0
+        while True:
+            status = self.status()
+            idle = not status["pending_uploads"] and not status.get("saves_in_flight")
+            quiet = quiet + 1 if idle else 0
+            if quiet == 2:
+                return status
+            if time.monotonic() > deadline:
+                raise AssertionError(f"saves still under way: {status['pending_uploads']}")
+            time.sleep(0.02)
 
     def document_dir(self, doc_id: int) -> Path:
         """The directory of document ``doc_id`` in the mount (found by its id xattr)."""

@@ -23,6 +23,7 @@ __all__ = [
     "ApiLimitExceeded",
     "BadHandle",
     "BridgeError",
+    "CheckInConflict",
     "CrossDevice",
     "DirectoryNotEmpty",
     "InsufficientAccess",
@@ -198,6 +199,14 @@ class LockedByOther(BridgeError):
     """The document is checked out by another user."""
 
 
+class CheckInConflict(BridgeError):
+    """A check-in that would replace what this edit did not start from: the check-out
+    was undone or taken over, or someone else checked in a version meanwhile. The
+    content goes to lost+found; nothing in the vault is replaced."""
+
+    type = "CHECK_IN_CONFLICT"
+
+
 class NotEditable(BridgeError):
     """The field or file cannot be changed (system-managed, read-only tree)."""
 
@@ -263,6 +272,7 @@ _ERRNO: list[tuple[type[VaultError], int]] = [
     (UsernameOrPasswordIncorrect, _errno.EACCES),
     (UserLockedOut, _errno.EACCES),
     (LockedByOther, _errno.EBUSY),
+    (CheckInConflict, _errno.EBUSY),
     (AlreadyInUse, _errno.EBUSY),
     (OperationNotAllowed, _errno.EBUSY),
     (NotEditable, _errno.EPERM),

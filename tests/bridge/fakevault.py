@@ -255,7 +255,7 @@ class FakeVault:
         versions = self._doc(doc_id)
         latest = versions[-1]
         response: dict[str, Any] = {
-            "document": dict(latest.record),
+            "document": {**latest.record, "locked__v": doc_id in self.locks},
             "versions": [
                 {"number": "{major_version_number__v}.{minor_version_number__v}".format(**v.record)}
                 for v in versions

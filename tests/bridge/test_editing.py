@@ -100,13 +100,19 @@ async def write_file(core: FileSystem, parent: int, name: str, data: bytes) -> N
     await core.release(opened.fh)
 
 
+def calls_after_walk(vault: FakeVault) -> int:
+    return sum(n for op, n in vault.calls.items() if op not in ("lock", "unlock", "get_lock"))
+
+
 async def test_edit_in_place_checks_in_once_on_the_last_close(setup: Setup) -> None:
     core, vault = setup.core, setup.vault
     ino = await walk(core, "Reference", "Guide", "guide.txt")
     first = await core.open(ino, os.O_RDWR)
     second = await core.open(ino, os.O_WRONLY)
+    assert vault.locks == {} and sum(vault.calls.values()) == calls_after_walk(vault)
+    assert await core.read(first.fh, 0, 8) == b"original"  # the vault's, before a write
+    assert await core.write(first.fh, 0, b"CHANGED") == 7  # the first write checks out
     assert vault.locks == {setup.doc_id: 1}
-    assert await core.write(first.fh, 0, b"CHANGED") == 7
     reader = await core.open(ino, os.O_RDONLY)
     assert await core.read(reader.fh, 0, 7) == b"CHANGED"  # readers see the writer's bytes
     await core.release(reader.fh)
@@ -145,15 +151,35 @@ async def test_unchanged_content_uploads_nothing_and_unlocks(setup: Setup) -> No
 
 
 async def test_locked_by_another_user_is_ebusy_and_changes_nothing(setup: Setup) -> None:
+    """The index says it is checked out: open() is EBUSY (one call asks who holds it)."""
     core, vault = setup.core, setup.vault
     vault.locks[setup.doc_id] = 99
+    vault.docs[setup.doc_id][-1].record["locked__v"] = True
+    await core.tree.index.refresh()
     ino = await walk(core, "Reference", "Guide", "guide.txt")
     with pytest.raises(errors.LockedByOther) as info:
         await core.open(ino, os.O_WRONLY)
     assert errors.errno_for(info.value) == errno.EBUSY
     assert vault.locks == {setup.doc_id: 99} and setup.spool.pending() == []
+    assert vault.calls["get_lock"] == 1 and vault.calls["lock"] == 0
     reader = await core.open(ino, os.O_RDONLY)
     assert await core.read(reader.fh, 0, 100) == ORIGINAL
+
+
+async def test_a_lock_the_index_does_not_know_fails_the_first_write(setup: Setup) -> None:
+    """Checked out by another user since the last poll: the open succeeds (no call),
+    the first write is EBUSY, and nothing is changed or spooled."""
+    core, vault = setup.core, setup.vault
+    vault.locks[setup.doc_id] = 99
+    ino = await walk(core, "Reference", "Guide", "guide.txt")
+    opened = await core.open(ino, os.O_WRONLY)
+    with pytest.raises(errors.LockedByOther) as info:
+        await core.write(opened.fh, 0, b"mine")
+    assert errors.errno_for(info.value) == errno.EBUSY
+    await core.flush(opened.fh)
+    await core.release(opened.fh)
+    assert vault.locks == {setup.doc_id: 99} and setup.spool.pending() == []
+    assert vault.calls["create_draft"] == 0
 
 
 async def test_truncate_without_an_open_file_is_one_save(setup: Setup) -> None:
@@ -346,9 +372,9 @@ async def test_checkin_failure_keeps_the_content_pending(setup: Setup) -> None:
     opened = await core.open(ino, os.O_WRONLY | os.O_TRUNC)
     await core.write(opened.fh, 0, b"offline work")
     vault.unreachable = True
-    with pytest.raises(errors.VaultUnavailable):
-        await core.flush(opened.fh)
-    await core.release(opened.fh)
+    await core.flush(opened.fh)  # close(): durable in the spool, nothing sent yet
+    assert vault.calls["create_draft"] == 0
+    await core.release(opened.fh)  # the check-in: fails, and is kept
     [pending] = core.status()["pending_uploads"]
     assert pending["doc_id"] == setup.doc_id and pending["state"] in ("pending", "uploading")
     assert "VAULT_UNAVAILABLE" in pending["last_error"]
@@ -405,11 +431,11 @@ async def test_an_open_during_a_check_in_edits_the_checked_in_content(
     slowed(vault, "create_draft", 1.0)
     first = await core.open(ino, os.O_WRONLY | os.O_TRUNC)
     await core.write(first.fh, 0, b"one\n")
+    await core.flush(first.fh)
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(core.flush, first.fh)
+        nursery.start_soon(core.release, first.fh)  # the check-in
         await trio.sleep(0.5)  # mid-upload
         second = await core.open(ino, os.O_WRONLY | os.O_APPEND)
-        await core.release(first.fh)
         await core.write(second.fh, 0, b"two\n")
         await core.flush(second.fh)
         await core.release(second.fh)
@@ -425,9 +451,9 @@ async def test_append_lands_at_the_true_end_whatever_offset_the_kernel_sends(
     core, vault = setup.core, setup.vault
     ino = await walk(core, "Reference", "Guide", "guide.txt")
     assert (await core.getattr(ino)).size == 1024  # the estimate
-    opened = await core.open(ino, os.O_WRONLY | os.O_APPEND)
-    assert (await core.getattr(ino)).size == len(ORIGINAL)  # exact once open
+    opened = await core.open(ino, os.O_WRONLY | os.O_APPEND)  # no call yet
     await core.write(opened.fh, 1024, b"gamma line\n")
+    assert (await core.getattr(ino)).size == len(ORIGINAL) + 11  # exact once checked out
     await core.write(opened.fh, 1035, b"delta line\n")
     await core.flush(opened.fh)
     await core.release(opened.fh)
@@ -482,9 +508,8 @@ async def test_a_check_in_by_the_retry_worker_shows_in_the_tree_at_once(setup: S
     opened = await core.open(ino, os.O_WRONLY | os.O_TRUNC)
     await core.write(opened.fh, 0, b"retried\n")
     vault.unreachable = True
-    with pytest.raises(errors.VaultUnavailable):
-        await core.flush(opened.fh)
-    await core.release(opened.fh)
+    await core.flush(opened.fh)
+    await core.release(opened.fh)  # the check-in fails: pending
     vault.unreachable = False
     await setup.spool.flush_now()  # what the worker does once the backoff is over
     assert core.status()["pending_uploads"] == []

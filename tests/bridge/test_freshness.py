@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import pytest
 
 from vaultfs.bridge.fs.filesystem import FileSystem
 from vaultfs.bridge.fs.inodes import ROOT_INODE
 from vaultfs.bridge.write.editing import show_check_in
+from vaultfs.bridge.write.spool.spool import CheckIn
 
 from .fakevault import FakeVault
 from .fsdriver import listdir, walk
@@ -103,7 +106,15 @@ async def test_a_check_in_shown_in_the_tree_makes_the_kernel_forget_attributes(
     invalidation as a poll, without waiting for one."""
     source = await walk(fs, "Reference", "Guide", "guide.txt")
     invalidated.clear()
-    vault.new_version(2, b"checked in by the spool\n")
-    await show_check_in(fs.tree, fs.blobs, 2, len(b"checked in by the spool\n"))
+    content = b"checked in by the spool\n"
+    vault.new_version(2, content)
+    version = (
+        vault.docs[2][-1].record["major_version_number__v"],
+        vault.docs[2][-1].record["minor_version_number__v"],
+    )
+    done = CheckIn(version, hashlib.md5(content).hexdigest(), len(content), 1_000_000_000)
+    await show_check_in(fs.tree, fs.blobs, 2, done)  # no call: the record is patched
     assert source in invalidated
-    assert (await fs.getattr(source)).size == len(b"checked in by the spool\n")
+    attr = await fs.getattr(source)
+    assert attr.size == len(content) and attr.mtime_ns == 1_000_000_000
+    assert attr.mode & 0o222  # unlocked: writable

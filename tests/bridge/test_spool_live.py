@@ -107,7 +107,8 @@ async def test_a_document_checked_out_by_another_user_is_refused(
         with pytest.raises(LockedByOther):
             await admin_spool.begin(doc_id, start_from(initial, **meta))
         assert admin_spool.entry(doc_id) is None
-        assert list((tmp_path / "admin").iterdir()) == []
+        assert [p.name for p in (tmp_path / "admin").iterdir()] == ["locks"]
+        assert list((tmp_path / "admin" / "locks").iterdir()) == []  # no lock kept
         lock = await admin.get_lock(doc_id)
         assert lock is not None
         assert str(lock["locked_by__v"]) == str(editor.user_id)

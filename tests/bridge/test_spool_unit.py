@@ -124,7 +124,8 @@ class FakeVault:
     async def get_document(self, doc_id: int) -> dict[str, Any]:
         await self._call("get_document")
         self._exists(doc_id)
-        return {"document": {"id": doc_id, "md5checksum__v": md5(self.content[doc_id])}}
+        document = {"id": doc_id, "md5checksum__v": md5(self.content[doc_id])}
+        return {"document": {**document, "locked__v": doc_id in self.locks}}
 
     async def keep_alive(self) -> None:
         await self._call("keep_alive")
@@ -184,7 +185,11 @@ def mode(path: Path) -> int:
 
 
 def spool_files(directory: Path) -> list[str]:
-    return sorted(p.name for p in directory.iterdir() if p.name != "lost+found")
+    """The spool's files, with the marks of locks held (``locks/<doc id>``)."""
+    names = [p.name for p in directory.iterdir() if p.name not in ("lost+found", "locks")]
+    locks = directory / "locks"
+    names += [f"locks/{p.name}" for p in locks.iterdir()] if locks.is_dir() else []
+    return sorted(names)
 
 
 # --- check out ---------------------------------------------------------------
@@ -312,7 +317,7 @@ async def test_commit_uploads_changed_content_and_unlocks(
     assert spool.entry(DOC) is None
     assert spool_files(spool_dir) == []
     assert spool.pending() == []
-    assert vault.calls["get_document"] == 0  # nothing ambiguous: no extra call
+    assert vault.calls["get_document"] == 1  # the one verify before the upload
 
 
 async def test_commit_of_unchanged_content_uploads_nothing(
@@ -374,7 +379,7 @@ async def test_rate_limit_is_retried_after_the_window(
         assert await spool.wait_idle(timeout=DAY)
     assert len(vault.drafts) == 1
     assert vault.draft_times[1] - vault.draft_times[0] >= 120.0
-    assert vault.calls["get_document"] == 0
+    assert vault.calls["get_document"] == 2  # each try verifies first
 
 
 @pytest.mark.parametrize("arrived", [True, False])
@@ -392,7 +397,7 @@ async def test_ambiguous_failure_never_uploads_twice(
         assert await spool.wait_idle(timeout=DAY)
     assert vault.drafts == [(DOC, b"v2")]
     assert vault.calls["create_draft"] == (1 if arrived else 2)
-    assert vault.calls["get_document"] == 1
+    assert vault.calls["get_document"] == 2  # the verify, then the look at what arrived
     assert vault.locks == {}
 
 
@@ -837,7 +842,7 @@ async def test_a_failed_check_in_reports_only_once_the_content_is_durable(
     async with trio.open_nursery() as nursery:
         nursery.start_soon(close_it)
         await trio.sleep(10)
-        assert failed_at == [] and vault.calls["create_draft"] == 1  # tried at once
+        assert failed_at == [] and vault.calls["get_document"] == 1  # tried at once (the verify)
         gate.release.set()
     assert failed_at == [10.0]
     assert spool.entry(DOC) is entry  # kept for the worker

@@ -143,6 +143,7 @@ def test_cp_of_a_big_file_onto_a_document_makes_one_complete_draft(
     doc_id = int(os.getxattr(target.parent, "user.vault.id").decode())
     before = len(module_api.get(f"/objects/documents/{doc_id}/versions").json()["versions"])
     subprocess.run(["cp", str(source), str(target)], check=True)
+    module_mount.settle()  # the check-in follows the last close
     versions = module_api.get(f"/objects/documents/{doc_id}/versions").json()["versions"]
     assert len(versions) == before + 1
     with module_api.stream("GET", f"/objects/documents/{doc_id}/file") as answer:

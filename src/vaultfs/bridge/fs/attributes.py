@@ -200,6 +200,12 @@ class Attributes:
             record = self._tree.record(doc_id)
             writable = not record.get("locked__v") and doc_id not in self._editing.refused
             writable = writable and not is_steady(record)  # approved: read-only
+        if kind == Kind.SRC:
+            # Written through this mount: the time of its last write, as a local disk
+            # shows it, also once checked in (an editor's next save must not take the
+            # vault's time of the check-in for someone else's change).
+            saved = self._tree.saved_mtime(doc_id, self._tree.record(doc_id))
+            mtime = entry.mtime_ns if entry is not None else saved or mtime
         attr = self._attr(ino, 0o644 if writable else 0o444, 0, mtime, ctime)
         if entry is not None:
             attr.size, attr.timeout = entry.size(), 0

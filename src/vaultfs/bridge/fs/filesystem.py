@@ -16,14 +16,14 @@ from __future__ import annotations
 import logging
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 import trio
 
 from vaultfs import errors
-from vaultfs.bridge.content.blobcache import BlobCache
+from vaultfs.bridge.content.blobcache import BlobCache, BlobHandle
 from vaultfs.bridge.content.prefetch import Prefetcher
 from vaultfs.bridge.content.sources import content_of
 from vaultfs.bridge.fs.attributes import BLOCK, Attr, Attributes
@@ -235,7 +235,7 @@ class FileSystem:
     def _open_scratch(self, scratch: ScratchFile, flags: int) -> Opened:
         writer = flags & os.O_ACCMODE != os.O_RDONLY
         if flags & os.O_TRUNC:
-            scratch.truncate(0, written=False)
+            scratch.truncate(0)
         fh = self.handles.add_file(ScratchOpen(self.namespace, scratch, writer=writer))
         return Opened(fh, direct_io=True)
 
@@ -280,15 +280,16 @@ class FileSystem:
                 handle = await self.editing.open(
                     doc_id, truncate=bool(flags & os.O_TRUNC), append=bool(flags & os.O_APPEND)
                 )
-            except errors.InsufficientAccess:
+            except (errors.InsufficientAccess, errors.LockedByOther):
                 self._invalidate_attr(ino)  # its mode loses the write bits now
                 raise
             # The kernel may hold the listing's estimate (or the size before another
             # client's save): a stat or a seek from the end after open() must see the
-            # content's exact size, which getattr answers from the spool entry now.
+            # content's exact size, which getattr answers from the spool entry once
+            # the first write checked the document out.
             self.freshness.exact(ino)
             self._invalidate_attr(ino)
-            return self._open_direct(SourceEdit(self.editing, handle))
+            return self._open_direct(SourceEdit(self.editing, handle, self._vault_reader(key)))
         if kind == Kind.STATUS:
             return self._open_direct(Snapshot(self.report.as_bytes()))
         if kind == Kind.EVENTS:  # read now; fstat after open sees its exact size
@@ -312,6 +313,15 @@ class FileSystem:
         if kind in (Kind.SRC, Kind.VSRC) and size is not None:
             self.prefetch.source_opened(doc_id, size)
         return self._opened_content(ino, fh, content.key, size)
+
+    def _vault_reader(self, key: NodeKey) -> Callable[[], Awaitable[BlobHandle]]:
+        """Opens the vault's content of ``key`` for reading (through the cache)."""
+
+        async def open_vault() -> BlobHandle:
+            content = await content_of(self.tree, key)
+            return await self.blobs.open(content.key, content.fetch)
+
+        return open_vault
 
     def _opened_content(self, ino: int, fh: int, content_key: str, size: int | None) -> Opened:
         """How the kernel reads a file of vault content: through its page cache once the
@@ -367,7 +377,11 @@ class FileSystem:
             self._writable()
             if key[0] != Kind.SRC:
                 raise errors.AccessDenied("only a document's latest source file is writable")
-            await self.editing.truncate(nodes.doc_id(key), size)
+            handle = self.handles.file(fh) if fh is not None else None
+            if isinstance(handle, SourceEdit):  # ftruncate(2)
+                await handle.truncate(size)
+            else:
+                await self.editing.truncate(nodes.doc_id(key), size)
         # Times and modes of vault files are the vault's: changes are accepted and ignored.
         return await self.attributes.of(key, ino)
 

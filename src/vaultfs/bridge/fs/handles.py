@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 import trio
@@ -95,20 +96,38 @@ class Snapshot(_ReadOnly):
 
 
 class SourceEdit:
-    """An open of a document's source file while it is checked out: check-out,
-    writes and check-in are ``Editing``'s."""
+    """An open of a document's source file for writing (or while it is checked out):
+    check-out, writes and check-in are ``Editing``'s. Until the document is checked
+    out, reads come from the vault's content (``open_vault``, opened at the first)."""
 
-    def __init__(self, editing: Editing, handle: EditHandle) -> None:
+    def __init__(
+        self,
+        editing: Editing,
+        handle: EditHandle,
+        open_vault: Callable[[], Awaitable[BlobHandle]] | None = None,
+    ) -> None:
         self._editing = editing
         self._handle = handle
+        self._open_vault = open_vault
+        self._vault: BlobHandle | None = None
 
     async def read(self, offset: int, size: int) -> bytes:
-        return await self._handle.read(offset, size)
+        data = self._editing.read(self._handle, offset, size)
+        if data is not None:
+            return data
+        if self._open_vault is None:
+            raise errors.NotFound(f"document {self._handle.doc_id} is not being edited")
+        if self._vault is None:
+            self._vault = await self._open_vault()
+        return await self._vault.read(offset, size)
 
     async def write(self, offset: int, data: bytes) -> int:
         if not self._handle.writer:
             raise errors.BadHandle("not open for writing")
         return await self._editing.write(self._handle, offset, data)
+
+    async def truncate(self, size: int) -> None:
+        await self._editing.ftruncate(self._handle, size)
 
     async def flush(self) -> None:
         await self._editing.flush(self._handle)
@@ -117,6 +136,8 @@ class SourceEdit:
         await trio.to_thread.run_sync(self._handle.fsync)
 
     async def release(self) -> None:
+        if self._vault is not None:
+            self._vault.close()
         await self._editing.release(self._handle)
 
 
@@ -139,9 +160,10 @@ class ScratchOpen:
         return self._scratch.pwrite(offset, data)
 
     async def flush(self) -> None:
-        scratch = self._scratch
-        if self._writer and scratch.writers.flush_takes():
-            await self._namespace.make_document(scratch)
+        # close(2) of one descriptor: durable, nothing more. The document is made by
+        # the release of the last writer (``{ a; b; } > file`` closes one per child).
+        if self._writer:
+            await trio.to_thread.run_sync(self._scratch.fsync)
 
     async def fsync(self) -> None:
         await trio.to_thread.run_sync(self._scratch.fsync)
@@ -152,7 +174,6 @@ class ScratchOpen:
         scratch.writers.count -= self._writer
         try:
             if self._writer and scratch.writers.count == 0 and scratch.dirty:
-                # Made and closed without a flush that took it (``touch``, ``: >``).
                 await self._namespace.make_document(scratch)
         except (errors.VaultError, OSError) as exc:
             log.warning("new document from %r failed on release: %s", scratch.name, exc)

@@ -70,6 +70,8 @@ class StatusReport:
             "pending_uploads": self._editing.pending(),
             "lost_and_found": self._editing.lost_records(),
             "pending_new_documents": self._namespace.pending_new(),
+            # check-ins and creates a last close started and that are not done yet
+            "saves_in_flight": self._editing.in_flight + self._namespace.in_flight,
             "inodes": len(self._inodes),
         }
         # What the mount adds never replaces what the file system reports itself.

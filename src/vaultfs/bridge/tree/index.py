@@ -11,6 +11,7 @@ secret is kept, and nothing is written to disk.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -160,6 +161,9 @@ class DocumentIndex:
         self._refreshing = trio.Lock()
         #: called with the id of each document that changed or left (caches drop it)
         self.on_change: list[Callable[[int], None]] = []
+        #: doc id -> monotonic time this mount last put its own change of it: a page
+        #: asked for before that is older than what the mount shows, and is not taken
+        self._own_change: dict[int, float] = {}
 
     def get(self, doc_id: int) -> Record | None:
         return self.documents.get(doc_id)
@@ -192,6 +196,7 @@ class DocumentIndex:
             await self.build()
             return set(self.documents)
         started = self._now()
+        asked = time.monotonic()
         changed: set[int] = set()
         start = 0
         while True:
@@ -199,6 +204,8 @@ class DocumentIndex:
             all_known = True
             for record in page.documents:
                 doc_id = int(record["id"])
+                if self._own_change.get(doc_id, -math.inf) >= asked:
+                    continue  # the mount changed it after this page was asked for
                 old = self.documents.get(doc_id)
                 if old is None or old.get("version_modified_date__v") != record.get(
                     "version_modified_date__v"
@@ -239,10 +246,13 @@ class DocumentIndex:
             changed.add(doc_id)
         return changed
 
-    def put(self, record: Record) -> None:
+    def put(self, record: Record, *, own: bool = False) -> None:
         """Learn a document's latest record now (after the bridge changed it), rather
-        than at the next poll."""
+        than at the next poll; ``own``: the mount's own change, which a poll already
+        under way must not undo."""
         doc_id = int(record["id"])
+        if own:
+            self._own_change[doc_id] = time.monotonic()
         if self.documents.get(doc_id) != record:
             self.documents[doc_id] = record
             self._finish(None, {doc_id})

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import trio
@@ -32,6 +33,7 @@ from vaultfs.bridge.tree.nodes import (
 )
 from vaultfs.bridge.tree.relationships import Relationships
 from vaultfs.client import VaultClient
+from vaultfs.wire import format_datetime
 
 __all__ = [
     "Details",
@@ -96,6 +98,11 @@ class Tree:
         self._listings: dict[NodeKey, tuple[int, dict[str, NodeKey]]] = {}
         index.on_change.append(self.invalidate)
         self.relationships = Relationships(self, client)
+        #: doc id -> (md5, mtime) of the content this mount last checked in: shown as
+        #: the file's mtime while the vault's latest is that content (the vault's
+        #: modification time moves with locks and fields, and an editor would take
+        #: that for someone else's change to the file it just saved)
+        self._saved: dict[int, tuple[str, int]] = {}
 
     def invalidate(self, doc_id: int) -> None:
         """The index saw ``doc_id`` change or leave: drop what was cached about it."""
@@ -153,10 +160,49 @@ class Tree:
             self.index.forget(doc_id)
             raise
         record: Record = response.get("document") or {}
-        self.index.put(record)
+        self.index.put(record, own=True)
         stamp = record.get("version_modified_date__v")
         self._details[doc_id] = await self._parse_details(doc_id, stamp, response)
         return record
+
+    def checked_in(
+        self,
+        doc_id: int,
+        version: tuple[int, int] | None,
+        md5: str | None,
+        size: int,
+        mtime_ns: int,
+    ) -> None:
+        """Show a check-in this mount just finished without reading the document again:
+        unlocked, and with ``version`` (None: nothing was uploaded) as the latest, of
+        checksum ``md5``. The next poll brings the vault's own record."""
+        old = self.index.get(doc_id)
+        if old is None:
+            return
+        record = {**old, "locked__v": False}
+        stamp = format_datetime(datetime.now(UTC))
+        record["version_modified_date__v"] = stamp
+        if version is not None:
+            record.update(
+                {
+                    "major_version_number__v": version[0],
+                    "minor_version_number__v": version[1],
+                    "version_id": f"{doc_id}_{version[0]}_{version[1]}",
+                    "md5checksum__v": md5,
+                    "size__v": -(-size // 1024),  # documented in KB
+                    "version_creation_date__v": stamp,
+                }
+            )
+        if md5:
+            self._saved[doc_id] = (md5.lower(), mtime_ns)
+        self.index.put(record, own=True)
+
+    def saved_mtime(self, doc_id: int, record: Record) -> int | None:
+        """The mtime of this mount's last save of the document while ``record`` still
+        holds that content, else None."""
+        saved = self._saved.get(doc_id)
+        md5 = str(record.get("md5checksum__v") or "").lower()
+        return saved[1] if saved is not None and saved[0] == md5 else None
 
     async def _parse_details(self, doc_id: int, stamp: Any, response: dict[str, Any]) -> Details:
         versions = sorted(

@@ -1,17 +1,20 @@
 """Check-out and check-in of a document's latest source file, as the core sees it.
 
-Owns the path from POSIX writes to the spool (``bridge.spool``): open for writing checks
-the document out and starts the spool file from the current content (unless O_TRUNC);
-writes, reads and truncation go to the spool entry while it exists; the flush of the
-last writer checks the content in (errors reach close() as EIO). A file renamed over
-the source file (``check_in_file``) and a truncate without an open file check in the
-same way. The content an edit starts from is read once the lock is held
-(``_start``); after any check-in the document is read again (``show_check_in``, which
-the spool calls), so the tree shows the draft.
+Owns the path from POSIX writes to the spool (``bridge.spool``). A save is the life of
+the open files of a document: an open for writing costs nothing until the first write
+or truncation, which checks the document out (``_entry_for_writing``) and starts the
+spool file from the vault's latest content (unless it is truncated to nothing); writes,
+reads and truncation go to the spool entry while it exists; close(2) of a descriptor
+(FUSE flush) only makes what was written durable in the spool; the release of the
+last writer checks the content in as one draft. A file renamed over the source file
+(``check_in_file``) and a truncate without an open file check in the same way, before
+the call returns. After a check-in the spool tells ``show_check_in``, which shows the
+draft at once without another call.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,11 +24,11 @@ import trio
 from vaultfs.bridge.content.blobcache import BlobCache
 from vaultfs.bridge.content.sources import content_of
 from vaultfs.bridge.tree.nodes import Kind
-from vaultfs.bridge.tree.tree import Tree
+from vaultfs.bridge.tree.tree import Tree, latest_version
 from vaultfs.bridge.write.spool.entry import EDITING
-from vaultfs.bridge.write.spool.spool import Start, StartFrom
+from vaultfs.bridge.write.spool.spool import CheckIn, Start, StartFrom
 from vaultfs.bridge.write.writers import Writers
-from vaultfs.errors import InsufficientAccess, NotFound, ReadOnly, VaultError
+from vaultfs.errors import InsufficientAccess, LockedByOther, NotFound, ReadOnly, VaultError
 
 if TYPE_CHECKING:  # only for annotations: the spool is handed in by the mount
     from vaultfs.bridge.write.spool.entry import SpoolEntry
@@ -37,32 +40,31 @@ log = logging.getLogger(__name__)
 
 
 class EditHandle:
-    """One open of a source file for writing (several may share a spool entry)."""
+    """One open of a source file (several may share a spool entry). A writer has no
+    entry until its first write or truncation checks the document out."""
 
-    def __init__(self, entry: SpoolEntry, *, writer: bool, append: bool = False) -> None:
+    def __init__(
+        self, doc_id: int, entry: SpoolEntry | None, *, writer: bool, append: bool = False
+    ) -> None:
         self.entry = entry
-        self.doc_id: int = entry.doc_id
+        self.doc_id = doc_id
         self.writer = writer
         #: O_APPEND: every write lands at the end of the content, wherever the kernel
         #: (which may hold the listing's size estimate) says it should go
         self.append = append
 
-    async def read(self, offset: int, size: int) -> bytes:
-        return bytes(self.entry.pread(offset, size))
-
     def fsync(self) -> None:
-        self.entry.fsync()
-
-    def close(self) -> None:
-        pass
+        if self.entry is not None:
+            self.entry.fsync()
 
 
-async def show_check_in(tree: Tree, blobs: BlobCache, doc_id: int, size: int) -> None:
-    """Show a draft the spool just checked in: read the document again (one call) and
-    remember its exact size, rather than wait for the next poll."""
-    await tree.reload(doc_id)
-    content = await content_of(tree, (Kind.SRC, doc_id))
-    blobs.remember_size(content.key, size)
+async def show_check_in(tree: Tree, blobs: BlobCache, doc_id: int, done: CheckIn) -> None:
+    """Show what the spool just checked in, without another call: the record as the
+    check-in left it (unlocked, the new version, its checksum) and its exact size."""
+    tree.checked_in(doc_id, done.version, done.md5, done.size, done.mtime_ns)
+    if done.version is not None:
+        content = await content_of(tree, (Kind.SRC, doc_id))
+        blobs.remember_size(content.key, done.size)
 
 
 class Editing:
@@ -74,9 +76,16 @@ class Editing:
         #: documents the vault refused this user a check-out of (INSUFFICIENT_ACCESS):
         #: shown read-only until an open for writing succeeds again
         self.refused: set[int] = set()
+        #: check-ins a release started that have not finished (the status shows them)
+        self.in_flight = 0
 
     def entry(self, doc_id: int) -> SpoolEntry | None:
         return self.spool.entry(doc_id) if self.spool is not None else None
+
+    def writers(self, doc_id: int) -> int:
+        """How many open files of the document may write (checked out or not yet)."""
+        writers = self._docs.get(doc_id)
+        return writers.count if writers is not None else 0
 
     def pending(self) -> list[dict[str, Any]]:
         return list(self.spool.pending()) if self.spool is not None else []
@@ -89,30 +98,50 @@ class Editing:
         entry = self.entry(doc_id)
         if entry is None:
             raise NotFound(f"document {doc_id} is not being edited")
-        return EditHandle(entry, writer=False)
+        return EditHandle(doc_id, entry, writer=False)
+
+    def read(self, handle: EditHandle, offset: int, size: int) -> bytes | None:
+        """Bytes of the edit under way (this handle's, or another writer's), None when
+        the document is not checked out: the vault's content is what to read then."""
+        entry = self.entry(handle.doc_id)
+        return None if entry is None else bytes(entry.pread(offset, size))
 
     async def open(self, doc_id: int, *, truncate: bool, append: bool = False) -> EditHandle:
-        # An O_TRUNC open is a change too, but it is checked in by release, not by the
-        # first flush: a shell's ``>`` flushes a duplicate descriptor before writing.
-        entry = await self._new_writer(doc_id, truncate=truncate, copy=not truncate)
-        return EditHandle(entry, writer=True, append=append)
-
-    async def _new_writer(self, doc_id: int, *, truncate: bool, copy: bool) -> SpoolEntry:
-        """Count one more writer of the document and check it out (or join the edit
-        under way); the writer is counted before anything waits (see ``Writers``)."""
+        """An open for writing. O_TRUNC is a change and checks the document out now;
+        any other open costs no call until its first write (``write``), except to ask
+        who holds a lock the index says is held."""
+        if self.spool is None:
+            raise ReadOnly("this mount has no write-back spool")
         writers = self._docs.setdefault(doc_id, Writers())
+        # Counted before anything waits, so a release racing with this open never
+        # checks in under it (see ``Writers``).
         writers.count += 1
         try:
-            async with writers.lock:
-                entry = await self._entry_for_writing(doc_id, truncate=truncate, copy=copy)
+            entry = None
+            if truncate:
+                async with writers.lock:
+                    entry = await self._entry_for_writing(doc_id, copy=False)
+                    entry.truncate(0)
+            elif self.entry(doc_id) is None:
+                await self._refuse_if_locked(doc_id)
         except BaseException as exc:
             writers.count -= 1
             self._drop_if_idle(doc_id)
             if isinstance(exc, InsufficientAccess):
                 self.refused.add(doc_id)
             raise
-        self.refused.discard(doc_id)
-        return entry
+        if truncate:
+            self.refused.discard(doc_id)
+        return EditHandle(doc_id, entry, writer=True, append=append)
+
+    async def _refuse_if_locked(self, doc_id: int) -> None:
+        """EBUSY at open() when the index says the document is checked out and the
+        vault names another user (one call, only then)."""
+        if self.spool is None or not self.tree.record(doc_id).get("locked__v"):
+            return
+        holder = await self.spool.lock_holder(doc_id)
+        if holder is not None and not self.spool.is_me(holder):
+            raise LockedByOther(f"document {doc_id} is checked out by user {holder}")
 
     def _drop_if_idle(self, doc_id: int) -> None:
         writers = self._docs.get(doc_id)
@@ -120,99 +149,124 @@ class Editing:
             del self._docs[doc_id]
 
     def _start(self, doc_id: int, *, copy: bool) -> StartFrom:
-        """The starting point of a check-out: the document as the vault has it once
-        the lock is held (one call), and its content unless the edit starts empty."""
+        """The starting point of a check-out, asked for once the lock is held: the
+        document as the vault has it (one call) and its content; or, for content that
+        starts empty, the index's record (the check-in verifies it, no call now)."""
 
         async def start() -> Start:
+            if not copy:
+                record = self.tree.record(doc_id)
+                return _start_of(record, doc_id, content=None, read=False)
             record = await self.tree.reload(doc_id)
-            content = None
-            if copy:
-                latest = await content_of(self.tree, (Kind.SRC, doc_id))
-                content = await self.blobs.cached_path(latest.key, latest.fetch)
-            return Start(
-                content, record.get("md5checksum__v"), str(record.get("filename__v") or doc_id)
-            )
+            latest = await content_of(self.tree, (Kind.SRC, doc_id))
+            content = await self.blobs.cached_path(latest.key, latest.fetch)
+            return _start_of(record, doc_id, content=content, read=True)
 
         return start
 
-    async def _entry_for_writing(self, doc_id: int, *, truncate: bool, copy: bool) -> SpoolEntry:
+    async def _entry_for_writing(self, doc_id: int, *, copy: bool) -> SpoolEntry:
+        """The document's entry, checked out now if it has none (``writers.lock`` held).
+
+        begin() on an existing entry (an edit still pending upload) makes no API call
+        and marks it being edited again, so the retry worker leaves it alone."""
         if self.spool is None:
             raise ReadOnly("this mount has no write-back spool")
-        # begin() on an existing entry (an edit still pending upload) makes no API call
-        # and marks it being edited again, so the retry worker leaves it alone.
-        entry = await self.spool.begin(doc_id, self._start(doc_id, copy=copy))
-        if truncate:
-            entry.truncate(0)
+        try:
+            entry = await self.spool.begin(doc_id, self._start(doc_id, copy=copy))
+        except InsufficientAccess:
+            self.refused.add(doc_id)
+            raise
+        self.refused.discard(doc_id)
+        return entry
+
+    async def _checked_out(self, handle: EditHandle) -> SpoolEntry:
+        """The entry ``handle`` writes to: checked out at its first write, and again
+        when a check-in took the one it had (another writer's rename over the file)."""
+        entry = handle.entry
+        if entry is None or self.entry(handle.doc_id) is not entry:
+            async with self._docs[handle.doc_id].lock:
+                entry = handle.entry = await self._entry_for_writing(handle.doc_id, copy=True)
         return entry
 
     async def write(self, handle: EditHandle, offset: int, data: bytes) -> int:
-        writers = self._docs[handle.doc_id]
-        if self.entry(handle.doc_id) is not handle.entry:
-            # Checked in by the flush of a duplicate descriptor (a shell's ``>>`` closes
-            # one after dup2): check out again, from the content just checked in.
-            async with writers.lock:
-                handle.entry = await self._entry_for_writing(
-                    handle.doc_id, truncate=False, copy=True
-                )
-        writers.written = True
+        entry = await self._checked_out(handle)
         if handle.append:
-            offset = handle.entry.size()  # no await from here to the write: atomic
-        written = int(handle.entry.pwrite(offset, data))
+            offset = entry.size()  # no await from here to the write: atomic
+        written = int(entry.pwrite(offset, data))
         if self.spool is not None:
-            self.spool.wrote(handle.entry)
+            self.spool.wrote(entry)
         return written
 
-    async def flush(self, handle: EditHandle) -> None:
-        """Check in when ``handle`` is the last writer of a changed document."""
-        writers = self._docs.get(handle.doc_id)
-        if not handle.writer or writers is None or not writers.flush_takes():
-            return
-        async with writers.lock:
-            if writers.count == 1:
-                await self._commit(handle.doc_id, writers)
+    async def ftruncate(self, handle: EditHandle, size: int) -> None:
+        """ftruncate(2) through an open file: a change, so a check-out."""
+        entry = await self._checked_out(handle)
+        entry.truncate(size)
 
-    async def _commit(self, doc_id: int, writers: Writers) -> None:
-        """Check in the document's entry; ``writers.lock`` is held."""
-        entry = self.spool.entry(doc_id) if self.spool is not None else None
-        if self.spool is None or entry is None or entry.state != EDITING:
-            return  # nothing open, or a check-in was tried already: the worker carries on
-        writers.written = False
-        await self.spool.commit(entry)
+    async def flush(self, handle: EditHandle) -> None:
+        """close(2) of one descriptor: what this file wrote is made durable in the spool
+        (the check-in waits for the last writer's release). A write that failed is
+        reported here, once more."""
+        entry = handle.entry
+        if not handle.writer or entry is None:
+            return
+        await trio.to_thread.run_sync(entry.fsync)
+        if entry.record.write_failed is not None:
+            raise OSError(errno.EIO, f"document {handle.doc_id}: {entry.record.write_failed}")
 
     async def release(self, handle: EditHandle) -> None:
-        """The last writer gone: an entry still open (nothing was written) is checked in,
-        which uploads nothing and releases the lock."""
+        """The open file is gone: the release of the last writer checks the document
+        in (which uploads nothing when nothing changed, and releases the lock)."""
         if not handle.writer:
             return
         writers = self._docs[handle.doc_id]
         writers.count -= 1
         if writers.count > 0:
             return
+        self.in_flight += 1
         try:
             async with writers.lock:
                 if writers.count == 0:  # nobody opened it again meanwhile
-                    await self._commit(handle.doc_id, writers)
+                    await self._commit(handle.doc_id)
         except (VaultError, OSError) as exc:
             log.warning(
-                "check-in of %d on close failed (kept in the spool): %s", handle.doc_id, exc
+                "check-in of document %d failed (kept in the spool or lost+found, see "
+                "vaultfs status): %s",
+                handle.doc_id,
+                exc,
             )
         finally:
+            self.in_flight -= 1
             self._drop_if_idle(handle.doc_id)
+
+    async def _commit(self, doc_id: int) -> None:
+        """Check in the document's entry; ``writers.lock`` is held."""
+        entry = self.entry(doc_id)
+        if self.spool is None or entry is None or entry.state != EDITING:
+            return  # nothing open, or a check-in was tried already: the worker carries on
+        await self.spool.commit(entry)
 
     async def truncate(self, doc_id: int, size: int) -> None:
         """truncate(2) of the source file: of the open edit, or else one whole save."""
-        entry = self.entry(doc_id)
-        if entry is not None and doc_id in self._docs:
-            entry.truncate(size)
-            self._docs[doc_id].written = True
+        if self.writers(doc_id) > 0:
+            handle = EditHandle(doc_id, self.entry(doc_id), writer=True)
+            await self.ftruncate(handle, size)
             return
         handle = await self.open(doc_id, truncate=size == 0)
-        handle.entry.truncate(size)
-        self._docs[doc_id].written = True
         try:
-            await self.flush(handle)
+            if size:
+                await self.ftruncate(handle, size)
+            await self._commit_now(handle)
         finally:
             await self.release(handle)
+
+    async def _commit_now(self, handle: EditHandle) -> None:
+        """Check ``handle``'s change in before the call that made it returns (rename,
+        truncate): its errors reach the program. With other writers open, their last
+        release checks it in instead."""
+        writers = self._docs[handle.doc_id]
+        async with writers.lock:
+            if writers.count == 1:
+                await self._commit(handle.doc_id)
 
     async def check_in_file(self, doc_id: int, source: Path) -> None:
         """Make ``source`` the document's content: a file renamed over the source file.
@@ -220,22 +274,36 @@ class Editing:
         Checks the document out (EBUSY when another user holds it), takes the content
         into the spool and checks it in; returns once the vault has it. While the
         source file is open for writing the content only replaces the edit's, and the
-        last writer's close checks it in.
+        last writer's release checks it in.
         """
-        entry = self.entry(doc_id)
-        writers = self._docs.get(doc_id)
-        if entry is not None and writers is not None and writers.count > 0:
+        if self.writers(doc_id) > 0 and self.entry(doc_id) is not None:
+            entry = await self._checked_out(EditHandle(doc_id, self.entry(doc_id), writer=True))
             await trio.to_thread.run_sync(_replace_content, entry, source)
-            writers.written = True
             return
-        handle = EditHandle(await self._new_writer(doc_id, truncate=False, copy=False), writer=True)
+        handle = await self.open(doc_id, truncate=False)
         try:
+            entry = handle.entry = await self._checked_out_empty(handle)
             # A new entry started empty; one still pending held an older save.
-            await trio.to_thread.run_sync(_replace_content, handle.entry, source)
-            self._docs[doc_id].written = True
-            await self.flush(handle)
+            await trio.to_thread.run_sync(_replace_content, entry, source)
+            await self._commit_now(handle)
         finally:
             await self.release(handle)
+
+    async def _checked_out_empty(self, handle: EditHandle) -> SpoolEntry:
+        """Checked out for content that replaces the whole file: nothing is copied."""
+        async with self._docs[handle.doc_id].lock:
+            return await self._entry_for_writing(handle.doc_id, copy=False)
+
+
+def _start_of(record: dict[str, Any], doc_id: int, *, content: Path | None, read: bool) -> Start:
+    version = latest_version(record)
+    return Start(
+        content,
+        record.get("md5checksum__v"),
+        str(record.get("filename__v") or doc_id),
+        base_version=f"{version[0]}.{version[1]}" if version else None,
+        base_read=read,
+    )
 
 
 def _replace_content(entry: SpoolEntry, source: Path) -> None:

@@ -96,6 +96,8 @@ class Namespace:
         self.aliases: dict[NodeKey, NodeKey] = {}
         #: versions deleted by unlink of their file: (doc id, major, minor)
         self._deleted: set[tuple[int, int, int]] = set()
+        #: new documents (or uploads) a last close started making, not done yet
+        self.in_flight = 0
 
     # --- names -------------------------------------------------------------------
 
@@ -209,17 +211,24 @@ class Namespace:
         when it became one already, check in what was written since as a draft of it
         (a handle kept open across the create: never dropped). One written into
         renditions/ or attachments/ is uploaded instead (``files_in``)."""
+        self.in_flight += 1
+        try:
+            await self._make_document(scratch)
+        finally:
+            self.in_flight -= 1
+
+    async def _make_document(self, scratch: ScratchFile) -> None:
         if scratch.linked and is_upload(scratch.parent, scratch.name):
             await self._upload(scratch)
             return
         if scratch.became is not None:
-            scratch.dirty = scratch.writers.written = False
+            scratch.dirty = False
             await self.editing.check_in_file(scratch.became, scratch.path)
             return
         if not scratch.linked or not self.makes_document(scratch):
             return
         assert self.scratch is not None and self.creator is not None
-        scratch.dirty = scratch.writers.written = False
+        scratch.dirty = False
         folder = self.scratch.folder(scratch.parent)
         filename = unescape(scratch.name)
         if folder is not None:
@@ -299,7 +308,7 @@ class Namespace:
         the vault, or in the spool and retried, or in lost+found); a failure before
         that leaves it in place, as written."""
         files_in = self._files_in()
-        scratch.dirty = scratch.writers.written = False
+        scratch.dirty = False
         try:
             entry = await files_in.spool(scratch)
         except BaseException:

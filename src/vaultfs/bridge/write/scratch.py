@@ -125,17 +125,12 @@ class ScratchFile:
         self.touch()
         return written
 
-    def truncate(self, size: int, *, written: bool = True) -> None:
-        """``written=False`` for the truncation of an open(O_TRUNC): the content a
-        close takes is what is written after it (a shell's ``>`` closes a duplicate
-        descriptor, and a forked child its inherited one, before anything is written)."""
+    def truncate(self, size: int) -> None:
         os.ftruncate(self.fd, size)
-        self.dirty = True
-        self.mtime_ns = self.ctime_ns = time.time_ns()
-        self.writers.written = self.writers.written or written
+        self.touch()
 
     def touch(self) -> None:
-        self.dirty = self.writers.written = True
+        self.dirty = True
         self.mtime_ns = self.ctime_ns = time.time_ns()
 
     def fsync(self) -> None:

@@ -14,6 +14,7 @@ import logging
 import os
 import queue
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -117,6 +118,11 @@ class SpoolEntry:
         #: written or truncated through this process (an entry found on disk may have
         #: been): one that was not holds the vault's content and uploads nothing
         self.modified = md5 is None
+        #: when the content last changed through this mount (what stat shows while the
+        #: edit is open, and after its check-in: see ``Tree.checked_in``)
+        self.mtime_ns = time.time_ns()
+        #: the version the check-in made, once it is in the vault
+        self.checked_in: tuple[int, int] | None = None
 
     @property
     def state(self) -> str:
@@ -132,6 +138,7 @@ class SpoolEntry:
         view = memoryview(data)
         with self._io, self._failing_marks("write"):
             self.modified = True
+            self.mtime_ns = time.time_ns()
             written = 0
             while written < len(view):
                 written += os.pwrite(self._fd, view[written:], offset + written)
@@ -146,6 +153,7 @@ class SpoolEntry:
     def truncate(self, size: int) -> None:
         with self._io, self._failing_marks("truncate"):
             self.modified = True
+            self.mtime_ns = time.time_ns()
             os.ftruncate(self._fd, size)
             if size == 0:  # O_TRUNC, or a replacement: the content starts over
                 self._drop_md5()

@@ -19,6 +19,13 @@ An entry moves through these states (each one written to disk before it matters)
                what was sent (the record's ``unconfirmed`` flag keeps that fact
                across a reopen)
 ``unlocking``  the draft is in the vault; releasing the lock is left to do
+
+Before anything is uploaded, one call verifies that the check-in replaces only what
+the edit started from: the document is still checked out and its latest version is
+the one the edit began with. Otherwise the content goes to lost+found as a conflict
+and nothing in the vault is replaced (``_conflict``). Every lock is recorded before it
+is asked for (``store.mark_lock``) and the record removed once it is released, so a
+restart releases every lock that no entry took over (``_release_stale_locks``).
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from vaultfs.bridge.tree.tree import latest_version
 from vaultfs.bridge.write.spool import lost, store
 from vaultfs.bridge.write.spool.entry import (
     EDITING,
@@ -47,23 +55,29 @@ from vaultfs.bridge.write.spool.entry import (
 )
 from vaultfs.bridge.write.spool.failures import NOT_PROCESSED, PERMANENT, describe, retry_delay
 from vaultfs.bridge.write.spool.streaming import STREAM_FROM, DraftStream
-from vaultfs.client import VaultClient, surely_not_sent
+from vaultfs.client import VaultClient, backoff, surely_not_sent
 from vaultfs.errors import (
+    CheckInConflict,
     InvalidDocument,
     LockedByOther,
+    OperationNotAllowed,
     VaultError,
 )
+from vaultfs.wire import parse_datetime
 
 if TYPE_CHECKING:  # handed in by the mount
     from vaultfs.bridge.write.spool.uploads import Uploads
 
-__all__ = ["CheckedIn", "Spool", "Start", "StartFrom", "start_from"]
+__all__ = ["CheckIn", "CheckedIn", "Spool", "Start", "StartFrom", "start_from"]
 
 log = logging.getLogger(__name__)
 
 
 #: Background uploads at once (a check-in by close() does not wait for these).
 _BACKGROUND_UPLOADS = 4
+#: How far apart the vault's clock and ours may be (seconds): a version created this
+#: long before a check-out from the index began is taken for one the index missed
+_CLOCK_SLACK = 5.0
 
 
 @dataclass(frozen=True)
@@ -76,21 +90,44 @@ class Start:
     base_md5: str | None
     #: the name the vault gives the file (uploads carry it)
     filename: str
+    #: the latest version (``M.m``) the edit starts from (None: unknown)
+    base_version: str | None = None
+    #: read from the vault once the lock was held (False: from the mount's index)
+    base_read: bool = True
+
+
+@dataclass(frozen=True)
+class CheckIn:
+    """What a check-in left in the vault: the document unlocked, and the new version
+    (None when nothing was uploaded) with its checksum and size; ``mtime_ns`` is the
+    time of the last change the mount saw written."""
+
+    version: tuple[int, int] | None
+    md5: str | None
+    size: int
+    mtime_ns: int
 
 
 #: Reads the starting point of a check-out. ``begin`` calls it only once the lock is
 #: held, so the content an edit starts from is the vault's latest, never an older copy.
 StartFrom = Callable[[], Awaitable[Start]]
-#: Told of every draft the spool checked in (doc id, size), whoever made the check-in
-#: (close, the retry worker, the replay at start), so the tree shows it at once.
-CheckedIn = Callable[[int, int], Awaitable[None]]
+#: Told of every check-in the spool finished (doc id, what it left), whoever made it
+#: (a release, a rename, the retry worker, the replay at start), so the tree shows it
+#: at once.
+CheckedIn = Callable[[int, CheckIn], Awaitable[None]]
 
 
-def start_from(content: Path | None, *, filename: str, base_md5: str | None) -> StartFrom:
+def start_from(
+    content: Path | None,
+    *,
+    filename: str,
+    base_md5: str | None,
+    base_version: str | None = None,
+) -> StartFrom:
     """A starting point known in advance (tests, and content that is local already)."""
 
     async def start() -> Start:
-        return Start(content, base_md5, filename)
+        return Start(content, base_md5, filename, base_version)
 
     return start
 
@@ -170,6 +207,15 @@ class Spool:
 
     def entry(self, doc_id: int) -> SpoolEntry | None:
         return self._entries.get(doc_id)
+
+    def is_me(self, user_id: object) -> bool:
+        me = self._user_id if self._user_id is not None else self.client.user_id
+        return me is not None and str(user_id) == str(me)
+
+    async def lock_holder(self, doc_id: int) -> object | None:
+        """Who holds the document's lock, as the vault says now (one call)."""
+        lock = await self.client.get_lock(doc_id)
+        return lock.get("locked_by__v") if lock else None
 
     def pending(self) -> list[dict[str, Any]]:
         """Every entry (open ones too), oldest first, for the status files."""
@@ -252,8 +298,13 @@ class Spool:
             done.set()
 
     async def _check_out(self, doc_id: int, start: StartFrom) -> SpoolEntry:
-        took_lock = await self._lock(doc_id)
+        # Recorded before the lock is asked for: a daemon that dies from here on leaves
+        # a mark, and the next start releases the lock unless an entry took it over.
+        await self._run_sync(store.mark_lock, self.directory, doc_id)
+        locked_at = time.time()
+        took_lock = False
         try:
+            took_lock = await self._lock(doc_id)
             # Read after the lock is held: a version checked in by anyone before that
             # (another mount, another client) is what the edit starts from.
             begin = await start()
@@ -263,14 +314,19 @@ class Spool:
                 base_md5=begin.base_md5,
                 state=EDITING,
                 created=time.time(),
+                base_version=begin.base_version,
+                base_read=begin.base_read,
+                locked_at=locked_at,
             )
             fd, md5 = await self._run_sync(
                 store.create_entry, self.directory, record, begin.content
             )
         except BaseException:
-            if took_lock:  # leave the vault as we found it
-                with trio.CancelScope(shield=True):
+            with trio.CancelScope(shield=True):
+                if took_lock:  # leave the vault as we found it
                     await self._unlock_quietly(doc_id)
+                else:
+                    store.drop_lock_mark(self.directory, doc_id)
             raise
         entry = SpoolEntry(self.directory, record, fd, md5)
         self._entries[doc_id] = entry
@@ -301,8 +357,7 @@ class Spool:
             if not lock:
                 raise  # nobody holds it: the refusal was about something else
             holder = lock.get("locked_by__v")
-            me = self._user_id if self._user_id is not None else self.client.user_id
-            if me is not None and str(holder) == str(me):
+            if self.is_me(holder):
                 return False
             log.info("spool: doc %d is locked by user %s", doc_id, holder)
             raise LockedByOther(f"document {doc_id} is locked by user {holder}") from refusal
@@ -402,9 +457,16 @@ class Spool:
             entry.record.attempts += 1
             try:
                 await self._upload(entry, on_send, stream)
+            except CheckInConflict as exc:
+                # Not ours to replace, nor (any more) ours to unlock.
+                await self._to_lost_and_found(entry, reason=describe(exc))
+                await self._run_sync(store.drop_lock_mark, self.directory, entry.doc_id)
+                raise
             except PERMANENT as exc:
                 await self._to_lost_and_found(entry, reason=describe(exc))
-                if not isinstance(exc, InvalidDocument):
+                if isinstance(exc, InvalidDocument):  # gone, and its lock with it
+                    await self._run_sync(store.drop_lock_mark, self.directory, entry.doc_id)
+                else:
                     await self._unlock_quietly(entry.doc_id)
                 raise
             except (VaultError, OSError) as exc:
@@ -422,8 +484,11 @@ class Spool:
             await self._failed(entry, exc)
             log.warning("spool: doc %d draft is in; unlock will be retried", entry.doc_id)
             return
+        await self._run_sync(store.drop_lock_mark, self.directory, entry.doc_id)
+        done = CheckIn(entry.checked_in, entry.record.base_md5, entry.size(), entry.mtime_ns)
         await self._remove(entry)
         log.info("spool: doc %d checked in and unlocked", entry.doc_id)
+        await self._show_check_in(entry.doc_id, done)
 
     async def _keep_failed_write(self, entry: SpoolEntry) -> None:
         """Content a write failed on goes to lost+found, and the failure to close()."""
@@ -443,7 +508,8 @@ class Spool:
         stream: DraftStream | None = None,
     ) -> None:
         """Upload the content as a draft unless the vault has it already: by ending
-        ``stream`` when it sent the whole content, else by sending the file."""
+        ``stream`` when it sent the whole content, else by sending the file. One call
+        first verifies what the draft would replace (``_conflict``)."""
         doc_id, record = entry.doc_id, entry.record
         if not entry.modified and not record.unconfirmed:
             log.info("spool: doc %d not written to; nothing uploaded", doc_id)
@@ -451,19 +517,25 @@ class Spool:
             return
         size = entry.size()
         md5 = await self._run_sync(entry.content_md5)
-        if record.unconfirmed:
-            # An earlier upload may have reached the vault: never send it twice.
-            response = await self.client.get_document(doc_id)
-            in_vault = str(response.get("document", {}).get("md5checksum__v") or "").lower()
-            # ``sent_md5`` (kept until a reopen) also covers content on disk that differs
-            # from what was sent: the upload runs while the content is being fsynced, and
-            # a power loss then may leave the file torn even though the vault has it all.
-            if in_vault in (md5, record.sent_md5):
-                log.info("spool: doc %d earlier upload had arrived; not sent again", doc_id)
-                await self._uploaded(entry, in_vault)
-                return
-        elif md5 == (record.base_md5 or "").lower():
+        if not record.unconfirmed and record.base_read and md5 == (record.base_md5 or "").lower():
             log.info("spool: doc %d unchanged; nothing uploaded", doc_id)
+            await self._set_state(entry, UNLOCKING)
+            return
+        document = (await self.client.get_document(doc_id)).get("document") or {}
+        in_vault = str(document.get("md5checksum__v") or "").lower()
+        # ``sent_md5`` (kept until a reopen) also covers content on disk that differs
+        # from what was sent: the upload runs while the content is being fsynced, and a
+        # power loss then may leave the file torn even though the vault has it all.
+        if record.unconfirmed and in_vault in (md5, record.sent_md5):
+            log.info("spool: doc %d earlier upload had arrived; not sent again", doc_id)
+            await self._uploaded(entry, in_vault, latest_version(document))
+            return
+        conflict = _conflict(record, document)
+        if conflict is not None:
+            raise CheckInConflict(f"document {doc_id} ({record.filename}): {conflict}")
+        if md5 == in_vault:
+            log.info("spool: doc %d same as the vault's latest; nothing uploaded", doc_id)
+            record.unconfirmed, record.sent_md5 = False, None
             await self._set_state(entry, UNLOCKING)
             return
         record.unconfirmed, record.sent_md5 = True, md5
@@ -481,24 +553,32 @@ class Spool:
             record.unconfirmed, record.sent_md5 = False, None
             await self._set_state(entry, PENDING)
             raise
+        except OperationNotAllowed as exc:
+            # Refused as checked out by someone else: the lock was taken over.
+            raise CheckInConflict(f"document {doc_id} ({record.filename}): {exc}") from exc
         finally:
             store.drop_upload_name(entry.path)
         log.info("spool: doc %d draft %d.%d created", doc_id, major, minor)
-        await self._uploaded(entry, md5)
-        await self._show_check_in(doc_id, size)
+        await self._uploaded(entry, md5, (major, minor))
 
-    async def _show_check_in(self, doc_id: int, size: int) -> None:
+    async def _show_check_in(self, doc_id: int, done: CheckIn) -> None:
         if self._on_checked_in is None:
             return
         try:
-            await self._on_checked_in(doc_id, size)
+            await self._on_checked_in(doc_id, done)
         except (VaultError, OSError) as exc:  # shown at the next poll instead
             log.warning("spool: doc %d reading it after its check-in failed: %s", doc_id, exc)
 
-    async def _uploaded(self, entry: SpoolEntry, md5: str) -> None:
+    async def _uploaded(
+        self, entry: SpoolEntry, md5: str, version: tuple[int, int] | None
+    ) -> None:
         # The vault's latest content is now ours: a reopen that changes nothing
         # before the unlock is done must not upload it again.
         entry.record.base_md5 = md5
+        entry.record.base_read = True
+        if version is not None:
+            entry.record.base_version = f"{version[0]}.{version[1]}"
+        entry.checked_in = version
         entry.record.unconfirmed, entry.record.sent_md5 = False, None
         await self._set_state(entry, UNLOCKING)
 
@@ -535,11 +615,35 @@ class Spool:
             target,
         )
 
-    async def _unlock_quietly(self, doc_id: int) -> None:
+    async def _unlock_quietly(self, doc_id: int) -> bool:
+        """Release a lock (its mark too); False when that failed (the mark stays, and
+        the next start tries again)."""
         try:
             await self.client.unlock(doc_id)
         except VaultError as exc:
             log.warning("spool: doc %d unlock failed: %s", doc_id, describe(exc))
+            if not isinstance(exc, PERMANENT):
+                return False
+        await self._run_sync(store.drop_lock_mark, self.directory, doc_id)
+        return True
+
+    async def _release_stale_locks(self) -> None:
+        """Release every lock an earlier daemon of this cache took and no entry took
+        over (it died between the lock and the entry, or before the unlock), trying
+        again with the backoff while the vault cannot be reached."""
+        for failures in range(1, 1_000_000):
+            stale = [d for d in store.lock_marks(self.directory) if d not in self._entries]
+            if not stale:
+                return
+            left = False
+            for doc_id in stale:
+                if doc_id in self._entries or doc_id in self._checkouts:
+                    continue  # checked out again since
+                log.warning("spool: doc %d lock left by an earlier daemon; releasing it", doc_id)
+                left = not await self._unlock_quietly(doc_id) or left
+            if not left:
+                return
+            await trio.sleep(backoff(self._retry_initial, failures - 1, self._retry_max, self._rng))
 
     # --- entry bookkeeping ---------------------------------------------------
 
@@ -598,6 +702,7 @@ class Spool:
             try:
                 for entry in list(self._entries.values()):
                     self._schedule(entry)
+                nursery.start_soon(self._release_stale_locks)
                 nursery.start_soon(self._keep_alive)
                 if self.uploads is not None:
                     nursery.start_soon(self.uploads.run)
@@ -658,3 +763,29 @@ class Spool:
                     return True
                 await changed.wait()
         return False
+
+
+def _conflict(record: store.EntryRecord, document: dict[str, Any]) -> str | None:
+    """Why a check-in of ``record`` would replace what its edit did not start from,
+    as ``document`` (the vault's latest record, read just now) shows; None: it would
+    not. The lock must still be held (``locked__v``: a lock held by another user makes
+    the upload itself refused), and no version may have come after the edit's base."""
+    if not document.get("locked__v"):
+        return "the check-out was undone or released elsewhere while this edit was open"
+    version = latest_version(document)
+    latest = f"{version[0]}.{version[1]}" if version else None
+    if record.base_version is None or latest == record.base_version:
+        return None
+    if not record.base_read:
+        # The base came from the index, which may be a poll behind: a version made
+        # before this check-out began is the true base, not a conflict.
+        try:
+            created = parse_datetime(str(document.get("version_creation_date__v"))).timestamp()
+        except ValueError:
+            created = None
+        if created is not None and created < record.locked_at - _CLOCK_SLACK:
+            return None
+    return (
+        f"version {latest} was checked in by someone else after this edit started from "
+        f"version {record.base_version}"
+    )

@@ -12,6 +12,9 @@ spool (the caller runs the slow ones in a worker thread):
                               file, while it is being uploaded (a multipart upload
                               sends the file's name)
   scratch/<n>                 the mount's scratch files (see ``bridge.scratch``)
+  locks/<doc_id>              a lock this mount is taking or holds (written before the
+                              lock is asked for, removed once it is released): what a
+                              restart releases when no entry took it over
   lost+found/                 mode 0700
     <doc_id>-<filename>       content that could not be checked in
     <doc_id>-<filename>.json  why (a LostRecord)
@@ -44,9 +47,12 @@ __all__ = [
     "create_entry",
     "data_path",
     "discard",
+    "drop_lock_mark",
     "drop_upload_name",
     "ensure_private_dir",
     "fsync_dir",
+    "lock_marks",
+    "mark_lock",
     "md5_of",
     "remove_entry",
     "retire_entry",
@@ -98,6 +104,14 @@ class EntryRecord:
     #: wall-clock times (seconds since the epoch)
     created: float = 0.0
     updated: float = 0.0
+    #: the latest version (``M.m``) when the edit started: a check-in finds it still
+    #: the latest, or it would replace what the edit did not start from
+    base_version: str | None = None
+    #: ``base_version`` and ``base_md5`` were read from the vault once the lock was held
+    #: (False: taken from the mount's index, which may be a poll behind)
+    base_read: bool = True
+    #: when the lock was asked for (seconds since the epoch)
+    locked_at: float = 0.0
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> EntryRecord:
@@ -113,6 +127,9 @@ class EntryRecord:
             write_failed=data.get("write_failed"),
             created=float(data.get("created", 0.0)),
             updated=float(data.get("updated", 0.0)),
+            base_version=data.get("base_version"),
+            base_read=bool(data.get("base_read", True)),
+            locked_at=float(data.get("locked_at", 0.0)),
         )
 
 
@@ -230,6 +247,40 @@ def retire_entry(directory: Path, doc_id: int) -> Path:
         os.rename(data_path(directory, doc_id), gone)
     fsync_dir(directory)
     return gone
+
+
+_LOCKS = "locks"
+
+
+def mark_lock(directory: Path, doc_id: int) -> None:
+    """Record, durably, that this mount is about to lock ``doc_id`` (before asking)."""
+    folder = directory / _LOCKS
+    folder.mkdir(mode=_DIR_MODE, exist_ok=True)
+    fd = os.open(folder / str(doc_id), os.O_WRONLY | os.O_CREAT, FILE_MODE)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    fsync_dir(folder)
+
+
+def drop_lock_mark(directory: Path, doc_id: int) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        (directory / _LOCKS / str(doc_id)).unlink()
+
+
+def lock_marks(directory: Path) -> list[int]:
+    """The documents this mount asked a lock of and never recorded as released."""
+    folder = directory / _LOCKS
+    if not folder.is_dir():
+        return []
+    marks = []
+    for path in folder.iterdir():
+        if path.name.isdigit():
+            marks.append(int(path.name))
+        else:
+            path.unlink()  # not ours to keep
+    return sorted(marks)
 
 
 def discard(path: Path) -> None:
