@@ -48,7 +48,7 @@ class Daemon:
         self.url = url
         self.mountpoint = root / "mnt"
         self.cache_dir = root / "cache"
-        self.options = f"cache_dir={self.cache_dir},poll_interval=1" + (
+        self.options = f"cache_dir={self.cache_dir}" + (
             f",{options}" if options else ""
         )
         self.pid: int | None = None

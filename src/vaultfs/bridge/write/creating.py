@@ -14,10 +14,8 @@ half-made document is left.
 
 from __future__ import annotations
 
-import itertools
 import logging
 import random
-import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,11 +24,11 @@ import trio
 from vaultfs import errors
 from vaultfs.bridge.content.blobcache import BlobCache
 from vaultfs.bridge.content.sources import content_of
-from vaultfs.bridge.tree.index import SORT
 from vaultfs.bridge.tree.nodes import Kind, NodeKey
 from vaultfs.bridge.tree.tree import Tree
 from vaultfs.bridge.write.spool import store as spool_store
-from vaultfs.client import VaultClient, backoff
+from vaultfs.bridge.write.spool.creates import MARKER_FIELD, CreateRecord, new_marker, send_create
+from vaultfs.client import VaultClient
 
 if TYPE_CHECKING:
     from vaultfs.bridge.write.spool.spool import Spool
@@ -39,22 +37,6 @@ __all__ = ["MARKER_FIELD", "Creator"]
 
 log = logging.getLogger(__name__)
 
-#: The field a create carries the mount's marker in (see ``Creator._send``).
-MARKER_FIELD = "external_id__v"
-_MARKER_PREFIX = "vaultfs-"
-#: Tries of one create, each after finding that the earlier one left nothing.
-_CREATE_TRIES = 8
-#: Backoff of the tries (seconds): the client's policy's first and longest wait
-_RETRY_FIRST, _RETRY_MAX = 0.5, 30.0
-#: The latest-changed documents searched for a marker (one list call).
-_RECONCILE_PAGE = 200
-
-
-def _ambiguous(exc: errors.VaultError) -> bool:
-    """Failures after which the create may or may not have happened."""
-    return isinstance(
-        exc, errors.VaultUnavailable | errors.ServerException | errors.ApiLimitExceeded
-    ) or (exc.http_status >= 500)
 
 
 def _text(default: Any) -> str:
@@ -105,52 +87,28 @@ class Creator:
         return doc_id
 
     async def _send(self, fields: dict[str, str], filename: str, content: Path) -> int:
-        """Create the document exactly once, whatever happens to the requests.
-
-        The create carries a marker only this mount chose (``external_id__v``). When
-        its answer is lost (a reset, a truncated answer, a 5xx), the vault is asked
-        whether a document with that marker exists before the create is sent again,
-        so a fault never makes a duplicate and never reports as failed what exists.
-        """
-        client = self.client
-        fields = {**fields, MARKER_FIELD: f"{_MARKER_PREFIX}{uuid.uuid4()}"}
+        """Create the document exactly once: recorded before it is sent (a restart
+        settles it, ``creates.replay``), reconciled through its marker when an answer
+        is lost (``creates.send_create``)."""
+        fields = {**fields, MARKER_FIELD: new_marker()}
+        directory = self.spool.directory
+        record = await trio.to_thread.run_sync(
+            CreateRecord.write, directory, fields, filename, content
+        )
         named = spool_store.upload_name(content, filename)  # a link: quick
         try:
-            for attempt in itertools.count(1):
-                try:
-                    return await client.create_document(fields, named)
-                except errors.VaultError as exc:
-                    if not _ambiguous(exc) or attempt >= _CREATE_TRIES:
-                        raise
-                    found = await self._created_with(fields[MARKER_FIELD])
-                    if found is not None:
-                        log.info("create of %r: answer lost, document %d exists", filename, found)
-                        return found
-                    delay = backoff(_RETRY_FIRST, attempt - 1, _RETRY_MAX, self._rng)
-                    log.warning(
-                        "create of %r failed (%s); not in the vault, sent again in %.1fs",
-                        filename,
-                        exc,
-                        delay,
-                    )
-                    await trio.sleep(delay)
-            raise AssertionError("unreachable")
+            doc_id = await send_create(
+                self.client, fields, named, self._rng, on_found=self.tree.index.put
+            )
+        except errors.VaultError:
+            # Answered with a refusal (the caller keeps the content): settled. Only a
+            # daemon that dies leaves the record for the next start.
+            await trio.to_thread.run_sync(record.drop)
+            raise
         finally:
             spool_store.drop_upload_name(content)
-
-    async def _created_with(self, marker: str) -> int | None:
-        """The id of the document carrying ``marker`` among the latest changed (one
-        call), None when there is none; a failure to ask counts as none."""
-        try:
-            page = await self.client.list_documents(limit=_RECONCILE_PAGE, sort=SORT)
-        except errors.VaultError as exc:
-            log.warning("looking for a document whose create answer was lost: %s", exc)
-            return None
-        for record in page.documents:
-            if record.get(MARKER_FIELD) == marker:
-                self.tree.index.put(record)
-                return int(record["id"])
-        return None
+        await trio.to_thread.run_sync(record.drop)
+        return doc_id
 
     async def _fields(
         self, folder: NodeKey, name: str, given: dict[str, str]

@@ -51,6 +51,7 @@ from vaultfs.bridge.write.scratch import (
     makes_document,
 )
 from vaultfs.bridge.write.spool import lost
+from vaultfs.bridge.write.spool import store as spool_store
 from vaultfs.client import VaultClient
 
 if TYPE_CHECKING:
@@ -237,7 +238,9 @@ class Namespace:
             where, name = scratch.parent, os.path.splitext(filename)[0] or filename
         given = self.new_fields.given(where, scratch)
         try:
-            doc_id = await self.creator.create(where, name, filename, scratch.path, given)
+            doc_id = await self._draft_of_namesake(where, name, scratch.path)
+            if doc_id is None:
+                doc_id = await self.creator.create(where, name, filename, scratch.path, given)
         except (errors.ParameterRequired, errors.InvalidData) as exc:
             # Not the user's fault, nor lost: the file waits in place for its fields.
             scratch.missing = await self.creator.missing(where, name, given)
@@ -261,6 +264,26 @@ class Namespace:
             self.aliases[folder.key] = (Kind.DOC, doc_id)
             self.scratch.move_children(folder.key, (Kind.DOC, doc_id))
             self.scratch.unname(folder.key)
+
+    async def _draft_of_namesake(self, folder: NodeKey, name: str, content: Path) -> int | None:
+        """A new file whose document name a document of ``folder`` has already is a new
+        draft of that document (``rsync``, ``cp`` of the same file again), and nothing
+        when the content is the same (no call). Returns that document, or None."""
+        namesakes = sorted(
+            nodes.doc_id(key)
+            for key in (await self.tree.children(folder)).values()
+            if key[0] == Kind.DOC and self.tree.record(nodes.doc_id(key)).get("name__v") == name
+        )
+        if not namesakes:
+            return None
+        doc_id = namesakes[0]
+        md5 = await trio.to_thread.run_sync(spool_store.md5_of, content)
+        if md5 == str(self.tree.record(doc_id).get("md5checksum__v") or "").lower():
+            log.info("new file %r: document %d holds this content; nothing sent", name, doc_id)
+        else:
+            log.info("new file %r: a new draft of document %d of that name", name, doc_id)
+            await self.editing.check_in_file(doc_id, content)
+        return doc_id
 
     async def set_new_field(self, key: NodeKey, name: str, value: bytes | None) -> None:
         """setfattr on a new file (its fields) or a folder (defaults for new files);

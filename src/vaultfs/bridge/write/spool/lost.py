@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from vaultfs.bridge.tree.nodes import LOST_AND_FOUND
-from vaultfs.bridge.write.spool import store
+from vaultfs.bridge.write.spool import creates, store
 
 __all__ = [
     "keep_in_lost",
@@ -99,8 +99,11 @@ def rescue_scratch(directory: Path) -> list[Path]:
     scratch_dir = directory / store.SCRATCH
     if not scratch_dir.is_dir():
         return rescued
+    in_flight = creates.contents_in_flight(directory)
     for path in sorted(scratch_dir.iterdir()):
         try:
+            if path.stat().st_ino in in_flight:
+                continue  # closed and recorded as a create: ``creates.replay`` settles it
             meta = json.loads(os.getxattr(path, store.SCRATCH_XATTR))
             upload = bool(meta.get("upload"))
             wanted = (bool(meta["new_document"]) or upload) and path.stat().st_size > 0

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from vaultfs.bridge.tree.tree import latest_version
-from vaultfs.bridge.write.spool import lost, store
+from vaultfs.bridge.write.spool import creates, lost, store
 from vaultfs.bridge.write.spool.entry import (
     EDITING,
     PENDING,
@@ -703,6 +703,7 @@ class Spool:
                 for entry in list(self._entries.values()):
                     self._schedule(entry)
                 nursery.start_soon(self._release_stale_locks)
+                nursery.start_soon(creates.replay, self.directory, self.client, self.keep_lost)
                 nursery.start_soon(self._keep_alive)
                 if self.uploads is not None:
                     nursery.start_soon(self.uploads.run)
