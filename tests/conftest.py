@@ -47,7 +47,12 @@ def module_mount(
     """A real mount of ``module_vault`` as the demo admin, for the module's tests."""
     if not can_mount():
         pytest.skip("needs /dev/fuse and fusermount3")
-    process = MountProcess(module_vault.url, tmp_path_factory.mktemp("module-mount"))
+    # A fast poll, because the module's tests make their documents through the API and
+    # wait for the mount to list them. What the mount shows after its own saves never
+    # waits for a poll: tests/apps/test_saves_default_poll.py checks that at the default.
+    process = MountProcess(
+        module_vault.url, tmp_path_factory.mktemp("module-mount"), options="poll_interval=1"
+    )
     try:
         yield process.start()
     finally:

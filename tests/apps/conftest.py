@@ -83,15 +83,15 @@ def total_documents(api: httpx.Client) -> int:
 
 
 class Save:
-    """Before and after of one save of the document at ``path``."""
+    """Before and after of one save of the document at ``path`` in ``documents``' mount."""
 
-    def __init__(self, api: httpx.Client, path: Path) -> None:
-        self.api, self.path = api, path
+    def __init__(self, documents: Documents, path: Path) -> None:
+        self.api, self.path, self.mount = documents.api, path, documents.mount
         self.doc_id = doc_id_of(path)
         record = self._record()
         self.versions = [v["number"] for v in record["versions"]]
         self.original = self.latest_bytes()  # through the API: the mount stays unread
-        self.documents = total_documents(api)
+        self.documents = total_documents(self.api)
 
     def _record(self) -> dict[str, Any]:
         body: dict[str, Any] = self.api.get(f"/objects/documents/{self.doc_id}").json()
@@ -104,6 +104,7 @@ class Save:
     def check(self, expected: bytes | None = None, *, drafts: int = 1) -> bytes:
         """Assert ``drafts`` new versions (the last holding ``expected`` when given) and
         everything else unchanged; returns the latest content."""
+        self.mount.settle()  # the check-in follows the program's last close
         record = self._record()
         versions = [v["number"] for v in record["versions"]]
         assert versions[: len(self.versions)] == self.versions

@@ -38,14 +38,14 @@ TEXT = b"alpha line\nbeta line\n"
 )
 def test_append_to_a_never_read_document(documents: Documents, content: bytes) -> None:
     path = documents.make("seed.txt", content)
-    save = Save(documents.api, path)
+    save = Save(documents, path)
     run("sh", "-c", 'echo "gamma line" >> "$1"', "sh", path)
     save.check(content + b"gamma line\n")
 
 
 def test_two_appends_in_a_row(documents: Documents) -> None:
     path = documents.make("log.txt", TEXT)
-    save = Save(documents.api, path)
+    save = Save(documents, path)
     run("sh", "-c", 'echo one >> "$1"; echo two >> "$1"', "sh", path)
     save.check(TEXT + b"one\ntwo\n", drafts=2)
 
@@ -53,7 +53,7 @@ def test_two_appends_in_a_row(documents: Documents) -> None:
 def test_open_close_pairs_without_a_write_make_no_version(documents: Documents) -> None:
     """What LibreOffice does after a save: open read-write, close, again at once."""
     path = documents.make("logo.txt", TEXT)
-    save = Save(documents.api, path)
+    save = Save(documents, path)
     for _ in range(5):
         for _ in range(2):
             os.close(os.open(path, os.O_RDWR))
@@ -74,7 +74,7 @@ def test_replacing_the_content(
     documents: Documents, tmp_path: Path, name: str, command: str
 ) -> None:
     path = documents.make(f"{name}.txt", TEXT)
-    save = Save(documents.api, path)
+    save = Save(documents, path)
     run("sh", "-c", command, "sh", path, tmp_path / "local.txt")
     drafts = 2 if name == "truncate-then-write" else 1  # two commands, two saves
     save.check(b"new content\n", drafts=drafts)
@@ -82,28 +82,28 @@ def test_replacing_the_content(
 
 def test_truncate_to_a_size(documents: Documents) -> None:
     path = documents.make("cut.txt", TEXT)
-    save = Save(documents.api, path)
+    save = Save(documents, path)
     run("truncate", "-s", "5", path)
     save.check(TEXT[:5])
 
 
 def test_dd_conv_notrunc_overwrites_in_place(documents: Documents) -> None:
     path = documents.make("dd.txt", TEXT)
-    save = Save(documents.api, path)
+    save = Save(documents, path)
     run("dd", f"of={path}", "bs=1", "seek=2", "conv=notrunc", "status=none", input="XY")
     save.check(TEXT[:2] + b"XY" + TEXT[4:])
 
 
 def test_sed_in_place(documents: Documents) -> None:
     path = documents.make("sed.txt", TEXT)
-    save = Save(documents.api, path)
+    save = Save(documents, path)
     run("sed", "-i", "s/beta/BETA/", path)
     save.check(TEXT.replace(b"beta", b"BETA"))
 
 
 def test_python_temp_file_and_os_replace(documents: Documents) -> None:
     path = documents.make("py.txt", TEXT)
-    save = Save(documents.api, path)
+    save = Save(documents, path)
     script = (
         "import os, sys, tempfile\n"
         "target = sys.argv[1]\n"
@@ -117,7 +117,7 @@ def test_python_temp_file_and_os_replace(documents: Documents) -> None:
 
 def test_rsync_into_the_mount(documents: Documents, tmp_path: Path) -> None:
     path = documents.make("synced.txt", TEXT)
-    save = Save(documents.api, path)
+    save = Save(documents, path)
     local = tmp_path / path.name
     local.write_bytes(b"synced\n" * 300)
     run("rsync", local, path)
@@ -140,7 +140,7 @@ def test_rsync_into_the_mount(documents: Documents, tmp_path: Path) -> None:
 def test_vim(documents: Documents, settings: str) -> None:
     need("vim")
     path = documents.make("vim.txt", TEXT)
-    save = Save(documents.api, path)
+    save = Save(documents, path)
     setup = f"set backupskip= {settings}" if settings else "set backupskip="
     run("vim", "-es", "-u", "NONE", "-c", setup, "-c", "1s/^/vim: /", "-c", "wq", path)
     save.check(b"vim: " + TEXT)
@@ -150,7 +150,7 @@ def test_vim(documents: Documents, settings: str) -> None:
 def test_emacs(documents: Documents, backup: str) -> None:
     emacs = need("emacs")
     path = documents.make("emacs.txt", TEXT)
-    save = Save(documents.api, path)
+    save = Save(documents, path)
     by_copying = "t" if backup == "copy" else "nil"
     run(
         emacs,
@@ -169,7 +169,7 @@ def test_nano(documents: Documents) -> None:
     need("nano")
     tmux = need("tmux")
     path = documents.make("nano.txt", TEXT)
-    save = Save(documents.api, path)
+    save = Save(documents, path)
     session = f"vaultfs-nano-{os.getpid()}"
     run(
         tmux,
@@ -210,7 +210,7 @@ def test_gio_save(documents: Documents, backup: bool) -> None:
     """GNOME's save path (g_file_replace): a temp file, fsync, rename over the file."""
     gio = need("gio")
     path = documents.make("gio.txt", TEXT)
-    save = Save(documents.api, path)
+    save = Save(documents, path)
     args = ["save", "--backup", str(path)] if backup else ["save", str(path)]
     run(gio, *args, input="saved by gio\n")
     save.check(b"saved by gio\n")
@@ -235,7 +235,7 @@ def test_never_read_office_files_open_from_their_end(documents: Documents) -> No
 
 def test_libreoffice_edit_and_save(documents: Documents, office: Office) -> None:
     path = documents.make("letter.docx", docx_bytes(["Dear reader,", "the body."]))
-    save = Save(documents.api, path)
+    save = Save(documents, path)
     office("edit", path, "Inserted by LibreOffice. ")
     latest = save.check()
     assert latest and latest != save.original
@@ -248,7 +248,7 @@ def test_libreoffice_save_as_over_an_existing_docx(
     documents: Documents, office: Office, tmp_path: Path
 ) -> None:
     target = documents.make("target.docx", docx_bytes(["Old content"]))
-    save = Save(documents.api, target)
+    save = Save(documents, target)
     source = tmp_path / "source.docx"
     source.write_bytes(docx_bytes(["New content"]))
     office("saveas", source, target, "Saved as. ")
@@ -262,7 +262,7 @@ def test_libreoffice_opens_read_only_what_another_user_checked_out(
     documents: Documents, office: Office, module_vault: VaultProcess
 ) -> None:
     path = documents.make("held.docx", docx_bytes(["Held elsewhere"]))
-    save = Save(documents.api, path)
+    save = Save(documents, path)
     with httpx.Client(
         base_url=module_vault.url + API, headers={"Authorization": login(module_vault.url, EDITOR)}
     ) as editor:
@@ -290,7 +290,7 @@ def test_a_shell_redirection_into_a_folder_makes_one_whole_document(documents: D
     path = general / "shell new" / "shell new.txt"
     assert path.read_bytes() == b"hello\nmore\n"
     assert total_documents(documents.api) == before + 1
-    save = Save(documents.api, path)
+    save = Save(documents, path)
     assert save.original == b"hello\nmore\n"
 
 
@@ -306,4 +306,4 @@ def test_a_child_closing_an_inherited_descriptor_takes_nothing_early(documents: 
         f.write(b"second half\n")
     path = general / "forked note" / "forked note.txt"
     assert path.read_bytes() == b"first half, second half\n"
-    assert Save(documents.api, path).original == b"first half, second half\n"
+    assert Save(documents, path).original == b"first half, second half\n"

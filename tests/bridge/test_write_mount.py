@@ -74,12 +74,13 @@ class Save:
     """Before/after of one save of a document: exactly one new draft, these bytes."""
 
     def __init__(self, mount: MountProcess, api: httpx.Client, doc_id: int) -> None:
-        self.api, self.doc_id = api, doc_id
+        self.api, self.doc_id, self.mount = api, doc_id, mount
         self.path = source_file(mount, doc_id)
         self.original = self.path.read_bytes()
         self.versions = version_count(api, doc_id)
 
     def check(self, expected: bytes) -> None:
+        self.mount.settle()  # the check-in follows the program's last close
         assert version_count(self.api, self.doc_id) == self.versions + 1
         assert hashlib.md5(latest_bytes(self.api, self.doc_id)).hexdigest() == (
             hashlib.md5(expected).hexdigest()
