@@ -22,10 +22,10 @@ from vaultfs.bridge.tree.tree import Tree
 from .fakevault import FakeVault
 
 
-def _mount(url: str, root: Path) -> Iterator[MountProcess]:
+def _mount(url: str, root: Path, options: str = "") -> Iterator[MountProcess]:
     if not can_mount():
         pytest.skip("needs /dev/fuse and fusermount3")
-    mount = MountProcess(url, root)
+    mount = MountProcess(url, root, options=options)
     try:
         yield mount.start()
     finally:
@@ -57,6 +57,14 @@ def api(module_api: httpx.Client) -> httpx.Client:
 def own_mount(fresh_vault: VaultProcess, tmp_path: Path) -> Iterator[MountProcess]:
     """A mount of a vault of this test's own, for tests that change documents."""
     yield from _mount(fresh_vault.url, tmp_path)
+
+
+@pytest.fixture
+def polling_mount(fresh_vault: VaultProcess, tmp_path: Path) -> Iterator[MountProcess]:
+    """``own_mount`` polling every second: for tests of how another client's changes
+    (made through the API) reach the mount, which the default interval (30 s) would
+    make wait that long."""
+    yield from _mount(fresh_vault.url, tmp_path, options="poll_interval=1")
 
 
 @pytest.fixture

@@ -127,8 +127,9 @@ def _api(url: str) -> httpx.Client:
 
 
 def test_changes_and_deletions_appear_after_a_poll(
-    own_mount: MountProcess, fresh_vault: VaultProcess
+    polling_mount: MountProcess, fresh_vault: VaultProcess
 ) -> None:
+    own_mount = polling_mount
     doc = documents(fresh_vault.url)[0]
     with _api(fresh_vault.url) as api:
         r = api.put(f"/objects/documents/{doc['id']}", data={"name__v": "Renamed by the API"})
@@ -147,7 +148,10 @@ def test_changes_and_deletions_appear_after_a_poll(
         )
 
 
-def test_hostile_names_show_up_safely(own_mount: MountProcess, fresh_vault: VaultProcess) -> None:
+def test_hostile_names_show_up_safely(
+    polling_mount: MountProcess, fresh_vault: VaultProcess
+) -> None:
+    own_mount = polling_mount
     doc = documents(fresh_vault.url)[0]
     content = b"hostile content\n"
     with _api(fresh_vault.url) as api:

@@ -285,11 +285,19 @@ class FileSystem:
                 raise
             # The kernel may hold the listing's estimate (or the size before another
             # client's save): a stat or a seek from the end after open() must see the
-            # content's exact size, which getattr answers from the spool entry once
-            # the first write checked the document out.
+            # content's exact size, which getattr answers from the spool entry, or
+            # from the content cache, which learns it as the download starts.
+            vault = None
+            if handle.entry is None and self.editing.entry(doc_id) is None:
+                try:
+                    vault = await self._exact_size_known(key)
+                except BaseException:
+                    await self.editing.release(handle)  # the open failed: not a writer
+                    raise
             self.freshness.exact(ino)
             self._invalidate_attr(ino)
-            return self._open_direct(SourceEdit(self.editing, handle, self._vault_reader(key)))
+            edit = SourceEdit(self.editing, handle, self._vault_reader(key), vault)
+            return self._open_direct(edit)
         if kind == Kind.STATUS:
             return self._open_direct(Snapshot(self.report.as_bytes()))
         if kind == Kind.EVENTS:  # read now; fstat after open sees its exact size
@@ -313,6 +321,21 @@ class FileSystem:
         if kind in (Kind.SRC, Kind.VSRC) and size is not None:
             self.prefetch.source_opened(doc_id, size)
         return self._opened_content(ino, fh, content.key, size)
+
+    async def _exact_size_known(self, key: NodeKey) -> BlobHandle | None:
+        """The vault's content of ``key`` opened, when its exact size is not known yet
+        (the download's first answer tells it: the call a read would make anyway)."""
+        content = await content_of(self.tree, key)
+        if self.blobs.exact_size(content.key) is not None:
+            return None
+        blob = await self.blobs.open(content.key, content.fetch)
+        try:
+            if not blob.complete:
+                await blob.wait_started()
+        except BaseException:
+            blob.close()
+            raise
+        return blob
 
     def _vault_reader(self, key: NodeKey) -> Callable[[], Awaitable[BlobHandle]]:
         """Opens the vault's content of ``key`` for reading (through the cache)."""

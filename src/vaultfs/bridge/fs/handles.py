@@ -105,11 +105,12 @@ class SourceEdit:
         editing: Editing,
         handle: EditHandle,
         open_vault: Callable[[], Awaitable[BlobHandle]] | None = None,
+        vault: BlobHandle | None = None,
     ) -> None:
         self._editing = editing
         self._handle = handle
         self._open_vault = open_vault
-        self._vault: BlobHandle | None = None
+        self._vault = vault
 
     async def read(self, offset: int, size: int) -> bytes:
         data = self._editing.read(self._handle, offset, size)
@@ -170,7 +171,6 @@ class ScratchOpen:
 
     async def release(self) -> None:
         scratch = self._scratch
-        scratch.handles -= 1
         scratch.writers.count -= self._writer
         try:
             if self._writer and scratch.writers.count == 0 and scratch.dirty:
@@ -178,6 +178,8 @@ class ScratchOpen:
         except (errors.VaultError, OSError) as exc:
             log.warning("new document from %r failed on release: %s", scratch.name, exc)
         finally:
+            # Counted until its take is done: the content stays while it is being read.
+            scratch.handles -= 1
             self._namespace.scratch_closed(scratch)
 
 

@@ -81,7 +81,11 @@ class Creator:
         log.info("created document %d %r in %r", doc_id, name, folder)
         try:
             await self.tree.reload(doc_id)
-            self.blobs.remember_size((await content_of(self.tree, (Kind.SRC, doc_id))).key, size)
+            # Only a size that held during the whole upload is the content's (a writer
+            # may append meanwhile: a draft of what it wrote follows, ``namespace``).
+            if (await trio.Path(content).stat()).st_size == size:
+                key = (await content_of(self.tree, (Kind.SRC, doc_id))).key
+                self.blobs.remember_size(key, size)
         except errors.VaultError as exc:  # it exists; the next poll shows it
             log.warning("reading new document %d failed: %s", doc_id, exc)
         return doc_id

@@ -307,10 +307,15 @@ def _start_of(record: dict[str, Any], doc_id: int, *, content: Path | None, read
 
 
 def _replace_content(entry: SpoolEntry, source: Path) -> None:
-    """Copy ``source`` over an entry's content (blocking: run in a worker thread)."""
-    entry.truncate(0)
-    offset = 0
+    """Copy ``source`` over an entry's content (blocking: run in a worker thread). The
+    source is opened first: one that cannot be read leaves the entry as it was."""
     with open(source, "rb") as f:
-        while chunk := f.read(1 << 20):
-            offset += entry.pwrite(offset, chunk)
+        entry.truncate(0)
+        offset = 0
+        try:
+            while chunk := f.read(1 << 20):
+                offset += entry.pwrite(offset, chunk)
+        except OSError as exc:  # half a copy must never become a version
+            entry.record.write_failed = entry.record.write_failed or f"copy failed: {exc}"
+            raise
     entry.fsync()

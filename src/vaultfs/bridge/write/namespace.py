@@ -214,7 +214,10 @@ class Namespace:
         renditions/ or attachments/ is uploaded instead (``files_in``)."""
         self.in_flight += 1
         try:
-            await self._make_document(scratch)
+            # One at a time per file: a writer that reopened it during the create (a
+            # shell's ``> f; >> f``) is checked in as a draft of what the create made.
+            async with scratch.writers.lock:
+                await self._make_document(scratch)
         finally:
             self.in_flight -= 1
 
