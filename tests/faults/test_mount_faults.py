@@ -236,7 +236,8 @@ def test_the_vault_away_fails_fast_at_mount_and_at_open_for_writing(
                 text=True,
                 timeout=20,
             )
-            assert result.returncode != 0 and "Input/output error" in result.stderr
+            # the first write checks out: EIO ("I/O error" as sh words it)
+            assert result.returncode != 0 and "I/O error" in result.stderr
             assert path.read_bytes()  # reading the cached content still works
             assert mount.status()["pending_uploads"] == []  # nothing half-made
         finally:
@@ -259,10 +260,11 @@ def test_modes_tell_what_a_viewer_and_a_check_out_allow(
         assert result.returncode != 0 and "Permission denied" in result.stderr
         assert viewer.status()["lost_and_found"] == []  # refused at create, nothing kept
         source = viewer.mountpoint / CHECKLIST
-        with pytest.raises(PermissionError):
-            open(source, "ab").close()  # the vault refuses the check-out
+        with pytest.raises(PermissionError), open(source, "ab", buffering=0) as f:
+            f.write(b"not mine to write")  # the first write: the vault refuses the check-out
         assert os.stat(source).st_mode & 0o222 == 0  # and the mode says so from then on
-    with MountProcess(fresh_vault.url, tmp_path / "a") as admin:
+    # A fast poll: the editor's check-out through the API must reach this mount.
+    with MountProcess(fresh_vault.url, tmp_path / "a", options="poll_interval=1") as admin:
         source = admin.mountpoint / CHECKLIST
         assert os.stat(source).st_mode & 0o200
         doc_id = int(os.getxattr(source.parent, "user.vault.id"))

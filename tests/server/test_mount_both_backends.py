@@ -28,10 +28,12 @@ def test_mount_read_save_append_and_create(fresh_vault: VaultProcess, tmp_path: 
         assert source.read_bytes() == original
         versions = len(api.get(f"/objects/documents/{doc_id}").json()["versions"])
         subprocess.run(["sh", "-c", 'echo appended >> "$1"', "sh", source], check=True)
+        mount.settle()  # the check-in follows the last close
         assert api.get(f"/objects/documents/{doc_id}/file").content == original + b"appended\n"
         local = tmp_path / "replaced.md"
         local.write_bytes(b"replaced\n")
         subprocess.run(["cp", local, source], check=True)
+        mount.settle()
         assert api.get(f"/objects/documents/{doc_id}/file").content == b"replaced\n"
         assert len(api.get(f"/objects/documents/{doc_id}").json()["versions"]) == versions + 2
         subprocess.run(["cp", local, general / "From Mount.md"], check=True)

@@ -1,0 +1,202 @@
+"""Never a silent lost update, a leaked lock or a create sent twice.
+
+Two mounts of one user, an admin who undoes a check-out and saves in between, a daemon
+killed after taking a lock and before its entry exists, and a daemon stopped while a
+new document's create is in flight. Each ends with nothing a user wrote lost or
+silently replaced, no lock left in the vault, and nothing created twice.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import API, EDITOR, login
+from tests.faultproxy import FaultProxy
+from tests.mountproc import MountProcess, can_mount
+from tests.vaultproc import VaultProcess, wait_until
+
+pytestmark = pytest.mark.mount
+
+CHECKLIST = "General/Release Checklist/Release_Checklist.md"
+
+
+@pytest.fixture(autouse=True)
+def _needs_fuse() -> None:
+    if not can_mount():
+        pytest.skip("needs /dev/fuse and fusermount3")
+
+
+@pytest.fixture
+def api(fresh_vault: VaultProcess) -> Iterator[httpx.Client]:
+    headers = {"Authorization": login(fresh_vault.url)}
+    with httpx.Client(base_url=fresh_vault.url + API, headers=headers, timeout=60) as client:
+        yield client
+
+
+def versions(api: httpx.Client, doc_id: int) -> list[str]:
+    return [v["number"] for v in api.get(f"/objects/documents/{doc_id}").json()["versions"]]
+
+
+def latest(api: httpx.Client, doc_id: int) -> bytes:
+    return api.get(f"/objects/documents/{doc_id}/file").content
+
+
+def lock_of(api: httpx.Client, doc_id: int) -> object:
+    return api.get(f"/objects/documents/{doc_id}/lock").json().get("lock")
+
+
+def total(api: httpx.Client) -> int:
+    body = api.get("/objects/documents", params={"limit": 1}).json()
+    return int(body["responseDetails"]["total"])
+
+
+def conflict_in(mount: MountProcess) -> dict[str, object]:
+    """The one lost+found file of ``mount``, which must be a conflict."""
+    status = mount.settle()
+    [lost] = status["lost_and_found"]
+    assert "CHECK_IN_CONFLICT" in str(lost["error"]), lost
+    return lost
+
+
+def test_two_mounts_of_one_user_never_replace_each_others_save(
+    fresh_vault: VaultProcess, api: httpx.Client, tmp_path: Path
+) -> None:
+    """A checks out and writes; B (same user, its own cache) appends and saves. A's
+    save would replace B's: it goes to A's lost+found as a conflict instead."""
+    with (
+        MountProcess(fresh_vault.url, tmp_path / "a") as a,
+        MountProcess(fresh_vault.url, tmp_path / "b") as b,
+    ):
+        path_a, path_b = a.mountpoint / CHECKLIST, b.mountpoint / CHECKLIST
+        doc_id = int(os.getxattr(path_a.parent, "user.vault.id"))
+        original = path_a.read_bytes()
+        before = versions(api, doc_id)
+        with open(path_a, "ab", buffering=0) as f:
+            f.write(b"written in mount A\n")  # A checks out
+            with open(path_b, "ab", buffering=0) as g:
+                g.write(b"written in mount B\n")
+            b.settle()
+            assert latest(api, doc_id) == original + b"written in mount B\n"
+        lost = conflict_in(a)
+        kept = a.mountpoint / ".vaultfs" / "lost+found" / str(lost["file"])
+        assert kept.read_bytes() == original + b"written in mount A\n"  # nothing lost
+        assert versions(api, doc_id) == [*before, _next(before)]  # B's save, only
+        assert latest(api, doc_id) == original + b"written in mount B\n"  # not replaced
+        assert not lock_of(api, doc_id)
+        assert "CHECK_IN_CONFLICT" in a.log()
+
+
+def test_an_undone_check_out_and_another_save_meanwhile_is_a_conflict(
+    fresh_vault: VaultProcess, api: httpx.Client, tmp_path: Path
+) -> None:
+    """The editor's check-out is undone by an admin, who saves a version of their own:
+    the editor's save goes to lost+found; the admin's version stays the latest."""
+    with MountProcess(fresh_vault.url, tmp_path / "e", user=EDITOR) as editor:
+        path = editor.mountpoint / CHECKLIST
+        doc_id = int(os.getxattr(path.parent, "user.vault.id"))
+        with open(path, "ab", buffering=0) as f:
+            f.write(b"the editor's line\n")
+            assert lock_of(api, doc_id)
+            assert api.delete(f"/objects/documents/{doc_id}/lock").json()["responseStatus"] == (
+                "SUCCESS"
+            )
+            assert api.post(f"/objects/documents/{doc_id}/lock").json()["responseStatus"] == (
+                "SUCCESS"
+            )
+            answer = api.post(
+                f"/objects/documents/{doc_id}",
+                data={"createDraft": "uploadedContent"},
+                files={"file": ("Release_Checklist.md", b"the admin's version\n")},
+            ).json()
+            assert answer["responseStatus"] == "SUCCESS", answer
+            api.delete(f"/objects/documents/{doc_id}/lock")
+        lost = conflict_in(editor)
+        assert str(lost["error"]).count("checked") >= 1
+        assert latest(api, doc_id) == b"the admin's version\n"
+        assert not lock_of(api, doc_id)
+
+
+def _next(numbers: list[str]) -> str:
+    major, minor = numbers[-1].split(".")
+    return f"{major}.{int(minor) + 1}"
+
+
+def test_a_daemon_killed_between_the_lock_and_its_entry_leaves_no_lock(
+    fresh_vault: VaultProcess, api: httpx.Client, tmp_path: Path
+) -> None:
+    """SIGKILL while the check-out reads the document after locking it: the next
+    start releases the lock the dead daemon took."""
+    port = int(fresh_vault.url.rsplit(":", 1)[1])
+    with FaultProxy(port, seed=1, share=0.0) as proxy:
+        first = MountProcess(proxy.url, tmp_path / "m").start()
+        try:
+            path = first.mountpoint / CHECKLIST
+            doc_id = int(os.getxattr(path.parent, "user.vault.id"))
+            path.read_bytes()  # cached: the open for writing needs no download
+            hold = proxy.hold("GET", f"/documents/{doc_id} HTTP")
+            writer = threading.Thread(target=_append_quietly, args=(path,), daemon=True)
+            writer.start()
+            assert hold.holding.wait(timeout=30), "the read after the lock never came"
+            assert lock_of(api, doc_id)  # locked, and the daemon dies now
+            assert first.proc is not None
+            first.proc.kill()
+            first.proc.wait(timeout=10)
+            hold.release()
+            writer.join(timeout=30)
+        finally:
+            first.stop()
+        with MountProcess(proxy.url, tmp_path / "m") as second:
+            wait_until(lambda: not lock_of(api, doc_id), timeout=30, what="the lock released")
+            status = second.settle()
+            assert status["pending_uploads"] == [] and status["lost_and_found"] == []
+
+
+def _append_quietly(path: Path) -> None:
+    try:
+        with open(path, "ab", buffering=0) as f:
+            f.write(b"never checked out whole\n")
+    except OSError:
+        pass  # the daemon was killed under it
+
+
+@pytest.mark.parametrize("arrived", [True, False], ids=["arrived", "not-arrived"])
+def test_a_daemon_stopped_during_a_create_makes_the_document_once(
+    fresh_vault: VaultProcess, api: httpx.Client, tmp_path: Path, arrived: bool
+) -> None:
+    """Ctrl-C of the daemon while a new document's create is in flight (the vault did
+    or did not take it): the next start finds it by its marker, or sends it; one
+    document, whole, and nothing in lost+found."""
+    port = int(fresh_vault.url.rsplit(":", 1)[1])
+    content = os.urandom(2 * 1024 * 1024)
+    local = tmp_path / "Quarterly Figures.bin"
+    local.write_bytes(content)
+    before = total(api)
+    with FaultProxy(port, seed=1, share=0.0) as proxy:
+        first = MountProcess(proxy.url, tmp_path / "m").start()
+        try:
+            hold = proxy.hold("POST", "/objects/documents HTTP", after_vault=arrived)
+            copy = subprocess.Popen(["cp", str(local), str(first.mountpoint / "General")])
+            assert copy.wait(timeout=60) == 0  # close(): safe in the spool
+            assert hold.holding.wait(timeout=30), "the create never came"
+            assert first.proc is not None
+            first.proc.send_signal(signal.SIGINT)
+            first.proc.wait(timeout=30)
+            hold.release()
+        finally:
+            first.stop()
+        with MountProcess(proxy.url, tmp_path / "m") as second:
+            wait_until(lambda: total(api) == before + 1, timeout=60, what="the document")
+            status = second.settle()
+            assert status["lost_and_found"] == []
+    assert total(api) == before + 1  # never twice
+    listed = api.get("/objects/documents").json()["documents"]
+    [doc_id] = [d["document"]["id"] for d in listed if d["document"]["name__v"] == local.stem]
+    assert latest(api, doc_id) == content
