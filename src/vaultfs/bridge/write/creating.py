@@ -26,6 +26,7 @@ import trio
 from vaultfs import errors
 from vaultfs.bridge.content.blobcache import BlobCache
 from vaultfs.bridge.content.sources import content_of
+from vaultfs.bridge.tree import nodes
 from vaultfs.bridge.tree.index import SORT
 from vaultfs.bridge.tree.nodes import Kind, NodeKey
 from vaultfs.bridge.tree.tree import Tree
@@ -96,7 +97,7 @@ class Creator:
         except errors.VaultError as exc:
             await self.spool.keep_lost(content, filename, exc)
             raise
-        log.info("created document %d %r in %r", doc_id, name, folder)
+        log.info("created document %d %r in %s", doc_id, name, nodes.folder_path(folder))
         try:
             await self.tree.reload(doc_id)
             self.blobs.remember_size((await content_of(self.tree, (Kind.SRC, doc_id))).key, size)
