@@ -106,7 +106,9 @@ class MountProcess:
         quiet = 0
         while True:
             status = self.status()
-            idle = not status["pending_uploads"] and not status.get("saves_in_flight")
+            idle = not (
+                status["pending_uploads"] or status["saves_in_flight"] or status["new_files"]
+            )
             quiet = quiet + 1 if idle else 0
             if quiet == 2:
                 return status

@@ -72,9 +72,11 @@ def read_status(mountpoint: Path) -> dict[str, Any]:
 
 
 def not_in_vault(status: dict[str, Any]) -> list[dict[str, Any]]:
-    """Spool entries whose content the vault does not have yet (open ones included)."""
+    """Spool entries whose content the vault does not have yet (open ones included),
+    then new files still open for writing or being created."""
     entries: list[dict[str, Any]] = status.get("pending_uploads") or []
-    return entries
+    new_files: list[dict[str, Any]] = status.get("new_files") or []
+    return entries + new_files
 
 
 def send(pid: int, signum: signal.Signals) -> bool:

@@ -14,6 +14,7 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,12 @@ __all__ = ["format_status", "register"]
 #: still waiting asks the daemon again (a failed try backs off for minutes otherwise)
 _POLL = 0.2
 _RESIGNAL = 10.0
+#: how long files still open for writing are waited for once they are all that is
+#: left: a file closed a moment ago stays open until the kernel's release reaches the
+#: daemon (milliseconds); one a program keeps open is not closed by waiting
+_OPEN_GRACE = 2.0
+#: the state of a spool entry or new file whose program still holds it open
+_OPEN = "editing"
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -101,24 +108,61 @@ def _age(seconds: float | None) -> str:
     return f"{s // 3600}h{s % 3600 // 60:02d}m"
 
 
-def _pending_table(entries: list[dict[str, Any]]) -> list[str]:
-    rows = [("DOC", "FILE", "STATE", "AGE", "TRIES", "LAST ERROR")]
-    rows += [
-        (
-            str(e.get("doc_id")),
-            str(e.get("filename")),
-            str(e.get("state")),
-            _age(e.get("age_seconds")),
-            str(e.get("attempts")),
-            str(e.get("last_error") or ""),
-        )
-        for e in entries
-    ]
+def _file(entry: dict[str, Any]) -> str:
+    """The file an entry is about: its path in the mount, else what the daemon knows."""
+    if entry.get("path"):
+        return str(entry["path"])
+    if entry.get("doc_id") is not None:
+        return f"doc {entry['doc_id']} {entry.get('filename')}"
+    return str(entry.get("filename") or entry.get("file") or "?")
+
+
+def _table(rows: Sequence[tuple[str, ...]]) -> list[str]:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     return [
         "    " + "".join(cell.ljust(w + 2) for cell, w in zip(row, widths, strict=False)) + row[-1]
         for row in rows
     ]
+
+
+def _pending_table(entries: list[dict[str, Any]]) -> list[str]:
+    rows = [("FILE", "STATE", "AGE", "TRIES", "LAST ERROR")]
+    rows += [
+        (
+            _file(e),
+            str(e.get("state")),
+            _age(e.get("age_seconds")) if "age_seconds" in e else "",
+            str(e.get("attempts", "")),
+            str(e.get("last_error") or ""),
+        )
+        for e in entries
+    ]
+    return _table(rows)
+
+
+def _waiting_table(waiting: list[dict[str, Any]]) -> list[str]:
+    rows = [("FILE", "MISSING FIELDS", "THE VAULT SAID")]
+    rows += [
+        (_file(w), ", ".join(str(m) for m in w.get("missing") or []), str(w.get("error") or ""))
+        for w in waiting
+    ]
+    return _table(rows)
+
+
+def _lost_lines(lost: list[dict[str, Any]]) -> list[str]:
+    lines = []
+    for item in lost:
+        # the mount lists the file; the record says what it was saved as and why
+        where = item.get("mount_path") or item.get("path") or item.get("file")
+        saved = item.get("saved_as") or (
+            f"doc {item['doc_id']} {item.get('filename')}"
+            if item.get("doc_id") is not None
+            else item.get("filename")
+        )
+        lines.append(f"    {where}")
+        why = f": {item['error']}" if item.get("error") else ""
+        lines.append(f"      saved as {saved}{why}")
+    return lines
 
 
 def format_status(status: dict[str, Any]) -> str:
@@ -130,6 +174,7 @@ def format_status(status: dict[str, Any]) -> str:
     budget = status.get("budget_remaining", {})
     pending = control.not_in_vault(status)
     lost = status.get("lost_and_found", [])
+    waiting = status.get("pending_new_documents") or []
     rows = [
         ("vault", status.get("vault_url")),
         ("user", status.get("user")),
@@ -156,11 +201,11 @@ def format_status(status: dict[str, Any]) -> str:
     lines += [f"  {name:<16} {value}" for name, value in rows]
     if pending:
         lines += _pending_table(pending)
+    lines.append(f"  {'waiting fields':<16} {len(waiting) if waiting else 'none'}")
+    if waiting:
+        lines += _waiting_table(waiting)
     lines.append(f"  {'lost+found':<16} {len(lost) if lost else 'none'}")
-    for item in lost:
-        # the mount lists files; a record may also say which document and why
-        why = f"  doc {item.get('doc_id')}: {item['error']}" if item.get("error") else ""
-        lines.append(f"    {item.get('path') or item.get('file')}{why}")
+    lines += _lost_lines(lost)
     return "\n".join(lines)
 
 
@@ -169,11 +214,19 @@ def format_status(status: dict[str, Any]) -> str:
 
 def _describe(entries: list[dict[str, Any]]) -> str:
     return "\n".join(
-        f"  doc {e.get('doc_id')} {e.get('filename')}: {e.get('state')}, "
-        f"{e.get('attempts')} tries"
-        + (f", last error: {e['last_error']}" if e.get("last_error") else "")
+        f"  {_file(e)}: "
+        + (
+            "open for writing by a program"
+            if e.get("state") == _OPEN
+            else f"{e.get('state')}, {e.get('attempts', 0)} tries"
+            + (f", last error: {e['last_error']}" if e.get("last_error") else "")
+        )
         for e in entries
     )
+
+
+def _still_open(entries: list[dict[str, Any]]) -> bool:
+    return bool(entries) and all(e.get("state") == _OPEN for e in entries)
 
 
 def _drain(
@@ -184,10 +237,17 @@ def _drain(
     deadline = time.monotonic() + timeout
     asked = -_RESIGNAL
     shown: int | None = None
+    open_since: float | None = None
     while True:
         entries = control.not_in_vault(control.read_status(mountpoint))
         if not entries:
             return True, []
+        if not _still_open(entries):
+            open_since = None
+        elif open_since is None:
+            open_since = time.monotonic()
+        elif time.monotonic() - open_since >= _OPEN_GRACE:
+            return False, entries  # waiting does not close a program's file
         if len(entries) != shown:
             editing = sum(e.get("state") == "editing" for e in entries)
             note = f" ({editing} open for writing)" if editing else ""
@@ -213,12 +273,32 @@ def _flush(args: argparse.Namespace) -> int:
     if drained:
         print(f"vaultfs flush: everything written to {mountpoint} is in the vault")
         return 0
+    after = "" if _still_open(left) else f" after {args.timeout:g}s"
     print(
-        f"vaultfs flush: {len(left)} upload(s) still pending after {args.timeout:g}s:\n"
-        + _describe(left),
+        f"vaultfs flush: {len(left)} upload(s) still pending{after}:\n" + _describe(left),
         file=sys.stderr,
     )
     return 1
+
+
+def _refusal(mountpoint: Path, left: list[dict[str, Any]]) -> str:
+    """Why ``umount`` does not unmount: files a program holds open come first (closing
+    them is what helps), then uploads the vault has not taken."""
+    held = [e for e in left if e.get("state") == _OPEN]
+    uploads = [e for e in left if e.get("state") != _OPEN]
+    lines = [f"vaultfs umount: not unmounting {mountpoint}:"]
+    lines += [
+        f"  {mountpoint / e['path'] if e.get('path') else _file(e)} is open for writing "
+        "by a program; close it first"
+        for e in held
+    ]
+    if uploads:
+        lines.append(f"{len(uploads)} save(s) are not in the vault yet:\n{_describe(uploads)}")
+        lines.append("Try again once the vault is reachable, or use --force to unmount now")
+    else:
+        lines.append("Close it, or use --force to unmount now")
+    lines[-1] += " (the spool keeps the content and uploads it at the next mount)."
+    return "\n".join(lines)
 
 
 def _umount(args: argparse.Namespace) -> int:
@@ -240,13 +320,7 @@ def _umount(args: argparse.Namespace) -> int:
         if not args.force:
             drained, left = _drain(mountpoint, pid, args.timeout, "vaultfs umount")
             if not drained:
-                print(
-                    f"vaultfs umount: not unmounting {mountpoint}: {len(left)} document(s) "
-                    f"are not in the vault yet:\n{_describe(left)}\n"
-                    "Try again once the vault is reachable, or use --force to unmount now "
-                    "(the spool keeps the content and uploads it at the next mount).",
-                    file=sys.stderr,
-                )
+                print(_refusal(mountpoint, left), file=sys.stderr)
                 return 1
         else:
             left = control.not_in_vault(status)

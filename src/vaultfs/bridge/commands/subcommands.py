@@ -27,7 +27,7 @@ from typing import BinaryIO
 import trio
 
 from vaultfs import errors
-from vaultfs.bridge.commands import control, install_helper, lifecycle, manage
+from vaultfs.bridge.commands import control, install_helper, lifecycle, manage, sync
 from vaultfs.bridge.commands.credentials import CredentialError, find_password, store_in_keyring
 from vaultfs.bridge.daemon.config import MountConfig, default_cache_dir
 from vaultfs.bridge.daemon.logs import setup_logging, stderr_is_journal
@@ -119,6 +119,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     mount.set_defaults(handler=_mount)
 
     manage.register(sub)
+    sync.register(sub)
     lifecycle.register(sub)
 
     demo = sub.add_parser("demo", help="start a local demo vault and mount it")

@@ -48,33 +48,55 @@ class FuseOps(pyfuse3.Operations):
         super().__init__()
         self.core = core
         self._logged: dict[tuple[str, Any], float] = {}
+        #: open file handle -> its inode, so that a log line about a read, a write or a
+        #: close names the file
+        self._fh_inodes: dict[int, int] = {}
 
     # --- error translation -------------------------------------------------------
 
     @contextmanager
-    def _errors(self, op: str, ino: int | None = None) -> Iterator[None]:
+    def _errors(
+        self,
+        op: str,
+        ino: int | None = None,
+        name: bytes | None = None,
+        *,
+        fh: int | None = None,
+        attribute: bytes | None = None,
+    ) -> Iterator[None]:
+        """``ino`` (with ``name`` for an operation on a name in a directory), or the
+        open file ``fh``, says what a log line is about; ``attribute``: an xattr's name."""
         try:
             yield
         except pyfuse3.FUSEError:
             raise
         except (errors.VaultError, OSError) as exc:
             number = errors.errno_for(exc)
+            what = self._what(ino, name, fh, attribute)
             if number not in _ORDINARY:
-                self._log_once(op, ino, exc)  # a refusal or a failure: the user's answer
+                self._log_once(op, what, exc)  # a refusal or a failure: the user's answer
             elif isinstance(exc, errors.VaultError):
-                log.debug("%s(%s): %s -> %s", op, self._what(ino), exc, errno.errorcode[number])
+                log.debug("%s(%s): %s -> %s", op, what, exc, errno.errorcode[number])
             raise pyfuse3.FUSEError(number) from None
         except Exception:
-            log.exception("%s(%s) failed unexpectedly", op, self._what(ino))
+            log.exception("%s(%s) failed unexpectedly", op, self._what(ino, name, fh, attribute))
             raise pyfuse3.FUSEError(errno.EIO) from None
 
-    def _what(self, ino: int | None) -> Any:
+    def _what(
+        self, ino: int | None, name: bytes | None, fh: int | None, attribute: bytes | None
+    ) -> str:
+        """The path the user knows (relative to the mount point), never a node key."""
+        if ino is None and fh is not None:
+            ino = self._fh_inodes.get(fh)
         if ino is None:
-            return ""
-        return self.core.inodes.key(ino) or ino
+            what = "" if fh is None else f"file handle {fh}"
+        else:
+            what = self.core.report.paths.show_inode(
+                ino, None if name is None else os.fsdecode(name)
+            )
+        return what if attribute is None else f"{what}, {os.fsdecode(attribute)}"
 
-    def _log_once(self, op: str, ino: int | None, exc: BaseException) -> None:
-        what = self._what(ino)
+    def _log_once(self, op: str, what: str, exc: BaseException) -> None:
         mark = (op, what)
         now = time.monotonic()
         if now - self._logged.get(mark, -_REPEAT_LOG_AFTER) >= _REPEAT_LOG_AFTER:
@@ -105,7 +127,7 @@ class FuseOps(pyfuse3.Operations):
     async def lookup(
         self, parent_inode: int, name: bytes, ctx: pyfuse3.RequestContext | None = None
     ) -> pyfuse3.EntryAttributes:
-        with self._errors("lookup", parent_inode):
+        with self._errors("lookup", parent_inode, name):
             return self._entry(await self.core.lookup(parent_inode, os.fsdecode(name)))
 
     async def forget(self, inode_list: Sequence[tuple[int, int]]) -> None:
@@ -168,21 +190,21 @@ class FuseOps(pyfuse3.Operations):
     async def mkdir(
         self, parent_inode: int, name: bytes, mode: int, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.EntryAttributes:
-        with self._errors("mkdir", parent_inode):
+        with self._errors("mkdir", parent_inode, name):
             return self._entry(await self.core.mkdir(parent_inode, os.fsdecode(name)))
 
     async def rmdir(self, parent_inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
-        with self._errors("rmdir", parent_inode):
+        with self._errors("rmdir", parent_inode, name):
             await self.core.rmdir(parent_inode, os.fsdecode(name))
 
     async def unlink(self, parent_inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
-        with self._errors("unlink", parent_inode):
+        with self._errors("unlink", parent_inode, name):
             await self.core.unlink(parent_inode, os.fsdecode(name))
 
     async def symlink(
         self, parent_inode: int, name: bytes, target: bytes, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.EntryAttributes:
-        with self._errors("symlink", parent_inode):
+        with self._errors("symlink", parent_inode, name):
             return self._entry(
                 await self.core.symlink(parent_inode, os.fsdecode(name), os.fsdecode(target))
             )
@@ -200,7 +222,7 @@ class FuseOps(pyfuse3.Operations):
         flags: int,
         ctx: pyfuse3.RequestContext,
     ) -> None:
-        with self._errors("rename", parent_inode_old):
+        with self._errors("rename", parent_inode_old, name_old):
             await self.core.rename(
                 parent_inode_old,
                 os.fsdecode(name_old),
@@ -214,6 +236,7 @@ class FuseOps(pyfuse3.Operations):
     async def open(self, inode: int, flags: int, ctx: pyfuse3.RequestContext) -> pyfuse3.FileInfo:
         with self._errors("open", inode):
             opened = await self.core.open(inode, flags)
+            self._fh_inodes[opened.fh] = inode
             return pyfuse3.FileInfo(
                 fh=opened.fh, direct_io=opened.direct_io, keep_cache=opened.keep_cache
             )
@@ -226,32 +249,36 @@ class FuseOps(pyfuse3.Operations):
         flags: int,
         ctx: pyfuse3.RequestContext,
     ) -> tuple[pyfuse3.FileInfo, pyfuse3.EntryAttributes]:
-        with self._errors("create", parent_inode):
+        with self._errors("create", parent_inode, name):
             opened, attr = await self.core.create(parent_inode, os.fsdecode(name), mode, flags)
+            self._fh_inodes[opened.fh] = attr.ino
             info = pyfuse3.FileInfo(
                 fh=opened.fh, direct_io=opened.direct_io, keep_cache=opened.keep_cache
             )
             return info, self._entry(attr)
 
     async def read(self, fh: int, off: int, size: int) -> bytes:
-        with self._errors("read"):
+        with self._errors("read", fh=fh):
             return await self.core.read(fh, off, size)
 
     async def write(self, fh: int, off: int, buf: bytes) -> int:
-        with self._errors("write"):
+        with self._errors("write", fh=fh):
             return await self.core.write(fh, off, buf)
 
     async def flush(self, fh: int) -> None:
-        with self._errors("flush"):
+        with self._errors("flush", fh=fh):
             await self.core.flush(fh)
 
     async def fsync(self, fh: int, datasync: bool) -> None:
-        with self._errors("fsync"):
+        with self._errors("fsync", fh=fh):
             await self.core.fsync(fh)
 
     async def release(self, fh: int) -> None:
-        with self._errors("release"):
-            await self.core.release(fh)
+        try:
+            with self._errors("release", fh=fh):
+                await self.core.release(fh)
+        finally:
+            self._fh_inodes.pop(fh, None)
 
     # --- extended attributes -----------------------------------------------------
 
@@ -260,17 +287,17 @@ class FuseOps(pyfuse3.Operations):
             return [os.fsencode(n) for n in await self.core.listxattr(inode)]
 
     async def getxattr(self, inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> bytes:
-        with self._errors("getxattr", inode):
+        with self._errors("getxattr", inode, attribute=name):
             return await self.core.getxattr(inode, os.fsdecode(name))
 
     async def setxattr(
         self, inode: int, name: bytes, value: bytes, ctx: pyfuse3.RequestContext
     ) -> None:
-        with self._errors("setxattr", inode):
+        with self._errors("setxattr", inode, attribute=name):
             await self.core.setxattr(inode, os.fsdecode(name), value)
 
     async def removexattr(self, inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
-        with self._errors("removexattr", inode):
+        with self._errors("removexattr", inode, attribute=name):
             await self.core.setxattr(inode, os.fsdecode(name), None)
 
 

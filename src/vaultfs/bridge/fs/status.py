@@ -1,8 +1,21 @@
 """The status document: what ``.vaultfs/status`` (and ``vaultfs status``) shows.
 
 Owns the one place that gathers the mount's state (session, index, cache, API calls
-and budget, pending uploads, lost+found, inodes) into JSON; the mount adds what only
-it knows (its pid, where it keeps its files) through ``extra``.
+and budget, pending uploads, new files, lost+found, inodes) into JSON; the mount adds
+what only it knows (its pid, where it keeps its files) through ``extra``.
+
+Every save the vault does not have yet names its file by its path in the mount
+(``path``, relative to the mount point, from ``paths``: no API call), so that
+``vaultfs sync PATH`` can tell which ones are under PATH:
+
+- ``pending_uploads``: spool entries (``editing`` while a program holds the file open,
+  then ``pending``/``uploading``/``unlocking``), drafts and renditions/attachments;
+- ``new_files``: files that become new documents (or renditions/attachments) and are
+  still open for writing (``editing``) or being created (``creating``);
+- ``pending_new_documents``: new files waiting for fields the vault requires;
+- ``lost_and_found``: content the vault refused, with ``mount_path`` (the file under
+  ``.vaultfs/lost+found``) and ``saved_as`` (the file it was saved as, None when not
+  known: a new document's folder is not recorded).
 """
 
 from __future__ import annotations
@@ -15,9 +28,12 @@ from typing import Any
 from vaultfs.bridge.content.blobcache import BlobCache
 from vaultfs.bridge.fs.inodes import InodeTable
 from vaultfs.bridge.fs.options import Options
+from vaultfs.bridge.fs.paths import DisplayPaths
 from vaultfs.bridge.tree.index import DocumentIndex
+from vaultfs.bridge.tree.nodes import CONTROL_DIR, LOST_AND_FOUND, Kind
 from vaultfs.bridge.write.editing import Editing
 from vaultfs.bridge.write.namespace import Namespace
+from vaultfs.bridge.write.scratch import is_upload, makes_document
 from vaultfs.client import VaultClient
 
 __all__ = ["StatusReport"]
@@ -44,6 +60,9 @@ class StatusReport:
         self._namespace = namespace
         self._inodes = inodes
         self._extra = extra
+        self.paths = DisplayPaths(
+            namespace.tree, lambda: namespace.scratch, namespace.resolve, inodes
+        )
         #: when the mount started: the times of its own directories
         self.started = time.time()
 
@@ -67,15 +86,80 @@ class StatusReport:
             "api_calls": budget.calls,
             "api_calls_by_endpoint": dict(budget.by_endpoint),
             "budget_remaining": {"burst": budget.burst_remaining, "daily": budget.daily_remaining},
-            "pending_uploads": self._editing.pending(),
-            "lost_and_found": self._editing.lost_records(),
-            "pending_new_documents": self._namespace.pending_new(),
+            "pending_uploads": [self._with_path(e) for e in self._editing.pending()],
+            "new_files": self._new_files(),
+            "lost_and_found": [self._lost_with_paths(r) for r in self._editing.lost_records()],
+            "pending_new_documents": [
+                self._waiting_with_path(w) for w in self._namespace.pending_new()
+            ],
             # check-ins and creates a last close started and that are not done yet
             "saves_in_flight": self._editing.in_flight + self._namespace.in_flight,
             "inodes": len(self._inodes),
         }
         # What the mount adds never replaces what the file system reports itself.
         return {**self._extra(), **status}
+
+    # --- paths of what the vault does not have yet ------------------------------------
+
+    def _in_document(self, doc_id: object, within: str | None) -> str | None:
+        """The path of a document's source file (``within`` None) or of ``within``, a
+        path inside its directory (``renditions/x.pdf``)."""
+        if not isinstance(doc_id, int):
+            return None
+        if within is None:
+            return self.paths.of_source(doc_id)
+        directory = self.paths.of_document(doc_id)
+        return None if directory is None else f"{directory}/{within}"
+
+    def _with_path(self, entry: dict[str, Any]) -> dict[str, Any]:
+        # A draft's filename is its source file's name in the vault; a rendition's or an
+        # attachment's is a path inside the document's directory (``renditions/x.pdf``).
+        filename = str(entry.get("filename") or "")
+        within = filename if "/" in filename else None
+        return {**entry, "path": self._in_document(entry.get("doc_id"), within)}
+
+    def _lost_with_paths(self, record: dict[str, Any]) -> dict[str, Any]:
+        target, filename = record.get("target"), record.get("filename")
+        within: str | None = None
+        if target == "attachment":
+            within = f"attachments/{filename}"
+        elif target == "rendition":
+            major, minor = record.get("major"), record.get("minor")
+            version = f"versions/{major}.{minor}/" if major is not None else ""
+            within = f"{version}renditions/{filename}"
+        return {
+            **record,
+            "mount_path": f"{CONTROL_DIR}/{LOST_AND_FOUND}/{record['file']}",
+            "saved_as": self._in_document(record.get("doc_id"), within),
+        }
+
+    def _waiting_with_path(self, waiting: dict[str, Any]) -> dict[str, Any]:
+        scratch = self._namespace.scratch
+        parent = tuple(waiting.get("folder") or ())
+        key = scratch.lookup(parent, str(waiting.get("file"))) if scratch is not None else None
+        return {**waiting, "path": self.paths.of_key(key) if key is not None else None}
+
+    def _new_files(self) -> list[dict[str, Any]]:
+        """Files that become new documents (or renditions, attachments) and are still
+        open for writing, or closed and being created now. Closed, such a file is in
+        the vault once it has left this list (it is then a document, or a spool entry
+        of ``pending_uploads``, or in lost+found, or waiting for fields)."""
+        scratch = self._namespace.scratch
+        if scratch is None:
+            return []
+        found = []
+        for file in scratch.files.values():
+            if not file.linked or file.became is not None or file.missing is not None:
+                continue
+            if not (makes_document(file.parent, file.name) or is_upload(file.parent, file.name)):
+                continue
+            found.append(
+                {
+                    "path": self.paths.of_key((Kind.SCRATCH, file.number)),
+                    "state": "editing" if file.writers.count > 0 else "creating",
+                }
+            )
+        return found
 
     def as_bytes(self) -> bytes:
         return (json.dumps(self.document(), indent=2, sort_keys=True) + "\n").encode()

@@ -52,6 +52,7 @@ __all__ = [
     "NodeKey",
     "doc_id",
     "folder_of",
+    "folder_path",
     "is_file",
     "is_folder",
     "kind",
@@ -184,6 +185,13 @@ def number(key: NodeKey) -> int:
     """The number of a scratch file or new folder, the id of an attachment or of a
     relationship."""
     return int(key[-1])
+
+
+def folder_path(key: NodeKey) -> str:
+    """A folder's path in the mount for a log line (``General/Protocol``): its key's
+    names, which are the folders' names when the records carry labels (they usually
+    do); ``fs.paths`` gives any node's path as listed."""
+    return "/".join(str(part) for part in key[1:]) or "/"
 
 
 def folder_of(record: Mapping[str, Any]) -> list[NodeKey]:

@@ -303,6 +303,26 @@ class Tree:
             return await self.relationships.unlisted_type_dir(key, name)
         return child
 
+    def listed_name(self, parent: NodeKey, child: NodeKey) -> str | None:
+        """The name ``child`` had in the last listing of ``parent`` made, None when
+        ``parent`` was not listed or did not hold it. Never lists: for display (a
+        status, a log line), where a name one index generation old is good enough."""
+        cached = self._listings.get(parent)
+        if cached is None:
+            return None
+        return next((name for name, key in cached[1].items() if key == child), None)
+
+    def where_listed(self, child: NodeKey, parent_kind: Kind) -> tuple[NodeKey, str] | None:
+        """(parent, name) of ``child`` in a listing made of one of its document's
+        directories of ``parent_kind`` (a relationship link: its type directory is
+        not in its key). Never lists."""
+        for parent, (_, listing) in self._listings.items():
+            if parent[0] == parent_kind and parent[1:2] == child[1:2]:
+                name = next((n for n, k in listing.items() if k == child), None)
+                if name is not None:
+                    return parent, name
+        return None
+
     async def children(self, key: NodeKey) -> dict[str, NodeKey]:
         """Name -> child key of directory ``key`` (cached per index generation)."""
         cached = self._listings.get(key)
@@ -415,7 +435,7 @@ class Tree:
             if key[0] == Kind.SUB:
                 return await self.catalog.classification_labels(type_name, str(key[2]))
         except (errors.InvalidData, errors.MalformedUrl, errors.InvalidDocument) as exc:
-            log.info("no labels for %r: %s", key, exc)
+            log.info("no labels for the folders in %s: %s", nodes.folder_path(key), exc)
         return {}
 
     async def type_api_name(self, value: str) -> str:

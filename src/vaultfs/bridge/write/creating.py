@@ -24,6 +24,7 @@ import trio
 from vaultfs import errors
 from vaultfs.bridge.content.blobcache import BlobCache
 from vaultfs.bridge.content.sources import content_of
+from vaultfs.bridge.tree import nodes
 from vaultfs.bridge.tree.nodes import Kind, NodeKey
 from vaultfs.bridge.tree.tree import Tree
 from vaultfs.bridge.write.spool import store as spool_store
@@ -78,7 +79,7 @@ class Creator:
         except errors.VaultError as exc:
             await self.spool.keep_lost(content, filename, exc)
             raise
-        log.info("created document %d %r in %r", doc_id, name, folder)
+        log.info("created document %d %r in %s", doc_id, name, nodes.folder_path(folder))
         try:
             await self.tree.reload(doc_id)
             # Only a size that held during the whole upload is the content's (a writer

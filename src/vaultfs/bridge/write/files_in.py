@@ -189,6 +189,7 @@ class FilesIn:
             await client.delete_rendition(doc_id, str(key[-1]), *nodes.version(key))
         else:
             await client.delete_rendition(doc_id, str(key[-1]))
-        log.info("deleted %r of document %d", key, doc_id)
+        where = "attachments" if key[0] == Kind.ATT else "renditions"
+        log.info("deleted %s/%s of document %d", where, key[-1], doc_id)
         self.tree.invalidate(doc_id)
         await self.tree.reload(doc_id)

@@ -249,10 +249,10 @@ class Namespace:
             scratch.missing = await self.creator.missing(where, name, given)
             scratch.refusal = exc.message
             log.warning(
-                "new document %r in %r waits: %s (setfattr -n user.vault.<field> -v VALUE "
+                "new document %r in %s waits: %s (setfattr -n user.vault.<field> -v VALUE "
                 "on the file supplies a field)",
                 filename,
-                where,
+                nodes.folder_path(where),
                 exc.message,
             )
             return

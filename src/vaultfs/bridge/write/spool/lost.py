@@ -181,6 +181,10 @@ def lost_records(directory: Path) -> list[dict[str, Any]]:
             "path": str(path),
             "doc_id": why.get("doc_id"),
             "filename": why.get("filename"),
+            # a rendition or an attachment (an upload's record): where it was written
+            "target": why.get("target"),
+            "major": why.get("major"),
+            "minor": why.get("minor"),
             "error": f"{why.get('error_type')}: {why.get('error_message')}",
             "lost": why.get("lost"),
             "size": path.stat().st_size,
