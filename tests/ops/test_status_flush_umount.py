@@ -25,17 +25,21 @@ OPTIONS = "retries=0"
 
 
 def leave_pending(daemon: Daemon, vault: VaultProcess) -> tuple[dict[str, Any], bytes]:
-    """Append to a document with the vault stopped before close(): close() gives EIO
-    and the content waits in the spool. Returns the document and the new content."""
+    """Append to a document, then stop the vault before close(): close() succeeds (the
+    content is safe in the spool), the check-in after it fails and the content waits in
+    the spool. Returns the document and the new content."""
     doc = next(d for d in documents(vault) if d.get("md5checksum__v") and not d.get("locked__v"))
     path = latest_file(daemon.mountpoint, int(doc["id"]))
     original = path.read_bytes()
-    handle = path.open("ab")  # checks the document out while the vault is up
-    handle.write(b"\nadded while the vault was away\n")
+    handle = path.open("ab", buffering=0)
+    handle.write(b"\nadded while the vault was away\n")  # checks out while the vault is up
     vault.stop()
-    with pytest.raises(OSError) as failure:
-        handle.close()
-    assert failure.value.errno == errno.EIO
+    handle.close()
+    wait_until(
+        lambda: any(e["last_error"] for e in daemon.status()["pending_uploads"]),
+        timeout=60,
+        what="the failed check-in",
+    )
     return doc, original + b"\nadded while the vault was away\n"
 
 
