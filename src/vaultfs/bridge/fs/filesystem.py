@@ -165,8 +165,16 @@ class FileSystem:
     async def _entry(self, key: NodeKey, parent: int, name: str) -> Attr:
         """The attributes of ``key``, ``name`` in ``parent``, for the kernel, which
         takes a reference to it."""
-        attr = await self.attributes.of(key, self.inodes.inode(key))
-        self.freshness.seen(parent, name, key, self.inodes.lookup(key))
+        # The reference is counted before anything awaits: the kernel may forget an
+        # earlier reference to this inode meanwhile (it dropped the name, and asks for
+        # it again now), and that forget must not free the number this answer gives.
+        ino = self.inodes.lookup(key)
+        try:
+            attr = await self.attributes.of(key, ino)
+        except BaseException:
+            self.forget(ino, 1)
+            raise
+        self.freshness.seen(parent, name, key, ino)
         return attr
 
     def forget(self, ino: int, nlookup: int) -> None:
@@ -207,24 +215,37 @@ class FileSystem:
     async def readdir(self, fh: int, start: int) -> list[tuple[int, str, NodeKey, Attr]]:
         """Entries from position ``start``: (next position, name, key, attributes).
 
-        The caller reports each entry it handed to the kernel with ``entry_returned``
-        (the kernel takes a reference to it, as with lookup).
+        Each entry holds a reference to its inode, taken before its attributes are
+        awaited (see ``_entry``): the kernel takes one for each entry it is handed
+        (readdirplus, as with lookup); the caller gives back those of the entries it
+        could not hand over with ``entries_not_returned``.
         """
         listing = self.handles.dir(fh)
         parent = self._dir_inodes[fh]
-        entries = []
-        for position in range(start, len(listing)):
-            name, key = listing[position]
-            try:
-                attr = await self.attributes.of(key, self.inodes.inode(key))
-            except (errors.InvalidDocument, errors.NotFound, FileNotFoundError):
-                continue  # left the vault since opendir
-            self.freshness.seen(parent, name, key, attr.ino)
-            entries.append((position + 1, name, key, attr))
+        entries: list[tuple[int, str, NodeKey, Attr]] = []
+        try:
+            for position in range(start, len(listing)):
+                name, key = listing[position]
+                ino = self.inodes.lookup(key)
+                try:
+                    attr = await self.attributes.of(key, ino)
+                except (errors.InvalidDocument, errors.NotFound, FileNotFoundError):
+                    self.forget(ino, 1)
+                    continue  # left the vault since opendir
+                except BaseException:
+                    self.forget(ino, 1)
+                    raise
+                self.freshness.seen(parent, name, key, attr.ino)
+                entries.append((position + 1, name, key, attr))
+        except BaseException:
+            self.entries_not_returned(entries)
+            raise
         return entries
 
-    def entry_returned(self, key: NodeKey) -> None:
-        self.inodes.lookup(key)
+    def entries_not_returned(self, entries: list[tuple[int, str, NodeKey, Attr]]) -> None:
+        """Give back the references of readdir entries the kernel was not handed."""
+        for _, _, _, attr in entries:
+            self.forget(attr.ino, 1)
 
     def releasedir(self, fh: int) -> None:
         self.handles.pop_dir(fh)

@@ -29,7 +29,6 @@ from vaultfs.bridge.content.sources import content_of
 from vaultfs.bridge.tree.index import SORT
 from vaultfs.bridge.tree.nodes import Kind, NodeKey
 from vaultfs.bridge.tree.tree import Tree
-from vaultfs.bridge.write.spool import store as spool_store
 from vaultfs.client import VaultClient, backoff
 
 if TYPE_CHECKING:
@@ -114,29 +113,26 @@ class Creator:
         """
         client = self.client
         fields = {**fields, MARKER_FIELD: f"{_MARKER_PREFIX}{uuid.uuid4()}"}
-        named = spool_store.upload_name(content, filename)  # a link: quick
-        try:
-            for attempt in itertools.count(1):
-                try:
-                    return await client.create_document(fields, named)
-                except errors.VaultError as exc:
-                    if not _ambiguous(exc) or attempt >= _CREATE_TRIES:
-                        raise
-                    found = await self._created_with(fields[MARKER_FIELD])
-                    if found is not None:
-                        log.info("create of %r: answer lost, document %d exists", filename, found)
-                        return found
-                    delay = backoff(_RETRY_FIRST, attempt - 1, _RETRY_MAX, self._rng)
-                    log.warning(
-                        "create of %r failed (%s); not in the vault, sent again in %.1fs",
-                        filename,
-                        exc,
-                        delay,
-                    )
-                    await trio.sleep(delay)
-            raise AssertionError("unreachable")
-        finally:
-            spool_store.drop_upload_name(content)
+        for attempt in itertools.count(1):
+            try:
+                # The scratch file is named by a number: the name travels as data.
+                return await client.create_document(fields, content, filename=filename)
+            except errors.VaultError as exc:
+                if not _ambiguous(exc) or attempt >= _CREATE_TRIES:
+                    raise
+                found = await self._created_with(fields[MARKER_FIELD])
+                if found is not None:
+                    log.info("create of %r: answer lost, document %d exists", filename, found)
+                    return found
+                delay = backoff(_RETRY_FIRST, attempt - 1, _RETRY_MAX, self._rng)
+                log.warning(
+                    "create of %r failed (%s); not in the vault, sent again in %.1fs",
+                    filename,
+                    exc,
+                    delay,
+                )
+                await trio.sleep(delay)
+        raise AssertionError("unreachable")
 
     async def _created_with(self, marker: str) -> int | None:
         """The id of the document carrying ``marker`` among the latest changed (one
