@@ -38,6 +38,7 @@ from vaultfs.bridge.fs.handles import (
     SourceEdit,
 )
 from vaultfs.bridge.fs.inodes import InodeTable
+from vaultfs.bridge.fs.new_names import MAX_NAME_BYTES, NameRules
 from vaultfs.bridge.fs.options import Options
 from vaultfs.bridge.fs.status import StatusReport
 from vaultfs.bridge.lifecycle.attributes import LifeAttributes
@@ -92,6 +93,8 @@ class FileSystem:
         self.fields = fields
         self.prefetch = prefetch
         self.links = Linker(tree, tree.client, options.mountpoint)
+        #: what a new name may be (``new_names``)
+        self.names = NameRules(tree.catalog)
         self.inodes = InodeTable(ROOT)
         self.handles = HandleTable()
         self.freshness = Freshness(
@@ -268,6 +271,7 @@ class FileSystem:
         self._writable()
         await self._ready()
         parent_key = self._key(parent)
+        self.names.check(parent_key, name, directory=False)
         if makes_document(parent_key, name):
             self._may_create(name)
         key = await self.namespace.create(parent_key, name, mode)
@@ -447,8 +451,10 @@ class FileSystem:
     async def mkdir(self, parent: int, name: str) -> Attr:
         self._writable()
         await self._ready()
+        parent_key = self._key(parent)
+        self.names.check(parent_key, name, directory=True)
         self._may_create(name)
-        return await self._entry(self.namespace.mkdir(self._key(parent), name), parent, name)
+        return await self._entry(self.namespace.mkdir(parent_key, name), parent, name)
 
     async def unlink(self, parent: int, name: str) -> None:
         self._writable()
@@ -463,7 +469,9 @@ class FileSystem:
         """ln -s: a relationship (see ``write.linking``)."""
         self._writable()
         await self._ready()
-        key = await self.links.symlink(self._key(parent), name, target)
+        parent_key = self._key(parent)
+        self.names.check(parent_key, name, directory=False)
+        key = await self.links.symlink(parent_key, name, target)
         return await self._entry(key, parent, name)
 
     async def readlink(self, ino: int) -> str:
@@ -484,6 +492,9 @@ class FileSystem:
         old_key, new_key = self._key(old), self._key(new)
         if flags & _RENAME_EXCHANGE:
             raise errors.Unsupported("exchanging names is not supported")
+        source = await self.namespace.child(old_key, old_name)
+        moved_dir = source is not None and not nodes.is_file(source)
+        self.names.check(new_key, new_name, directory=moved_dir)
         if flags & _RENAME_NOREPLACE and await self.namespace.child(new_key, new_name):
             raise errors.AlreadyExists(new_name)
         await self.namespace.rename(old_key, old_name, new_key, new_name)
@@ -500,7 +511,7 @@ class FileSystem:
             "bfree": free,
             "files": len(self.tree.index.documents),
             "ffree": 0,
-            "namemax": 255,
+            "namemax": MAX_NAME_BYTES,
         }
 
     def status(self) -> dict[str, Any]:
