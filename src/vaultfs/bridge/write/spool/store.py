@@ -36,7 +36,7 @@ import logging
 import os
 import shutil
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import MISSING, asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -111,7 +111,7 @@ class EntryRecord:
         """The record ``data`` (a parsed ``<id>.json``) holds; ValueError naming what is
         wrong when it is not one this spool wrote (a field missing or of another type,
         a state it does not know)."""
-        record = cls(**checked_fields(cls, data, required=("doc_id", "filename", "state")))
+        record = cls(**checked_fields(cls, data))
         if record.state not in STATES:
             raise ValueError(f"unknown state {record.state!r}")
         return record
@@ -128,16 +128,16 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
-def checked_fields(cls: Any, data: Any, *, required: tuple[str, ...]) -> dict[str, Any]:
+def checked_fields(cls: Any, data: Any) -> dict[str, Any]:
     """The fields of dataclass ``cls`` that ``data`` (parsed JSON) gives, each of the
-    type the dataclass says; ValueError otherwise. Unknown keys are ignored (a newer
-    version may add some)."""
+    type the dataclass says, and every field without a default; ValueError otherwise.
+    Unknown keys are ignored (a newer version may add some)."""
     if not isinstance(data, dict):
         raise ValueError(f"a record is a JSON object, not {type(data).__name__}")
     found: dict[str, Any] = {}
     for spec in fields(cls):
         if spec.name not in data:
-            if spec.name in required:
+            if spec.default is MISSING and spec.default_factory is MISSING:
                 raise ValueError(f"no {spec.name}")
             continue
         value: Any = data[spec.name]
@@ -319,7 +319,7 @@ def scan(directory: Path) -> tuple[list[EntryRecord], list[Unusable]]:
                 record = EntryRecord.from_json(data)
                 if record.doc_id != doc_id:
                     raise ValueError(f"doc_id {record.doc_id} in the record of {path.stem}")
-            except ValueError as exc:
+            except (ValueError, TypeError) as exc:
                 filename = data.get("filename") if isinstance(data, dict) else None
                 unusable.append(
                     Unusable(

@@ -96,8 +96,7 @@ class UploadRecord:
     def from_json(cls, data: Any) -> UploadRecord:
         """The record ``data`` (a parsed ``<n>.json``) holds; ValueError naming what is
         wrong when it is not one this spool wrote."""
-        required = ("number", "doc_id", "target", "filename")
-        record = cls(**store.checked_fields(cls, data, required=required))
+        record = cls(**store.checked_fields(cls, data))
         if record.target not in (RENDITION, ATTACHMENT):
             raise ValueError(f"unknown target {record.target!r}")
         if record.target == RENDITION and record.rendition_type is None:
@@ -195,7 +194,7 @@ def _scan(directory: Path) -> tuple[list[UploadRecord], list[store.Unusable]]:
                 record = UploadRecord.from_json(data)
                 if record.number != number:
                     raise ValueError(f"number {record.number} in the record of {path.stem}")
-            except (OSError, ValueError, RecursionError) as exc:
+            except (OSError, ValueError, TypeError, RecursionError) as exc:
                 filename = data.get("filename") if isinstance(data, dict) else None
                 name = filename if isinstance(filename, str) else None
                 label = f"upload-{path.stem}"
