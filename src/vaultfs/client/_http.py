@@ -71,6 +71,10 @@ class Call:
     max_retries: int | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        if self.filename is not None:
+            upload_filename(self.filename)  # refused before anything is sent
+
     @property
     def path(self) -> str:
         return self.template.format(
