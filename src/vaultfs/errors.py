@@ -29,11 +29,13 @@ __all__ = [
     "InsufficientAccess",
     "InvalidData",
     "InvalidDocument",
+    "InvalidName",
     "InvalidSessionId",
     "IsADirectory",
     "LockedByOther",
     "MalformedUrl",
     "MethodNotSupported",
+    "NameTooLong",
     "NoSuchAttribute",
     "NotADirectory",
     "NotEditable",
@@ -263,6 +265,15 @@ class AlreadyInUse(BridgeError):
     """The mount point or cache directory belongs to another mount."""
 
 
+class NameTooLong(BridgeError):
+    """A new name longer than the mount or the vault takes (255 bytes; a document
+    name longer than its field's maxLength)."""
+
+
+class InvalidName(BridgeError):
+    """A new name the vault cannot take (bytes that are not UTF-8)."""
+
+
 # --- the errno table --------------------------------------------------------------
 
 _ERRNO: list[tuple[type[VaultError], int]] = [
@@ -288,6 +299,8 @@ _ERRNO: list[tuple[type[VaultError], int]] = [
     (CrossDevice, _errno.EXDEV),
     (Unsupported, _errno.ENOTSUP),
     (NoSuchAttribute, _errno.ENODATA),
+    (NameTooLong, _errno.ENAMETOOLONG),
+    (InvalidName, _errno.EINVAL),
     (ParameterRequired, _errno.EINVAL),
     (InvalidData, _errno.EINVAL),
     (MethodNotSupported, _errno.EINVAL),

@@ -362,17 +362,21 @@ class FakeVault:
     async def keep_alive(self) -> None:
         self._call("keep_alive")
 
-    async def create_draft(self, doc_id: int, file: Path | None) -> tuple[int, int]:
+    async def create_draft(
+        self, doc_id: int, file: Path | None, *, filename: str | None = None
+    ) -> tuple[int, int]:
         self._call("create_draft")
         self._doc(doc_id)
         assert file is not None
         content = file.read_bytes()  # noqa: ASYNC240 - a test fake
         self.new_version(doc_id, content)
         record = self.docs[doc_id][-1].record
-        record["filename__v"] = file.name
+        record["filename__v"] = filename or file.name
         return record["major_version_number__v"], record["minor_version_number__v"]
 
-    async def create_document(self, fields: dict[str, str], file: Path | None) -> int:
+    async def create_document(
+        self, fields: dict[str, str], file: Path | None, *, filename: str | None = None
+    ) -> int:
         self._call("create_document")
         type_ = fields.get("type__v", "")
         if type_ not in self.types:
@@ -386,7 +390,7 @@ class FakeVault:
             file.read_bytes(),  # noqa: ASYNC240 - a test fake
             type_=type_,
             subtype=fields.get("subtype__v", ""),
-            filename=file.name,
+            filename=filename or file.name,
         )
         self.created.append(dict(fields))
         return doc_id

@@ -63,6 +63,8 @@ class FakeVault:
         self.content: dict[int, bytes] = {DOC: ORIGINAL, DOC + 1: ORIGINAL}
         self.locks: dict[int, int] = {}
         self.drafts: list[tuple[int, bytes]] = []
+        #: the file name each draft upload carried
+        self.filenames: list[str | None] = []
         self.calls: defaultdict[str, int] = defaultdict(int)
         self.draft_times: list[float] = []
         self.down = False
@@ -109,7 +111,10 @@ class FakeVault:
         self._exists(doc_id)
         self.locks.pop(doc_id, None)
 
-    async def create_draft(self, doc_id: int, file: Path | None) -> tuple[int, int]:
+    async def create_draft(
+        self, doc_id: int, file: Path | None, *, filename: str | None = None
+    ) -> tuple[int, int]:
+        self.filenames.append(filename)
         self.draft_times.append(trio.current_time())
         late_fault = await self._call("create_draft")
         self._exists(doc_id)
@@ -318,6 +323,23 @@ async def test_commit_uploads_changed_content_and_unlocks(
     assert spool_files(spool_dir) == []
     assert spool.pending() == []
     assert vault.calls["get_document"] == 1  # the one verify before the upload
+
+
+async def test_a_draft_carries_a_vault_name_longer_than_a_local_file_name(
+    vault: FakeVault, spool_dir: Path, original: Path
+) -> None:
+    """The vault takes file names a local file system does not (274 bytes here): the
+    name travels as data, and no local file is ever named after it."""
+    long_name = "治験実施計画書の改訂" * 9 + "最終版.txt"
+    assert len(long_name.encode()) > 255
+    spool = make_spool(spool_dir, vault)
+    entry = await spool.begin(DOC, start_from(original, filename=long_name, base_md5=None))
+    entry.pwrite(0, b"changed")
+    await spool.commit(entry)
+    assert vault.drafts == [(DOC, b"changed" + ORIGINAL[7:])]
+    assert vault.filenames == [long_name]
+    assert vault.locks == {} and spool.pending() == []
+    assert spool_files(spool_dir) == []
 
 
 async def test_commit_of_unchanged_content_uploads_nothing(

@@ -18,6 +18,7 @@ from tests.vaultproc import VaultProcess, free_port
 from vaultfs.client import Credentials, Download, VaultClient
 from vaultfs.errors import (
     InsufficientAccess,
+    InvalidData,
     InvalidDocument,
     UsernameOrPasswordIncorrect,
     VaultError,
@@ -224,3 +225,41 @@ async def test_unreachable_vault_is_unavailable(autojump_clock: object) -> None:
         with pytest.raises(VaultUnavailable, match="POST /auth"):
             await client.login()
         assert client.budget.by_endpoint["POST /auth"] == 3
+
+
+#: names the vault takes and a local file system may not (274 bytes), or that need
+#: care in a header: each must arrive as sent, whatever the local file is called
+SENT_NAMES = [
+    "治験実施計画書改訂版" * 9 + ".txt",
+    "Résumé; draft=1 'final'.txt",
+]
+
+
+@pytest.mark.parametrize("filename", SENT_NAMES)
+async def test_uploads_carry_the_name_given_not_the_local_files(
+    editor: VaultClient, tmp_path: Path, filename: str
+) -> None:
+    local = _file(tmp_path, "17.data", 100)  # a spool file: named by a number
+    doc_id = await editor.create_document(
+        {"name__v": "client live sent name", **GENERAL}, local, filename=filename
+    )
+    document = (await editor.get_document(doc_id))["document"]
+    assert document["filename__v"] == filename
+    await editor.lock(doc_id)
+    await editor.create_draft(doc_id, local, filename=filename)
+    await editor.unlock(doc_id)
+    assert (await editor.get_document(doc_id))["document"]["filename__v"] == filename
+    created = await editor.create_attachment(doc_id, local, filename=filename)
+    [attachment] = await editor.list_attachments(doc_id)
+    assert attachment["id"] == created["id"] and attachment["filename__v"] == filename
+
+
+async def test_a_name_that_is_not_utf8_is_refused_before_anything_is_sent(
+    editor: VaultClient, tmp_path: Path
+) -> None:
+    local = _file(tmp_path, "18.data", 10)
+    with pytest.raises(InvalidData, match="not valid UTF-8"):
+        await editor.create_document(
+            {"name__v": "never", **GENERAL}, local, filename="bad-\udcff.txt"
+        )
+    assert editor.budget.calls == 0  # not even a login

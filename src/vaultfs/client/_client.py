@@ -250,9 +250,19 @@ class VaultClient(LifecycleCalls, RelationshipCalls):
             params["offset"] = offset
             params["limit"] = details.get("limit")
 
-    async def create_document(self, fields: Mapping[str, str], file: Path | None) -> int:
-        """POST /objects/documents (multipart with a file); returns the new id."""
-        call = Call("POST", "/objects/documents", form=dict(fields), file=file, idempotent=False)
+    async def create_document(
+        self, fields: Mapping[str, str], file: Path | None, *, filename: str | None = None
+    ) -> int:
+        """POST /objects/documents (multipart with a file, sent as ``filename``: by
+        default the file's own name); returns the new id."""
+        call = Call(
+            "POST",
+            "/objects/documents",
+            form=dict(fields),
+            file=file,
+            filename=filename,
+            idempotent=False,
+        )
         body = await self._http.call(call)
         return int(body["id"])
 
@@ -284,10 +294,13 @@ class VaultClient(LifecycleCalls, RelationshipCalls):
         if fields:
             await self._put_form(_VERSION, fields, id=doc_id, major=major, minor=minor)
 
-    async def create_draft(self, doc_id: int, file: Path | None) -> tuple[int, int]:
-        """POST createDraft=uploadedContent (file) or latestContent (None); returns
-        the new (major, minor). Never retried once the request may have reached the
-        server: the caller decides (it can compare checksums)."""
+    async def create_draft(
+        self, doc_id: int, file: Path | None, *, filename: str | None = None
+    ) -> tuple[int, int]:
+        """POST createDraft=uploadedContent (file, sent as ``filename``: by default
+        its own name) or latestContent (None); returns the new (major, minor). Never
+        retried once the request may have reached the server: the caller decides (it
+        can compare checksums)."""
         form = {"createDraft": "uploadedContent" if file is not None else "latestContent"}
         call = Call(
             "POST",
@@ -295,6 +308,7 @@ class VaultClient(LifecycleCalls, RelationshipCalls):
             path_args={"id": doc_id},
             form=form,
             file=file,
+            filename=filename,
             idempotent=False,
         )
         body = await self._http.call(call)
@@ -377,14 +391,19 @@ class VaultClient(LifecycleCalls, RelationshipCalls):
         body = await self._get("/objects/documents/{id}/attachments", id=doc_id)
         return list(body.get("data") or [])
 
-    async def create_attachment(self, doc_id: int, file: Path) -> dict[str, Any]:
-        """POST /objects/documents/{id}/attachments (multipart); returns ``data``
-        ({id, version__v}). Retried only when the request surely did not arrive."""
+    async def create_attachment(
+        self, doc_id: int, file: Path, *, filename: str | None = None
+    ) -> dict[str, Any]:
+        """POST /objects/documents/{id}/attachments (multipart, the file sent as
+        ``filename``: by default its own name; the attachment is known by it); returns
+        ``data`` ({id, version__v}). Retried only when the request surely did not
+        arrive."""
         call = Call(
             "POST",
             "/objects/documents/{id}/attachments",
             path_args={"id": doc_id},
             file=file,
+            filename=filename,
             idempotent=False,
         )
         body = await self._http.call(call)
@@ -400,11 +419,12 @@ class VaultClient(LifecycleCalls, RelationshipCalls):
         minor: int | None = None,
         *,
         replace: bool,
+        filename: str | None = None,
     ) -> None:
         """Add (POST) or, with ``replace``, replace (PUT) a rendition of the latest
-        version or of major.minor (multipart ``file``). A replacement is idempotent;
-        an add is retried only when it surely did not arrive (a second one is refused
-        as existing)."""
+        version or of major.minor (multipart ``file``, sent as ``filename``: by default
+        its own name). A replacement is idempotent; an add is retried only when it
+        surely did not arrive (a second one is refused as existing)."""
         template, args = _of_version("/objects/documents/{id}", doc_id, major, minor)
         args["rendition"] = rendition_type
         call = Call(
@@ -412,6 +432,7 @@ class VaultClient(LifecycleCalls, RelationshipCalls):
             template + "/renditions/{rendition}",
             path_args=args,
             file=file,
+            filename=filename,
             idempotent=replace,
         )
         await self._http.call(call)

@@ -25,6 +25,7 @@ from vaultfs.errors import InvalidSessionId, VaultError
 
 from ._budget import BudgetMeter
 from ._errors import error_from_response, parse_json, transport_error
+from ._multipart import upload_filename
 from ._retry import Attempt, RetryPolicy, retrying
 from ._session import Session
 from ._transport import wide_read_transport
@@ -58,6 +59,9 @@ class Call:
     form: Mapping[str, str] | None = None
     #: a file to upload as the multipart part ``file`` (streamed from disk)
     file: Path | None = None
+    #: the name that part carries (None: ``file``'s own name). The local file is named
+    #: however its owner likes (an id, a hash); the vault takes this one as the file's.
+    filename: str | None = None
     #: a body produced while it is sent (its ``Content-Type`` in ``headers``): sent
     #: once, never replayed (neither by a retry nor after a new login)
     body: AsyncIterable[bytes] | None = None
@@ -66,6 +70,10 @@ class Call:
     #: retries instead of the policy's (None: the policy's)
     max_retries: int | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.filename is not None:
+            upload_filename(self.filename)  # refused before anything is sent
 
     @property
     def path(self) -> str:
@@ -167,9 +175,12 @@ class Http:
             if call.file is not None:
                 # An open file object makes httpx stream the part from disk in small
                 # chunks, with a Content-Length computed from the file's size.
+                filename = upload_filename(call.filename or call.file.name)
                 handle = opened.enter_context(call.file.open("rb"))
-                content_type = mimetypes.guess_type(call.file.name)[0] or "application/octet-stream"
-                files = {"file": (call.file.name, handle, content_type)}
+                content_type = mimetypes.guess_type(filename)[0] or "application/octet-stream"
+                # httpx writes the name as browsers do (RFC 7578 section 4.2: UTF-8 in
+                # the quoted ``filename``, never RFC 5987's ``filename*``).
+                files = {"file": (filename, handle, content_type)}
             request = self._client.build_request(
                 call.method,
                 call.path,

@@ -1,4 +1,11 @@
-"""A ``multipart/form-data`` body whose file part is produced while it is being sent.
+"""Multipart uploads: the file name a part carries, and a ``multipart/form-data`` body
+whose file part is produced while it is being sent.
+
+The name of an uploaded file travels as data in the part's ``Content-Disposition``
+(``upload_filename`` checks it can): UTF-8 inside the quoted ``filename`` parameter, as
+RFC 7578 (section 4.2) and browsers write it, never RFC 5987's ``filename*``, which
+RFC 7578 forbids in forms. A name that is not text (a local file name of undecodable
+bytes) cannot be sent and is refused before anything is.
 
 httpx encodes multipart bodies only from files whose content exists when the request
 starts (it needs their size for ``Content-Length``). An upload that streams content a
@@ -14,7 +21,21 @@ import mimetypes
 import secrets
 from collections.abc import AsyncIterable, AsyncIterator, Mapping
 
-__all__ = ["StreamedForm"]
+from vaultfs.errors import InvalidData
+
+__all__ = ["StreamedForm", "upload_filename"]
+
+
+def upload_filename(filename: str) -> str:
+    """``filename`` as a multipart part may carry it; InvalidData when it holds what
+    UTF-8 cannot encode (the surrogates ``os.fsdecode`` makes of undecodable bytes)."""
+    try:
+        filename.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidData(
+            f"the file name {filename!r} is not valid UTF-8: the vault cannot take it"
+        ) from None
+    return filename
 
 
 def _quoted(value: str) -> str:
@@ -33,7 +54,7 @@ class StreamedForm:
     ) -> None:
         self._boundary = secrets.token_hex(16)
         self._fields = dict(fields)
-        self._filename = filename
+        self._filename = upload_filename(filename)
         self._content = content
 
     @property

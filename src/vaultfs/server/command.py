@@ -59,6 +59,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="API calls per vault per 5 minutes (default: 2000)",
     )
     parser.add_argument(
+        "--burst-window",
+        type=int,
+        default=ServerConfig.burst_window_seconds,
+        metavar="SECONDS",
+        help="length of the burst window (default: %(default)s)",
+    )
+    parser.add_argument(
         "--daily-limit",
         type=int,
         default=100_000,
@@ -265,6 +272,7 @@ def run(args: argparse.Namespace) -> int:
         port=args.port,
         session_timeout_minutes=args.session_timeout,
         burst_limit=args.burst_limit,
+        burst_window_seconds=args.burst_window,
         daily_limit=args.daily_limit,
         migration_mode=args.migration_mode,
         auth_burst_limit=args.auth_burst_limit,

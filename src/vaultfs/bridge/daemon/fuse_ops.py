@@ -179,10 +179,12 @@ class FuseOps(pyfuse3.Operations):
 
     async def readdir(self, fh: int, start_id: int, token: pyfuse3.ReaddirToken) -> None:
         with self._errors("readdir"):
-            for next_id, name, key, attr in await self.core.readdir(fh, start_id):
+            entries = await self.core.readdir(fh, start_id)
+            for n, (next_id, name, _, attr) in enumerate(entries):
                 if not pyfuse3.readdir_reply(token, os.fsencode(name), self._entry(attr), next_id):
+                    # The kernel took no reference to these: give theirs back.
+                    self.core.entries_not_returned(entries[n:])
                     break
-                self.core.entry_returned(key)
 
     async def releasedir(self, fh: int) -> None:
         self.core.releasedir(fh)

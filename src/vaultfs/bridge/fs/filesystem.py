@@ -38,6 +38,7 @@ from vaultfs.bridge.fs.handles import (
     SourceEdit,
 )
 from vaultfs.bridge.fs.inodes import InodeTable
+from vaultfs.bridge.fs.new_names import MAX_NAME_BYTES, NameRules
 from vaultfs.bridge.fs.options import Options
 from vaultfs.bridge.fs.status import StatusReport
 from vaultfs.bridge.lifecycle.attributes import LifeAttributes
@@ -92,6 +93,8 @@ class FileSystem:
         self.fields = fields
         self.prefetch = prefetch
         self.links = Linker(tree, tree.client, options.mountpoint)
+        #: what a new name may be (``new_names``)
+        self.names = NameRules(tree.catalog)
         self.inodes = InodeTable(ROOT)
         self.handles = HandleTable()
         self.freshness = Freshness(
@@ -165,8 +168,16 @@ class FileSystem:
     async def _entry(self, key: NodeKey, parent: int, name: str) -> Attr:
         """The attributes of ``key``, ``name`` in ``parent``, for the kernel, which
         takes a reference to it."""
-        attr = await self.attributes.of(key, self.inodes.inode(key))
-        self.freshness.seen(parent, name, key, self.inodes.lookup(key))
+        # The reference is counted before anything awaits: the kernel may forget an
+        # earlier reference to this inode meanwhile (it dropped the name, and asks for
+        # it again now), and that forget must not free the number this answer gives.
+        ino = self.inodes.lookup(key)
+        try:
+            attr = await self.attributes.of(key, ino)
+        except BaseException:
+            self.forget(ino, 1)
+            raise
+        self.freshness.seen(parent, name, key, ino)
         return attr
 
     def forget(self, ino: int, nlookup: int) -> None:
@@ -207,24 +218,37 @@ class FileSystem:
     async def readdir(self, fh: int, start: int) -> list[tuple[int, str, NodeKey, Attr]]:
         """Entries from position ``start``: (next position, name, key, attributes).
 
-        The caller reports each entry it handed to the kernel with ``entry_returned``
-        (the kernel takes a reference to it, as with lookup).
+        Each entry holds a reference to its inode, taken before its attributes are
+        awaited (see ``_entry``): the kernel takes one for each entry it is handed
+        (readdirplus, as with lookup); the caller gives back those of the entries it
+        could not hand over with ``entries_not_returned``.
         """
         listing = self.handles.dir(fh)
         parent = self._dir_inodes[fh]
-        entries = []
-        for position in range(start, len(listing)):
-            name, key = listing[position]
-            try:
-                attr = await self.attributes.of(key, self.inodes.inode(key))
-            except (errors.InvalidDocument, errors.NotFound, FileNotFoundError):
-                continue  # left the vault since opendir
-            self.freshness.seen(parent, name, key, attr.ino)
-            entries.append((position + 1, name, key, attr))
+        entries: list[tuple[int, str, NodeKey, Attr]] = []
+        try:
+            for position in range(start, len(listing)):
+                name, key = listing[position]
+                ino = self.inodes.lookup(key)
+                try:
+                    attr = await self.attributes.of(key, ino)
+                except (errors.InvalidDocument, errors.NotFound, FileNotFoundError):
+                    self.forget(ino, 1)
+                    continue  # left the vault since opendir
+                except BaseException:
+                    self.forget(ino, 1)
+                    raise
+                self.freshness.seen(parent, name, key, attr.ino)
+                entries.append((position + 1, name, key, attr))
+        except BaseException:
+            self.entries_not_returned(entries)
+            raise
         return entries
 
-    def entry_returned(self, key: NodeKey) -> None:
-        self.inodes.lookup(key)
+    def entries_not_returned(self, entries: list[tuple[int, str, NodeKey, Attr]]) -> None:
+        """Give back the references of readdir entries the kernel was not handed."""
+        for _, _, _, attr in entries:
+            self.forget(attr.ino, 1)
 
     def releasedir(self, fh: int) -> None:
         self.handles.pop_dir(fh)
@@ -247,6 +271,7 @@ class FileSystem:
         self._writable()
         await self._ready()
         parent_key = self._key(parent)
+        self.names.check(parent_key, name, directory=False)
         if makes_document(parent_key, name):
             self._may_create(name)
         key = await self.namespace.create(parent_key, name, mode)
@@ -463,8 +488,10 @@ class FileSystem:
     async def mkdir(self, parent: int, name: str) -> Attr:
         self._writable()
         await self._ready()
+        parent_key = self._key(parent)
+        self.names.check(parent_key, name, directory=True)
         self._may_create(name)
-        return await self._entry(self.namespace.mkdir(self._key(parent), name), parent, name)
+        return await self._entry(self.namespace.mkdir(parent_key, name), parent, name)
 
     async def unlink(self, parent: int, name: str) -> None:
         self._writable()
@@ -479,7 +506,9 @@ class FileSystem:
         """ln -s: a relationship (see ``write.linking``)."""
         self._writable()
         await self._ready()
-        key = await self.links.symlink(self._key(parent), name, target)
+        parent_key = self._key(parent)
+        self.names.check(parent_key, name, directory=False)
+        key = await self.links.symlink(parent_key, name, target)
         return await self._entry(key, parent, name)
 
     async def readlink(self, ino: int) -> str:
@@ -500,6 +529,9 @@ class FileSystem:
         old_key, new_key = self._key(old), self._key(new)
         if flags & _RENAME_EXCHANGE:
             raise errors.Unsupported("exchanging names is not supported")
+        source = await self.namespace.child(old_key, old_name)
+        moved_dir = source is not None and not nodes.is_file(source)
+        self.names.check(new_key, new_name, directory=moved_dir)
         if flags & _RENAME_NOREPLACE and await self.namespace.child(new_key, new_name):
             raise errors.AlreadyExists(new_name)
         await self.namespace.rename(old_key, old_name, new_key, new_name)
@@ -516,7 +548,7 @@ class FileSystem:
             "bfree": free,
             "files": len(self.tree.index.documents),
             "ffree": 0,
-            "namemax": 255,
+            "namemax": MAX_NAME_BYTES,
         }
 
     def status(self) -> dict[str, Any]:

@@ -49,6 +49,16 @@ _FIXED_NAMES = frozenset(DOC_DIR_NAMES.values())
 
 #: names checked between two chances for the mount's requests to run
 _BATCH = 500
+#: what a lookup raises when the directory asked is gone (any other failure leaves
+#: the answer unknown)
+_GONE = (
+    errors.InvalidDocument,
+    errors.MalformedUrl,
+    errors.NotFound,
+    errors.NotADirectory,
+    errors.InsufficientAccess,
+    FileNotFoundError,
+)
 
 
 def no_invalidation(ino: int) -> None:
@@ -218,10 +228,13 @@ class Freshness:
             return True
         try:
             return await self._child(parent_key, name) == key
-        except errors.VaultUnavailable:
-            return True  # unknown for now: the next change checks again
-        except (errors.VaultError, OSError):
+        except _GONE:
             return False  # the directory itself is gone
+        except (errors.VaultError, OSError):
+            # Unknown for now (the vault away, the call budget spent): the next change
+            # checks again. Forgetting a name that still holds would make the kernel
+            # drop what it holds below it, to be looked up again on a spent budget.
+            return True
 
 
 def _document_of(key: NodeKey) -> int | None:

@@ -120,6 +120,19 @@ class TypeCatalog:
                 cached = self._leaves[mark] = (self._clock(), record)
             return cached[1]
 
+    def known_max_length(self, field: str) -> int | None:
+        """``field``'s ``maxLength`` as the metadata read so far says (no call is made:
+        a caller that must answer at once takes None as "not known yet")."""
+        specs: list[Any] = list(self._fields[1].values()) if self._fields is not None else []
+        for _, record in self._leaves.values():
+            specs.extend(record.get("properties") or [])
+        for spec in specs:
+            if isinstance(spec, dict) and spec.get("name") == field:
+                limit = spec.get("maxLength")
+                if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0:
+                    return limit
+        return None
+
     async def fields(self) -> dict[str, dict[str, Any]]:
         """Field name -> field metadata (``editable``, ``setOnCreateOnly``, ...)."""
         async with self._lock:

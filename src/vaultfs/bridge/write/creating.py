@@ -27,7 +27,6 @@ from vaultfs.bridge.content.sources import content_of
 from vaultfs.bridge.tree import nodes
 from vaultfs.bridge.tree.nodes import Kind, NodeKey
 from vaultfs.bridge.tree.tree import Tree
-from vaultfs.bridge.write.spool import store as spool_store
 from vaultfs.bridge.write.spool.creates import MARKER_FIELD, CreateRecord, new_marker, send_create
 from vaultfs.client import VaultClient
 
@@ -100,18 +99,15 @@ class Creator:
         record = await trio.to_thread.run_sync(
             CreateRecord.write, directory, fields, filename, content
         )
-        named = spool_store.upload_name(content, filename)  # a link: quick
         try:
             doc_id = await send_create(
-                self.client, fields, named, self._rng, on_found=self.tree.index.put
+                self.client, fields, content, filename, self._rng, on_found=self.tree.index.put
             )
         except errors.VaultError:
             # Answered with a refusal (the caller keeps the content): settled. Only a
             # daemon that dies leaves the record for the next start.
             await trio.to_thread.run_sync(record.drop)
             raise
-        finally:
-            spool_store.drop_upload_name(content)
         await trio.to_thread.run_sync(record.drop)
         return doc_id
 

@@ -40,6 +40,7 @@ __all__ = [
     "is_temporary_name",
     "is_upload",
     "makes_document",
+    "new_document_name",
 ]
 
 _DIR_MODE = 0o700
@@ -68,6 +69,12 @@ def is_temporary_name(name: str) -> bool:
 def makes_document(parent: NodeKey, name: str) -> bool:
     """Whether a file ``name`` in ``parent`` becomes a new document when closed."""
     return parent[0] in nodes.NEW_DOCUMENT_DIRS and not is_temporary_name(name)
+
+
+def new_document_name(filename: str) -> str:
+    """The ``name__v`` a new file called ``filename`` (unescaped) gives its document:
+    the file name without its extension."""
+    return os.path.splitext(filename)[0] or filename
 
 
 def is_upload(parent: NodeKey, name: str) -> bool:

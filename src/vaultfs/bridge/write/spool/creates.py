@@ -121,6 +121,7 @@ async def send_create(
     client: VaultClient,
     fields: dict[str, str],
     content: Path,
+    filename: str,
     rng: random.Random,
     on_found: Callable[[dict[str, object]], None] = lambda record: None,
 ) -> int:
@@ -130,7 +131,8 @@ async def send_create(
     marker = fields[MARKER_FIELD]
     for attempt in itertools.count(1):
         try:
-            return await client.create_document(fields, content)
+            # The content is named by a number or a marker: the name travels as data.
+            return await client.create_document(fields, content, filename=filename)
         except errors.VaultError as exc:
             if not _ambiguous(exc) or attempt >= _CREATE_TRIES:
                 raise
@@ -181,17 +183,14 @@ async def replay(
             log.info("spool: %r was created before the restart (document %s); not sent again",
                      filename, found[marker].get("id"))  # fmt: skip
         else:
-            named = store.upload_name(record.content, filename)
             try:
-                doc_id = await send_create(client, fields, named, rng)
+                doc_id = await send_create(client, fields, record.content, filename, rng)
                 log.info("spool: %r created after the restart as document %d", filename, doc_id)
             except errors.VaultError as exc:
                 if isinstance(exc, errors.VaultUnavailable | errors.ApiLimitExceeded):
                     log.warning("spool: create of %r left for the next start: %s", filename, exc)
                     continue
                 await keep_lost(record.content, filename, exc)
-            finally:
-                store.drop_upload_name(record.content)
         await trio.to_thread.run_sync(record.drop)
 
 

@@ -2,14 +2,21 @@
 
 Owns ``<spool>/lost+found/`` (mode 0700): moving content there with a ``.json``
 saying why (``keep_in_lost``, ``move_to_lost``), rescuing a restart's would-be new
-documents from the scratch directory (``rescue_scratch``), listing what is there for
-the status, and removing a file the user has rescued. Blocking: the spool runs these
-in a worker thread.
+documents from the scratch directory (``rescue_scratch``), setting aside records a
+start cannot use (``set_aside``: the record to ``<spool>/quarantine/``, its content
+here), listing what is there for the status, and removing a file the user has
+rescued. Blocking: the spool runs these in a worker thread.
+
+lost+found is what users read, so its names are readable: ``<label>-<file name>``,
+undecodable bytes shown as U+FFFD, and a name too long for a local file name (a vault
+takes longer ones) cut on a character boundary and ended with ``~`` and a short hash
+of the whole name, which the ``.json`` keeps whole.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import logging
 import os
@@ -22,34 +29,53 @@ from vaultfs.bridge.tree.nodes import LOST_AND_FOUND
 from vaultfs.bridge.write.spool import creates, store
 
 __all__ = [
+    "QUARANTINE",
     "keep_in_lost",
     "list_lost",
     "lost_records",
     "move_to_lost",
     "remove_lost",
     "rescue_scratch",
+    "set_all_aside",
+    "set_aside",
+    "usable_entries",
 ]
 
 log = logging.getLogger(__name__)
 
-# Longest name of a lost+found file we make, leaving room for " (NN)" and ".json"
-# within the 255 bytes a POSIX file name may have.
+#: where records a start could not read or use are kept (never read again)
+QUARANTINE = "quarantine"
+# Longest name of a lost+found file we make, leaving room for ".json.tmp" within the
+# 255 bytes a POSIX file name may have.
 _MAX_LOST_NAME = 200
+#: longest extension kept whole when a name is cut
+_MAX_EXT = 16
+
+
+def readable(name: str) -> str:
+    """``name`` as text a user can read: the surrogates ``os.fsdecode`` makes of bytes
+    that are not UTF-8 shown as U+FFFD."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def _lost_name(label: str, filename: str, n: int) -> str:
-    # The file name comes from the vault: keep it inside lost+found and within limits.
-    safe = store.safe_filename(filename)
+    """``<label>-<filename>``, `` (n)`` before the extension from the second on, cut
+    to ``_MAX_LOST_NAME`` bytes with a hash of the whole name when it is longer."""
+    # The file name comes from the vault or a user: keep it inside lost+found.
+    safe = store.safe_filename(readable(filename))
     stem, dot, ext = safe.rpartition(".")
-    if not stem:  # no extension, or a name like ".bashrc"
+    if not stem or len(ext.encode()) > _MAX_EXT:  # no extension, ".bashrc", or no real one
         stem, dot, ext = safe, "", ""
-    if n > 1:
-        stem = f"{stem} ({n})"
-    name = f"{label}-{stem}{dot}{ext}"
-    raw = name.encode()
-    if len(raw) > _MAX_LOST_NAME:
-        name = raw[:_MAX_LOST_NAME].decode(errors="ignore")
-    return name
+    tail = (f" ({n})" if n > 1 else "") + dot + ext
+    name = f"{label}-{stem}{tail}"
+    if len(name.encode()) <= _MAX_LOST_NAME:
+        return name
+    digest = hashlib.sha256(filename.encode("utf-8", "surrogateescape")).hexdigest()[:8]
+    tail = f"~{digest}{tail}"
+    room = _MAX_LOST_NAME - len(f"{label}-".encode()) - len(tail.encode())
+    # Cut on a character boundary: never half a UTF-8 sequence.
+    cut = stem.encode()[: max(0, room)].decode("utf-8", "ignore")
+    return f"{label}-{cut}{tail}"
 
 
 def keep_in_lost(
@@ -94,7 +120,8 @@ def rescue_scratch(directory: Path) -> list[Path]:
     """Move the files an earlier daemon was writing as new documents, and that it
     never got to create, to lost+found; returns where they went. Everything else in
     the scratch directory is editors' temporary files, left for the mount to clear.
-    Blocking."""
+    A file whose label is there but cannot be read is kept too (it may be a new
+    document): nothing read here stops a start. Blocking."""
     rescued: list[Path] = []
     scratch_dir = directory / store.SCRATCH
     if not scratch_dir.is_dir():
@@ -104,24 +131,93 @@ def rescue_scratch(directory: Path) -> list[Path]:
         try:
             if path.stat().st_ino in in_flight:
                 continue  # closed and recorded as a create: ``creates.replay`` settles it
-            meta = json.loads(os.getxattr(path, store.SCRATCH_XATTR))
-            upload = bool(meta.get("upload"))
-            wanted = (bool(meta["new_document"]) or upload) and path.stat().st_size > 0
-        except (OSError, ValueError, KeyError, TypeError):
+            label = os.getxattr(path, store.SCRATCH_XATTR)
+            if path.stat().st_size == 0:
+                continue
+        except OSError:
+            continue  # no label: an editor's temporary file
+        try:
+            target = _rescue(directory, path, label)
+        except OSError as exc:
+            log.error("spool: scratch file %s could not be kept in lost+found: %s", path, exc)
             continue
-        if wanted:
-            why = {
-                "doc_id": None,
-                "filename": str(meta.get("name")),
-                "error_type": "DAEMON_STOPPED",
-                "error_message": ("a rendition or attachment" if upload else "a new document")
-                + " being written when the daemon stopped",
-                "lost": time.time(),
-            }
-            target = keep_in_lost(directory, path, "new", str(meta.get("name")), why)
-            log.warning("spool: new file %r from before a restart kept in %s", meta["name"], target)
+        if target is not None:
             rescued.append(target)
     return rescued
+
+
+def _rescue(directory: Path, path: Path, label: bytes) -> Path | None:
+    """Keep scratch file ``path`` in lost+found when its ``label`` says it was to be
+    uploaded, or cannot be read; None when it is a temporary file."""
+    try:
+        meta = json.loads(label)
+        name = meta["name"]
+        if not isinstance(name, str):
+            raise TypeError(f"name is {name!r}")
+        upload = bool(meta.get("upload"))
+        wanted = bool(meta["new_document"]) or upload
+        what = ("a rendition or attachment" if upload else "a new document") + (
+            " being written when the daemon stopped"
+        )
+        error_type = "DAEMON_STOPPED"
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+        name, wanted, error_type = "content", True, "UNREADABLE_RECORD"
+        what = f"a file being written when the daemon stopped, whose label is unreadable ({exc})"
+        log.error("spool: scratch file %s has an unreadable label: %s", path.name, exc)
+    if not wanted:
+        return None
+    why = {
+        "doc_id": None,
+        "filename": name,
+        "error_type": error_type,
+        "error_message": what,
+        "lost": time.time(),
+    }
+    target = keep_in_lost(directory, path, "new", name, why)
+    log.warning("spool: new file %r from before a restart kept in %s", readable(name), target)
+    return target
+
+
+def usable_entries(directory: Path) -> list[store.EntryRecord]:
+    """The spool's entries found at start (``store.scan``), once every record that
+    cannot be used is set aside. Blocking."""
+    records, unusable = store.scan(directory)
+    set_all_aside(directory, unusable)
+    return records
+
+
+def set_all_aside(directory: Path, unusable: list[store.Unusable]) -> None:
+    """``set_aside`` each of ``unusable``; one that cannot be moved stays where it is
+    (logged): a start goes on either way."""
+    for bad in unusable:
+        try:
+            set_aside(directory, bad)
+        except OSError as exc:
+            log.error("spool: record %s could not be set aside: %s", bad.record, exc)
+
+
+def set_aside(directory: Path, bad: store.Unusable) -> Path | None:
+    """Set aside a record a start cannot use: the record goes to ``quarantine/`` as it
+    was, its content (what a user wrote) to lost+found, where the status shows it.
+    Returns where the content went (None: it had none). Blocking."""
+    quarantine = directory / QUARANTINE
+    store.ensure_private_dir(quarantine)
+    kept = quarantine / f"{bad.record.name}.{time.time_ns()}"
+    os.rename(bad.record, kept)
+    store.fsync_dir(bad.record.parent)
+    log.error("spool: record %s cannot be used (%s); set aside as %s", bad.record, bad.reason, kept)
+    if bad.content is None:
+        return None
+    why = {
+        "doc_id": int(bad.label) if bad.label.isdigit() else None,
+        "filename": bad.filename,
+        "error_type": "UNREADABLE_RECORD",
+        "error_message": f"its record could not be used ({bad.reason}); kept as {kept}",
+        "lost": time.time(),
+    }
+    target = keep_in_lost(directory, bad.content, bad.label, bad.filename or "content", why)
+    log.warning("spool: the content of %s is kept in %s", bad.record.name, target)
+    return target
 
 
 def move_to_lost(directory: Path, record: store.EntryRecord, reason: dict[str, Any]) -> Path:
@@ -180,7 +276,7 @@ def lost_records(directory: Path) -> list[dict[str, Any]]:
             "file": path.name,
             "path": str(path),
             "doc_id": why.get("doc_id"),
-            "filename": why.get("filename"),
+            "filename": _readable_or_none(why.get("filename")),
             # a rendition or an attachment (an upload's record): where it was written
             "target": why.get("target"),
             "major": why.get("major"),
@@ -191,6 +287,10 @@ def lost_records(directory: Path) -> list[dict[str, Any]]:
         }
         for path, why in _lost_files(directory)
     ]
+
+
+def _readable_or_none(name: Any) -> str | None:
+    return readable(name) if isinstance(name, str) else None
 
 
 def remove_lost(directory: Path, name: str) -> None:

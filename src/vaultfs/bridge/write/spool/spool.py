@@ -185,7 +185,7 @@ class Spool:
         self._nursery: trio.Nursery | None = None
         self._background = trio.CapacityLimiter(_BACKGROUND_UPLOADS)
         store.ensure_private_dir(directory)
-        for record in store.scan(directory):
+        for record in lost.usable_entries(directory):
             self._load(record)
         lost.rescue_scratch(directory)
 
@@ -543,12 +543,13 @@ class Spool:
         if on_send is not None:
             on_send()
         log.info("spool: doc %d uploading draft (try %d)", doc_id, record.attempts)
-        # The upload carries the file's name: send the content under the document's.
-        # (A link in a directory: too quick to be worth a worker thread.)
-        named = store.upload_name(entry.path, record.filename)
         try:
             version = await stream.finish(size, md5) if stream is not None else None
-            major, minor = version or await self.client.create_draft(doc_id, named)
+            # The upload carries the document's file name as data (the spool file is
+            # named by the document's id).
+            major, minor = version or await self.client.create_draft(
+                doc_id, entry.path, filename=record.filename
+            )
         except NOT_PROCESSED:
             record.unconfirmed, record.sent_md5 = False, None
             await self._set_state(entry, PENDING)
@@ -556,8 +557,6 @@ class Spool:
         except OperationNotAllowed as exc:
             # Refused as checked out by someone else: the lock was taken over.
             raise CheckInConflict(f"document {doc_id} ({record.filename}): {exc}") from exc
-        finally:
-            store.drop_upload_name(entry.path)
         log.info("spool: doc %d draft %d.%d created", doc_id, major, minor)
         await self._uploaded(entry, md5, (major, minor))
 

@@ -8,22 +8,26 @@ spool (the caller runs the slow ones in a worker thread):
   <doc_id>.data               the content being checked in (mode 0600)
   <doc_id>.json               its record (mode 0600), replaced atomically
   <doc_id>.<n>.gone           content checked in, to be deleted (see ``retire_entry``)
-  <doc_id>.upload/<filename>  a hard link naming the content as the vault calls the
-                              file, while it is being uploaded (a multipart upload
-                              sends the file's name)
   scratch/<n>                 the mount's scratch files (see ``bridge.scratch``)
   locks/<doc_id>              a lock this mount is taking or holds (written before the
                               lock is asked for, removed once it is released): what a
                               restart releases when no entry took it over
+  uploads/<n>.data, <n>.json  renditions and attachments (see ``uploads``)
   lost+found/                 mode 0700
     <doc_id>-<filename>       content that could not be checked in
     <doc_id>-<filename>.json  why (a LostRecord)
+  quarantine/                 mode 0700: records a start could not read or use
 ```
 
-lost+found is ``lost``'s. A record is the only thing that makes a content file an
-entry: it is written after the content file exists and removed before the content
-file is, so a crash leaves at worst an orphan content file, which holds nothing a
-user wrote (see ``scan``).
+Local files are named by ids and numbers only, never after a vault's or a user's
+file name: a vault takes names longer than a local file system does (255 bytes), and
+a user's may be any bytes. The name the vault knows a file by is in its record and
+travels as data in the upload. lost+found and quarantine are ``lost``'s. A record is
+the only thing that makes a content file an entry: it is written after the content
+file exists and removed before the content file is, so a crash leaves at worst an
+orphan content file, which holds nothing a user wrote (see ``scan``). A record that
+cannot be read or used never stops a start: ``scan`` names it ``Unusable`` and the
+spool sets it aside (``lost.set_aside``) and loads the rest.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ import logging
 import os
 import shutil
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import MISSING, asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -43,12 +47,13 @@ __all__ = [
     "FILE_MODE",
     "SCRATCH",
     "SCRATCH_XATTR",
+    "STATES",
     "EntryRecord",
+    "Unusable",
     "create_entry",
     "data_path",
     "discard",
     "drop_lock_mark",
-    "drop_upload_name",
     "ensure_private_dir",
     "fsync_dir",
     "lock_marks",
@@ -58,7 +63,6 @@ __all__ = [
     "retire_entry",
     "safe_filename",
     "scan",
-    "upload_name",
     "write_json_atomically",
     "write_record",
 ]
@@ -72,7 +76,10 @@ SCRATCH_XATTR = "user.vaultfs.scratch"
 
 _DIR_MODE = 0o700
 FILE_MODE = 0o600
+#: what earlier versions named content while uploading it: removed at start
 _UPLOAD_SUFFIX = ".upload"
+#: the states a record may be in (``entry`` names them)
+STATES = frozenset({"editing", "pending", "uploading", "unlocking"})
 _GONE_SUFFIX = ".gone"
 #: read size of the copy made at check-out
 _COPY_CHUNK = 1 << 20
@@ -114,23 +121,64 @@ class EntryRecord:
     locked_at: float = 0.0
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> EntryRecord:
-        return cls(
-            doc_id=int(data["doc_id"]),
-            filename=str(data["filename"]),
-            base_md5=data.get("base_md5"),
-            state=str(data["state"]),
-            unconfirmed=bool(data.get("unconfirmed", False)),
-            sent_md5=data.get("sent_md5"),
-            attempts=int(data.get("attempts", 0)),
-            last_error=data.get("last_error"),
-            write_failed=data.get("write_failed"),
-            created=float(data.get("created", 0.0)),
-            updated=float(data.get("updated", 0.0)),
-            base_version=data.get("base_version"),
-            base_read=bool(data.get("base_read", True)),
-            locked_at=float(data.get("locked_at", 0.0)),
-        )
+    def from_json(cls, data: Any) -> EntryRecord:
+        """The record ``data`` (a parsed ``<id>.json``) holds; ValueError naming what is
+        wrong when it is not one this spool wrote (a field missing or of another type,
+        a state it does not know)."""
+        record = cls(**checked_fields(cls, data))
+        if record.state not in STATES:
+            raise ValueError(f"unknown state {record.state!r}")
+        return record
+
+
+#: JSON types each annotation of a record accepts (``bool`` is no ``int`` here)
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "int": (int,),
+    "str": (str,),
+    "bool": (bool,),
+    "float": (float, int),
+    "str | None": (str, type(None)),
+    "int | None": (int, type(None)),
+}
+
+
+def checked_fields(cls: Any, data: Any) -> dict[str, Any]:
+    """The fields of dataclass ``cls`` that ``data`` (parsed JSON) gives, each of the
+    type the dataclass says, and every field without a default; ValueError otherwise.
+    Unknown keys are ignored (a newer version may add some)."""
+    if not isinstance(data, dict):
+        raise ValueError(f"a record is a JSON object, not {type(data).__name__}")
+    found: dict[str, Any] = {}
+    for spec in fields(cls):
+        if spec.name not in data:
+            if spec.default is MISSING and spec.default_factory is MISSING:
+                raise ValueError(f"no {spec.name}")
+            continue
+        value: Any = data[spec.name]
+        found[spec.name] = value
+        allowed = _JSON_TYPES.get(str(spec.type))
+        if allowed is None:
+            continue  # a type these checks do not cover: the record's own code reads it
+        if not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed):
+            raise ValueError(f"{spec.name} is {value!r}")
+        if allowed[0] is float and isinstance(value, int):
+            found[spec.name] = float(value)
+    return found
+
+
+@dataclass(frozen=True)
+class Unusable:
+    """A record a start cannot use, to be set aside (``lost.set_aside``)."""
+
+    #: the record file, as found
+    record: Path
+    #: the content file it names, when there is one
+    content: Path | None
+    #: what names the entry on disk (a document id, an upload's number)
+    label: str
+    #: the file name the record gives, when it gives one
+    filename: str | None
+    reason: str
 
 
 def ensure_private_dir(path: Path) -> None:
@@ -287,67 +335,80 @@ def discard(path: Path) -> None:
     path.unlink(missing_ok=True)
 
 
-def scan(directory: Path) -> list[EntryRecord]:
-    """The entries found on disk; clears leftovers of interrupted writes.
+def scan(directory: Path) -> tuple[list[EntryRecord], list[Unusable]]:
+    """The entries found on disk, and the records that cannot be used; clears
+    leftovers of interrupted writes.
 
     A ``.tmp`` is a record write that never completed (the old record, if any, is
     still there); a ``.gone`` file is the content of an entry checked in. A content
     file without a record is either a check-out that died before its record was
     written (nothing written by a user yet) or a check-in that died between removing
     the record and the content (already in the vault): both are safe to delete. A
-    record without content cannot be uploaded and is dropped.
+    record without content cannot be uploaded and is dropped. A record that cannot be
+    read, or names another document than its file name does, is ``Unusable``: its
+    content is kept for the caller to set aside.
     """
     records: list[EntryRecord] = []
+    unusable: list[Unusable] = []
     for path in sorted(directory.iterdir()):
         if path.name.endswith(_UPLOAD_SUFFIX):
             shutil.rmtree(path, ignore_errors=True)
         elif path.name.endswith((".json.tmp", _GONE_SUFFIX)):
             path.unlink()
-        elif path.suffix == ".json":
+        elif path.suffix == ".json" and path.is_file():
+            doc_id = _doc_id_of(path)
+            content = data_path(directory, doc_id) if doc_id >= 0 else None
             try:
-                record = EntryRecord.from_json(json.loads(path.read_text()))
-            except (ValueError, KeyError, TypeError) as exc:
-                log.error("spool: unreadable record %s left in place: %s", path, exc)
+                data = json.loads(path.read_bytes())
+            except (OSError, ValueError, RecursionError) as exc:
+                unusable.append(Unusable(path, _file_or_none(content), path.stem, None, str(exc)))
                 continue
-            if not data_path(directory, record.doc_id).exists():
+            try:
+                record = EntryRecord.from_json(data)
+                if record.doc_id != doc_id:
+                    raise ValueError(f"doc_id {record.doc_id} in the record of {path.stem}")
+            except (ValueError, TypeError) as exc:
+                filename = data.get("filename") if isinstance(data, dict) else None
+                unusable.append(
+                    Unusable(
+                        path,
+                        _file_or_none(content),
+                        path.stem,
+                        filename if isinstance(filename, str) else None,
+                        str(exc),
+                    )
+                )
+                continue
+            if content is None or not content.is_file():
                 log.error("spool: doc %d record without content, dropped", record.doc_id)
                 path.unlink()
                 continue
             records.append(record)
     known = {data_path(directory, r.doc_id) for r in records}
+    kept = {bad.content for bad in unusable}
     for path in directory.glob("*.data"):
-        if path not in known and not record_path(directory, _doc_id_of(path)).exists():
+        if (
+            path not in known
+            and path not in kept
+            and path.is_file()
+            and not record_path(directory, _doc_id_of(path)).exists()
+        ):
             log.warning("spool: orphan content %s (no record) removed", path.name)
             path.unlink()
-    return records
+    return records, unusable
+
+
+def _file_or_none(path: Path | None) -> Path | None:
+    return path if path is not None and path.is_file() else None
 
 
 def _doc_id_of(path: Path) -> int:
-    try:
-        return int(path.stem)
-    except ValueError:
-        return -1
+    """The number a spool file is named by (``12.json``: 12), -1 for any other name."""
+    stem = path.name.split(".", 1)[0]
+    return int(stem) if stem.isascii() and stem.isdigit() and str(int(stem)) == stem else -1
 
 
 def safe_filename(filename: str) -> str:
     """``filename`` (from the vault, or typed by a user) as one harmless path component."""
     safe = filename.replace("/", "_").replace("\0", "_")
     return "content" if safe in ("", ".", "..") else safe
-
-
-def upload_name(source: Path, filename: str) -> Path:
-    """A hard link to ``source`` called ``filename``, for an upload that sends the name.
-
-    The link lives in ``<source>.upload/`` next to ``source``; ``drop_upload_name``
-    removes it. Blocking, but only a mkdir and a link.
-    """
-    folder = source.with_name(source.name + _UPLOAD_SUFFIX)
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(mode=_DIR_MODE)
-    link = folder / safe_filename(filename)
-    os.link(source, link)
-    return link
-
-
-def drop_upload_name(source: Path) -> None:
-    shutil.rmtree(source.with_name(source.name + _UPLOAD_SUFFIX), ignore_errors=True)

@@ -14,8 +14,11 @@ docs/writing.md ("Uploads").
 <spool>/uploads/               mode 0700
   <n>.data                     the content, exactly as closed (mode 0600)
   <n>.json                     its record (an ``UploadRecord``), replaced atomically
-  <n>.data.upload/<filename>   a hard link naming the content while it is sent
 ```
+
+Files are named by number only; the name the vault knows the file by is in the
+record and travels as data in the upload (never a local file name: a vault's names
+may be longer than a local file system takes).
 
 An entry is never ``editing``: it is made when the file is closed, whole. It is
 ``pending`` (nothing sent, or the vault said it did nothing) or ``uploading`` (sent,
@@ -33,6 +36,7 @@ import logging
 import math
 import os
 import random
+import shutil
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
@@ -89,9 +93,15 @@ class UploadRecord:
     updated: float = 0.0
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> UploadRecord:
-        names = set(cls.__dataclass_fields__)
-        return cls(**{k: v for k, v in data.items() if k in names})
+    def from_json(cls, data: Any) -> UploadRecord:
+        """The record ``data`` (a parsed ``<n>.json``) holds; ValueError naming what is
+        wrong when it is not one this spool wrote."""
+        record = cls(**store.checked_fields(cls, data))
+        if record.target not in (RENDITION, ATTACHMENT):
+            raise ValueError(f"unknown target {record.target!r}")
+        if record.target == RENDITION and record.rendition_type is None:
+            raise ValueError("a rendition without its type")
+        return record
 
     def where(self) -> str:
         """The file as the user named it, for the status and the log."""
@@ -163,32 +173,56 @@ def _remove(directory: Path, number: int) -> None:
     store.fsync_dir(directory)
 
 
-def _scan(directory: Path) -> list[UploadRecord]:
-    """The entries on disk; content without a record (a copy that never completed:
-    the file it came from was still in the scratch directory) is deleted."""
-    records = []
+def _scan(directory: Path) -> tuple[list[UploadRecord], list[store.Unusable]]:
+    """The entries on disk, and the records that cannot be used (their content is
+    kept for ``lost.set_aside``); content without a record (a copy that never
+    completed: the file it came from was still in the scratch directory) is deleted."""
+    records: list[UploadRecord] = []
+    unusable: list[store.Unusable] = []
     for path in sorted(directory.iterdir()):
-        if path.name.endswith(".upload"):
-            store.drop_upload_name(path.with_suffix(""))
+        if path.name.endswith(".upload"):  # what earlier versions sent the content as
+            shutil.rmtree(path, ignore_errors=True)
         elif path.name.endswith(".json.tmp"):
             path.unlink()
-        elif path.suffix == ".json":
+        elif path.suffix == ".json" and path.is_file():
+            number = _number_of(path)
+            content = _data_path(directory, number) if number is not None else None
+            content = content if content is not None and content.is_file() else None
+            data: Any = None
             try:
-                record = UploadRecord.from_json(json.loads(path.read_text()))
-            except (ValueError, TypeError) as exc:
-                log.error("uploads: unreadable record %s left in place: %s", path, exc)
+                data = json.loads(path.read_bytes())
+                record = UploadRecord.from_json(data)
+                if record.number != number:
+                    raise ValueError(f"number {record.number} in the record of {path.stem}")
+            except (OSError, ValueError, TypeError, RecursionError) as exc:
+                filename = data.get("filename") if isinstance(data, dict) else None
+                name = filename if isinstance(filename, str) else None
+                label = f"upload-{path.stem}"
+                unusable.append(store.Unusable(path, content, label, name, str(exc)))
                 continue
-            if not _data_path(directory, record.number).exists():
+            if content is None:
                 log.error("uploads: %s record without content, dropped", path.name)
                 path.unlink()
                 continue
             records.append(record)
+    kept = {bad.content for bad in unusable}
     for path in directory.glob("*.data"):
-        number = int(path.stem) if path.stem.isdigit() else None
-        if number is not None and not _record_path(directory, number).exists():
+        number = _number_of(path)
+        if (
+            number is not None
+            and path not in kept
+            and path.is_file()
+            and not _record_path(directory, number).exists()
+        ):
             log.warning("uploads: orphan content %s (no record) removed", path.name)
             path.unlink()
-    return records
+    return records, unusable
+
+
+def _number_of(path: Path) -> int | None:
+    """The number an upload's file is named by (``3.json``: 3), None for another name."""
+    stem = path.name.split(".", 1)[0]
+    return int(stem) if stem.isascii() and stem.isdigit() and str(int(stem)) == stem else None
 
 
 class Uploads:
@@ -216,7 +250,9 @@ class Uploads:
         self.on_change: list[Callable[[], None]] = []
         store.ensure_private_dir(spool_dir)
         store.ensure_private_dir(self.directory)
-        for record in _scan(self.directory):
+        records, unusable = _scan(self.directory)
+        lost.set_all_aside(spool_dir, unusable)
+        for record in records:
             log.info(
                 "uploads: %s of doc %d found %s; sending it again",
                 record.where(),
@@ -289,9 +325,8 @@ class Uploads:
             record.attempts += 1
             record.state = UPLOADING
             await self._save(entry)
-            named = store.upload_name(entry.path, record.filename)
             try:
-                await self._send(record, named)
+                await self._send(record, entry.path)
             except PERMANENT as exc:
                 await self._to_lost_and_found(entry, exc)
                 raise
@@ -300,8 +335,6 @@ class Uploads:
                     record.state = PENDING
                 await self._failed(entry, exc)
                 raise
-            finally:
-                store.drop_upload_name(entry.path)
             log.info("uploads: %s of doc %d is in the vault", record.where(), record.doc_id)
             await self._forget(entry)
         if self._on_uploaded is not None:
@@ -313,24 +346,27 @@ class Uploads:
                 )
 
     async def _send(self, record: UploadRecord, file: Path) -> None:
+        """Upload ``file`` (named by its entry's number) as the record says; the name
+        the vault knows it by travels as data (``filename``)."""
         if record.target == ATTACHMENT:
-            await self.client.create_attachment(record.doc_id, file)
+            await self.client.create_attachment(record.doc_id, file, filename=record.filename)
             return
         assert record.rendition_type is not None
         send = self.client.put_rendition
         args = (record.doc_id, record.rendition_type, file, record.major, record.minor)
+        name = record.filename
         try:
-            await send(*args, replace=record.replace)
+            await send(*args, replace=record.replace, filename=name)
         except InvalidData:
             if record.replace:
                 raise
             # Added by someone else, or by an earlier try of ours whose answer was
             # lost: the user asked for this content, so it replaces that one.
-            await send(*args, replace=True)
+            await send(*args, replace=True, filename=name)
         except MalformedUrl:
             if not record.replace:
                 raise
-            await send(*args, replace=False)  # deleted since: added anew
+            await send(*args, replace=False, filename=name)  # deleted since: added anew
 
     async def _failed(self, entry: Upload, exc: BaseException) -> None:
         entry.failures += 1
