@@ -22,13 +22,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+import authlib.deprecate
 import httpx
 from authlib.common.errors import AuthlibBaseError
 
 with warnings.catch_warnings():
     # Authlib announces a move of its httpx integration to the httpx2 fork; vaultfs's
     # HTTP is httpx throughout, which the integration still runs on.
-    warnings.filterwarnings("ignore", message="The httpx module is deprecated")
+    # (Imported first: authlib.deprecate puts an "always" filter of its own in front.)
+    warnings.filterwarnings(
+        "ignore",
+        message="The httpx module is deprecated",
+        category=authlib.deprecate.AuthlibDeprecationWarning,
+    )
     from authlib.integrations.httpx_client import AsyncOAuth2Client, OAuthError
 
 from vaultfs.errors import SignInExpired, UsernameOrPasswordIncorrect, VaultError, VaultUnavailable

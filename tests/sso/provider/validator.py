@@ -24,4 +24,6 @@ class Validator(OAuth2Validator):
             and client.authorization_grant_type == AbstractApplication.GRANT_AUTHORIZATION_CODE
         ):
             return True
-        return bool(super().validate_grant_type(client_id, grant_type, client, request, *args, **kwargs))
+        return bool(
+            super().validate_grant_type(client_id, grant_type, client, request, *args, **kwargs)
+        )
