@@ -63,6 +63,8 @@ class Provider:
             f'authorization_endpoint = "{self.issuer}/authorize/"\n'
             f'token_endpoint = "{self.issuer}/token/"\n'
             f'revocation_endpoint = "{self.issuer}/revoke_token/"\n'
+            # django-oauth-toolkit's metadata document does not name it
+            f'device_authorization_endpoint = "{self.issuer}/device-authorization/"\n'
             f'user_claim = "username"\n'
             f"users = {json.dumps(users)}\n"
             f"{mapping}"

@@ -16,6 +16,7 @@ from ._oauth import (
     complete_metadata,
     discover,
     oauth_client,
+    revoke,
 )
 from ._probe import vault_answers
 from ._relationships import RelationshipPage
@@ -44,6 +45,7 @@ __all__ = [
     "complete_metadata",
     "discover",
     "oauth_client",
+    "revoke",
     "sign_in_with_browser",
     "sign_in_with_device_code",
     "surely_not_sent",

@@ -53,6 +53,7 @@ __all__ = [
     "discover",
     "oauth_client",
     "refused_sign_in",
+    "revoke",
 ]
 
 log = logging.getLogger("vaultfs.client")
@@ -259,6 +260,9 @@ class TokenLogin:
         self._verify = verify
         self._clock = clock
         self._token: dict[str, Any] | None = None
+        #: the refresh token the server refused: not offered again (nor logged again)
+        #: until a new sign-in replaces it in the store
+        self._refused: str | None = None
 
     async def open_session(self, post: PostCall) -> dict[str, Any]:
         access, refreshed = await self._access_token(refresh=False)
@@ -293,11 +297,23 @@ class TokenLogin:
                 f"no stored sign-in for {self.username}: sign in with `vaultfs login` "
                 "(or mount from a terminal)"
             )
+        if token["refresh_token"] == self._refused:
+            raise SignInExpired(
+                f"the authorization server refused the sign-in of {self.username} "
+                "(revoked or expired): sign in again with `vaultfs login`"
+            )
         expires_at = token.get("expires_at")
+        lifetime = token.get("expires_in")
+        # A short-lived token is not refreshed for most of its life.
+        margin = (
+            min(_EXPIRY_MARGIN, lifetime / 4)
+            if isinstance(lifetime, int | float)
+            else _EXPIRY_MARGIN
+        )
         usable = (
             isinstance(token.get("access_token"), str)
             and isinstance(expires_at, int | float)
-            and expires_at - _EXPIRY_MARGIN > self._clock()
+            and expires_at - margin > self._clock()
         )
         if usable and not refresh:
             return str(token["access_token"]), False
@@ -315,6 +331,8 @@ class TokenLogin:
                 )
             except OAuthError as exc:
                 error = refused_sign_in(exc, self.username, where)
+                if isinstance(error, SignInExpired):
+                    self._refused = token["refresh_token"]
                 log.error("%s; the mount keeps what it has not sent yet", error.message)
                 raise error from None
             except httpx.RequestError as exc:
@@ -328,3 +346,19 @@ class TokenLogin:
         self._store.save(kept)
         log.info("refreshed the access token of %s at %s", self.username, where)
         return kept
+
+
+async def revoke(server: AuthServer, client_id: str, refresh_token: str) -> bool:
+    """Revoke a refresh token at the server's revocation endpoint (RFC 7009); whether
+    the server took it (False also when it has no such endpoint or cannot be reached)."""
+    if not server.revocation_endpoint:
+        return False
+    async with oauth_client(client_id) as oauth:
+        try:
+            response = await oauth.revoke_token(
+                server.revocation_endpoint, token=refresh_token, token_type_hint="refresh_token"
+            )
+        except httpx.RequestError as exc:
+            log.warning("cannot reach the revocation endpoint: %s", type(exc).__name__)
+            return False
+    return bool(response.status_code == 200)

@@ -87,8 +87,8 @@ async def sign_in_with_device_code(
         if scope:
             form["scope"] = scope
         try:
-            response = await oauth.post(
-                server.device_authorization_endpoint, data=form, withhold_token=True
+            response = await oauth.request(
+                "POST", server.device_authorization_endpoint, data=form, withhold_token=True
             )
             answer = response.json()
         except httpx.RequestError as exc:
