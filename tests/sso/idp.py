@@ -4,11 +4,13 @@
 127.0.0.1 with a free port and its own directory, waits (polling with a deadline) until
 its OpenID configuration answers, and stops it by PID. ``approve_device`` is what a
 person does with the code a device shows: sign in on the provider's page, type the
-code, accept — plain HTTP requests through the provider's own forms.
+code, accept; ``approve_authorization`` what a person does in the browser vaultfs
+opened: sign in, authorize. Plain HTTP requests through the provider's own forms.
 """
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -21,7 +23,7 @@ import httpx
 
 from tests.vaultproc import free_port, wait_until
 
-__all__ = ["CLIENT_ID", "Provider", "approve_device"]
+__all__ = ["CLIENT_ID", "Provider", "approve_authorization", "approve_device", "sign_in"]
 
 #: vaultfs's client at the provider (public: no secret)
 CLIENT_ID = "vaultfs"
@@ -181,3 +183,19 @@ def approve_device(verification_uri: str, user_code: str, user: str, password: s
             str(page.url), data={"csrfmiddlewaretoken": _csrf(page), "action": "accept"}
         )
         assert page.status_code == 200 and "device-grant-status" in str(page.url), page.text[:500]
+
+
+_HIDDEN = re.compile(r'<input type="hidden" name="([^"]+)" value="([^"]*)"')
+
+
+def approve_authorization(authorization_url: str, user: str, password: str) -> str:
+    """Open the authorization URL, sign in, press "Authorize": the provider then sends
+    the browser to the client's loopback redirect. Returns the page found there."""
+    with httpx.Client(follow_redirects=True, timeout=30) as browser:
+        page = sign_in(browser, authorization_url, user, password)
+        assert "authorizationForm" in page.text, page.text[:500]
+        form = {name: html.unescape(value) for name, value in _HIDDEN.findall(page.text)}
+        form["allow"] = "Authorize"
+        done = browser.post(str(page.url), data=form)
+        assert done.status_code == 200, done.text[:500]
+        return done.text
