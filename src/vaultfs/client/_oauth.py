@@ -64,6 +64,7 @@ DEFAULT_CLIENT_ID = "vaultfs"
 #: an access token this close to its expiry is refreshed before it is used
 _EXPIRY_MARGIN = 30.0
 _TIMEOUT = 30.0
+_DISCOVERY_TIMEOUT = 10.0
 #: the well-known documents of an issuer, in the order they are tried
 _WELL_KNOWN = ("/.well-known/openid-configuration", "/.well-known/oauth-authorization-server")
 #: token errors after which only a new interactive sign-in helps (RFC 6749 5.2)
@@ -149,7 +150,10 @@ async def discover(
     if client_id:
         form["client_id"] = client_id
     url = f"{base_url.rstrip('/')}/auth/discovery"
-    async with httpx.AsyncClient(timeout=_TIMEOUT, verify=verify, trust_env=False) as http:
+    # Short: a vault that does not answer is found out by the sign-in that follows.
+    async with httpx.AsyncClient(
+        timeout=_DISCOVERY_TIMEOUT, verify=verify, trust_env=False
+    ) as http:
         try:
             response = await http.post(url, data=form, headers={"Accept": "application/json"})
         except httpx.RequestError as exc:

@@ -24,16 +24,19 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 import trio
 
 from vaultfs import errors
-from vaultfs.bridge.commands import control, install_helper, lifecycle, manage, signin
+from vaultfs.bridge.commands import control, install_helper, lifecycle, manage
 from vaultfs.bridge.commands.credentials import CredentialError, find_password, store_in_keyring
 from vaultfs.bridge.daemon.config import MountConfig, default_cache_dir
 from vaultfs.bridge.daemon.logs import setup_logging, stderr_is_journal
 from vaultfs.profiles import OAUTH_KEYS, ProfileError, load_profile, names_profile
+
+if TYPE_CHECKING:
+    from vaultfs.client import TokenLogin
 
 __all__ = ["parse_mount_options", "parse_size", "register"]
 
@@ -307,13 +310,16 @@ def _mount(args: argparse.Namespace) -> int:
 
 def _single_sign_on(
     args: argparse.Namespace, request: _Request, config: MountConfig
-) -> signin.TokenLogin | None:
+) -> TokenLogin | None:
     """The session source of a user the vault's discovery names an OAuth profile for
     (None: a password user, or a password file was named). Signs in interactively when
     no sign-in is stored and someone is there to approve (a terminal, or
     ``--device-code``)."""
     if request.password_file is not None:
         return None
+    # Imported here: single sign-on (Authlib) is for the commands that sign in.
+    from vaultfs.bridge.commands import signin
+
     settings = signin.SsoSettings.from_table(request.oauth)
     discovery = signin.how_user_signs_in(config.url, config.user, settings)
     if not discovery.sso:
@@ -483,6 +489,8 @@ def _who(args: argparse.Namespace, command: str) -> tuple[str, str, dict[str, st
 
 
 def _login(args: argparse.Namespace) -> int:
+    from vaultfs.bridge.commands import signin
+
     setup_logging(_level(args), args.log_file)
     try:
         who = _who(args, "login")
@@ -512,6 +520,8 @@ def _login(args: argparse.Namespace) -> int:
 
 
 def _logout(args: argparse.Namespace) -> int:
+    from vaultfs.bridge.commands import signin
+
     setup_logging(_level(args), args.log_file)
     try:
         who = _who(args, "logout")
