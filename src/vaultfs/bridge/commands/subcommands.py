@@ -297,12 +297,12 @@ def _mount(args: argparse.Namespace) -> int:
             config.session_source = _single_sign_on(args, request, config)
             if config.session_source is None:
                 config.password = find_password(config.url, config.user, request.password_file)
-    except CredentialError as exc:
-        print(f"vaultfs mount: {exc}", file=sys.stderr)
-        return 2
-    except errors.VaultError as exc:
-        print(f"vaultfs mount: {_failure(exc, config)}", file=sys.stderr)
-        return 1
+    except (CredentialError, errors.VaultError) as exc:
+        message = str(exc) if isinstance(exc, CredentialError) else _failure(exc, config)
+        print(f"vaultfs mount: {message}", file=sys.stderr)
+        if args.ready_fd is not None:  # a daemon child: its parent says why
+            os.write(args.ready_fd, f"error: {message}\n".encode())
+        return 2 if isinstance(exc, CredentialError) else 1
     if not args.foreground:
         return _daemonise(args, request, config)
     return _run_foreground(args, config)
