@@ -45,6 +45,7 @@ __all__ = [
     "ParameterRequired",
     "ReadOnly",
     "ServerException",
+    "SignInExpired",
     "Unsupported",
     "UserLockedOut",
     "UsernameOrPasswordIncorrect",
@@ -86,6 +87,12 @@ class ApiLimitExceeded(VaultError):
 class UsernameOrPasswordIncorrect(VaultError):
     type = "USERNAME_OR_PASSWORD_INCORRECT"
     http_status = 401
+
+
+class SignInExpired(UsernameOrPasswordIncorrect):
+    """The authorization server refused the stored single sign-on (its refresh token was
+    revoked or has expired): only signing in again (``vaultfs login``) cures it. Not a
+    wire type of its own: the vault would have said USERNAME_OR_PASSWORD_INCORRECT."""
 
 
 class InvalidSessionId(VaultError):

@@ -12,6 +12,13 @@ A profile holds what ``vaultfs mount`` would otherwise take on its command line,
     poll_interval = 60                                    # optional, as -o poll_interval=
     options = ["allow_delete"]                            # any other -o option
 
+    [profiles.work.oauth]          # optional: single sign-on settings discovery lacks
+    client_id = "vaultfs"          # vaultfs's client id at the authorization server
+    scopes = "openid offline_access"
+    profile = "corp_idp"           # the vault's OAuth profile, when it has several
+    device_authorization_endpoint = "https://idp.example.com/device"
+    token_file = "~/.config/vaultfs/work.tokens"   # else the keyring, else a 0600 file
+
 ``VAULTFS_CONFIG`` names another file (the system unit uses /etc/vaultfs/config.toml).
 On the command line, an argument without a ``/`` names a profile (``vaultfs mount
 work``); a mount point in the current directory is written ``./dir``.
@@ -24,7 +31,14 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Profile", "ProfileError", "config_path", "load_profile", "names_profile"]
+__all__ = [
+    "OAUTH_KEYS",
+    "Profile",
+    "ProfileError",
+    "config_path",
+    "load_profile",
+    "names_profile",
+]
 
 
 class ProfileError(ValueError):
@@ -39,8 +53,12 @@ class Profile:
     mountpoint: Path
     password_file: Path | None = None
     options: list[str] = field(default_factory=list)
+    #: the ``[profiles.NAME.oauth]`` table (single sign-on settings), keys in ``OAUTH_KEYS``
+    oauth: dict[str, str] = field(default_factory=dict)
 
 
+#: keys of a profile's ``oauth`` table
+OAUTH_KEYS = ("client_id", "scopes", "profile", "device_authorization_endpoint", "token_file")
 #: profile keys that are mount options of their own (``key=value`` in ``options``)
 _OPTION_KEYS = ("cache_size", "poll_interval", "cache_dir")
 
@@ -92,6 +110,14 @@ def load_profile(name: str, path: Path | None = None) -> Profile:
         if value is not None:
             options.append(f"{key}={value}")
     password_file = section.get("password_file")
+    oauth = section.get("oauth", {})
+    if not isinstance(oauth, dict):
+        raise ProfileError(f"{where}: oauth must be a table")
+    for key, value in oauth.items():
+        if key not in OAUTH_KEYS or not isinstance(value, str):
+            raise ProfileError(
+                f"{where}.oauth: {key} is not one of {', '.join(OAUTH_KEYS)} with a string value"
+            )
     return Profile(
         name=name,
         url=section["url"],
@@ -99,4 +125,5 @@ def load_profile(name: str, path: Path | None = None) -> Profile:
         mountpoint=_path(section["mountpoint"], f"{where}: mountpoint"),
         password_file=_path(password_file, f"{where}: password_file") if password_file else None,
         options=options,
+        oauth=dict(oauth),
     )

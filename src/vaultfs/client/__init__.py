@@ -1,24 +1,53 @@
 """The vault REST API client: typed, async, over httpx.
 
-Layering: client -> httpx (and vaultfs.errors, vaultfs.wire). Never imports the
-server or the bridge. Public names are re-exported here.
+Layering: client -> httpx, Authlib (and vaultfs.errors, vaultfs.wire). Never imports
+the server or the bridge. Public names are re-exported here.
 """
 
 from ._client import VaultClient
 from ._errors import surely_not_sent
+from ._oauth import (
+    DEFAULT_CLIENT_ID,
+    AuthServer,
+    Discovery,
+    SsoProfile,
+    TokenLogin,
+    TokenStore,
+    complete_metadata,
+    discover,
+    oauth_client,
+    revoke,
+)
 from ._probe import vault_answers
 from ._relationships import RelationshipPage
 from ._retry import backoff
+from ._session import PasswordLogin, SessionSource
+from ._signin import DeviceCode, sign_in_with_browser, sign_in_with_device_code
 from ._types import Budget, Credentials, DocumentPage, Download
 
 __all__ = [
+    "DEFAULT_CLIENT_ID",
+    "AuthServer",
     "Budget",
     "Credentials",
+    "DeviceCode",
+    "Discovery",
     "DocumentPage",
     "Download",
+    "PasswordLogin",
     "RelationshipPage",
+    "SessionSource",
+    "SsoProfile",
+    "TokenLogin",
+    "TokenStore",
     "VaultClient",
     "backoff",
+    "complete_metadata",
+    "discover",
+    "oauth_client",
+    "revoke",
+    "sign_in_with_browser",
+    "sign_in_with_device_code",
     "surely_not_sent",
     "vault_answers",
 ]

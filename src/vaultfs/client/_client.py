@@ -28,6 +28,7 @@ from ._lifecycle import LifecycleCalls
 from ._multipart import StreamedForm
 from ._relationships import RelationshipCalls
 from ._retry import RetryPolicy
+from ._session import SessionSource
 from ._types import Budget, Credentials, DocumentPage, Download
 
 __all__ = ["VaultClient"]
@@ -50,8 +51,9 @@ class VaultClient(LifecycleCalls, RelationshipCalls):
     """One logged-in user on one vault.
 
     ``base_url`` is the vault's address (``http://127.0.0.1:8817``); the client adds
-    ``/api/<version>/``. Use as ``async with VaultClient(...) as client:`` (logs in
-    lazily on the first call, logs out on exit).
+    ``/api/<version>/``. ``credentials`` are a user name and password, or any other
+    ``SessionSource`` (single sign-on: ``TokenLogin``). Use as ``async with
+    VaultClient(...) as client:`` (logs in lazily on the first call, logs out on exit).
 
     ``timeout`` bounds every read and write on the connection (seconds without progress),
     ``connect_timeout`` the connection set-up. ``max_retries`` bounds the retries of one
@@ -62,7 +64,7 @@ class VaultClient(LifecycleCalls, RelationshipCalls):
     def __init__(
         self,
         base_url: str,
-        credentials: Credentials,
+        credentials: Credentials | SessionSource,
         *,
         api_version: str | None = None,
         timeout: float = 60.0,
@@ -136,7 +138,8 @@ class VaultClient(LifecycleCalls, RelationshipCalls):
     # --- session ---------------------------------------------------------------
 
     async def login(self, *, max_retries: int | None = None) -> dict[str, Any]:
-        """POST /auth; returns the session response without ``sessionId``.
+        """Sign in (POST /auth, or the session source's way); returns the session
+        response without ``sessionId``.
         ``max_retries`` instead of the policy's (a mount fails fast at start)."""
         return await self._http.login(max_retries=max_retries)
 

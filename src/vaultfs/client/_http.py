@@ -27,7 +27,7 @@ from ._budget import BudgetMeter
 from ._errors import error_from_response, parse_json, transport_error
 from ._multipart import upload_filename
 from ._retry import Attempt, RetryPolicy, retrying
-from ._session import Session
+from ._session import PasswordLogin, Session, SessionSource
 from ._transport import wide_read_transport
 from ._types import Credentials
 
@@ -97,7 +97,7 @@ class Http:
     def __init__(
         self,
         api_url: str,
-        credentials: Credentials,
+        credentials: Credentials | SessionSource,
         *,
         timeout: httpx.Timeout,
         limits: httpx.Limits,
@@ -118,7 +118,8 @@ class Http:
             trust_env=False,
         )
         self.meter = BudgetMeter(burst_window)
-        self.session = Session(credentials, self._login_call)
+        source = PasswordLogin(credentials) if isinstance(credentials, Credentials) else credentials
+        self.session = Session(source, self._sign_in_post)
         self.policy = policy
         self._rng = random.Random()
 
@@ -163,9 +164,12 @@ class Http:
             session_id = await self.session.renew(session_id)
         return await receive(await self._send(call, attempt, session_id), call)
 
-    async def _send(self, call: Call, attempt: Attempt, session_id: str | None) -> httpx.Response:
+    async def _send(
+        self, call: Call, attempt: Attempt, session_id: str | None, *, url: str | None = None
+    ) -> httpx.Response:
         """One request on the wire: paced, counted, its budget headers recorded. The
-        answer comes back unread (streaming); transport errors become VaultUnavailable."""
+        answer comes back unread (streaming); transport errors become VaultUnavailable.
+        ``url`` replaces the call's path (an absolute address outside the API base)."""
         headers = dict(call.headers)
         if session_id is not None:
             headers["Authorization"] = session_id
@@ -183,7 +187,7 @@ class Http:
                 files = {"file": (filename, handle, content_type)}
             request = self._client.build_request(
                 call.method,
-                call.path,
+                url or call.path,
                 params=params,
                 data=call.form,
                 files=files,
@@ -235,10 +239,14 @@ class Http:
             raise error
         return body  # a success envelope is a JSON object
 
-    async def _login_call(self, form: dict[str, str]) -> dict[str, Any]:
-        """POST /auth once, for the session (whose callers retry)."""
-        call = Call("POST", "/auth", form=form)
-        response = await self._send(call, Attempt(), None)
+    async def _sign_in_post(
+        self, address: str, form: Mapping[str, str], headers: Mapping[str, str]
+    ) -> dict[str, Any]:
+        """POST a sign-in form once, for the session (whose callers retry): ``/auth``, or
+        a profile's session endpoint (an absolute URL, which httpx sends as it is)."""
+        template = address if address.startswith("/") else "/auth/oauth/session"
+        call = Call("POST", template, form=form, headers=headers)
+        response = await self._send(call, Attempt(), None, url=address)
         return await self._read_body(response, call)
 
     async def login(self, *, max_retries: int | None = None) -> dict[str, Any]:
@@ -252,7 +260,7 @@ class Http:
             policy=self.policy,
             rng=self._rng,
             idempotent=True,
-            what="POST /auth",
+            what="sign-in",
             max_retries=max_retries,
         )
 

@@ -1,7 +1,10 @@
 """The demo vault: what an empty data directory is filled with on first start.
 
-One vault with three users (admin, editor, viewer) and a group (Approvers: the
-editor), three document types at different depths, a lifecycle with an approve state
+One vault with three users (admin, editor, viewer) who sign in with a password, a
+fourth (``sso@vaultfs.demo``, an editor) who has no usable password and signs in through
+an identity provider when the data directory has an OAuth profile for them (``vaultfs
+demo`` writes one; see docs/user-guide.md), and a group (Approvers: the editor),
+three document types at different depths, a lifecycle with an approve state
 change and a workflow, rendition, relationship and event types (with classifications
 and properties per event subtype), and about twenty documents with several versions,
 real files of several formats, viewable renditions, a few attachments and three
@@ -29,7 +32,7 @@ from .storage.blobs import BlobStore, StoredFile
 from .storage.db import Database, now_ms
 from .storage.fields import STANDARD_FIELDS, FieldSpec, field
 
-__all__ = ["DEMO_USERS", "ensure_demo_vault", "referenced_blobs"]
+__all__ = ["DEMO_SSO_USER", "DEMO_USERS", "ensure_demo_vault", "referenced_blobs"]
 
 DEMO_VAULT_ID = 1
 #: (user name, display name, role)
@@ -38,6 +41,9 @@ DEMO_USERS = [
     ("editor@vaultfs.demo", "Eddie Editor", "editor"),
     ("viewer@vaultfs.demo", "Vera Viewer", "viewer"),
 ]
+#: (user name, display name, role) of the demo user who signs in through single
+#: sign-on: their vault password is random and kept nowhere
+DEMO_SSO_USER = ("sso@vaultfs.demo", "Sam Sso", "editor")
 _DAY_MS = 86_400_000
 
 # (name, label, level, parent, name_default, lifecycles)
@@ -601,6 +607,10 @@ def ensure_demo_vault(db: Database, blobs: BlobStore, config: ServerConfig) -> b
             people[role] = users.SessionUser(
                 users.User(user_id, username, display, role), DEMO_VAULT_ID, "", 0
             )
+        sso_name, sso_display, sso_role = DEMO_SSO_USER
+        users.add_user(
+            conn, sso_name, sso_display, secrets.token_urlsafe(32), sso_role, [DEMO_VAULT_ID]
+        )
         groups.create_group(
             conn,
             DEMO_VAULT_ID,

@@ -46,6 +46,10 @@ AS_METADATA_KEYS = (
     "revocation_endpoint",
     "revocation_endpoint_auth_methods_supported",
     "end_session_endpoint",
+    # Not in the spec's list: RFC 8628's metadata name, for clients that sign in with the
+    # device grant (the spec's list has no place for it; clients ignore what they do not
+    # know).
+    "device_authorization_endpoint",
 )
 _INTROSPECTION_TIMEOUT = 10.0
 

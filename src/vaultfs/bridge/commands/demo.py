@@ -5,12 +5,19 @@ Owns the demo's choreography: start ``python -m vaultfs serve`` as a child proce
 demo admin's password (``VAULTFS_DEMO_PASSWORD`` or the server's 0600
 ``demo-credentials`` file), mount in the foreground, print what to try, and on
 Ctrl-C/SIGTERM unmount and stop the server. Works without a terminal (CI).
+
+The demo's data directory also gets an OAuth 2.0 / OIDC profile (``oauth.toml``, written
+once, mode 0600) for the demo's single sign-on user, ``sso@vaultfs.demo``: it trusts the
+demo identity provider on ``127.0.0.1:8818`` (``./run sso-provider``, the test suite's
+provider, reads the introspection secret from this file). The admin's mount does not
+need it: it signs in with a password as before.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import secrets
 import socket
 import subprocess
 import sys
@@ -25,12 +32,15 @@ from vaultfs.bridge.daemon.config import MountConfig, default_cache_dir
 from vaultfs.bridge.daemon.mount import run_mount
 from vaultfs.client import vault_answers
 
-__all__ = ["DEMO_USER", "read_demo_credentials", "run_demo"]
+__all__ = ["DEMO_IDP_PORT", "DEMO_USER", "demo_oauth_profile", "read_demo_credentials", "run_demo"]
 
 log = logging.getLogger(__name__)
 
 DEMO_USER = "admin@vaultfs.demo"
 DEFAULT_PORT = 8817
+#: the demo identity provider's port (``./run sso-provider``)
+DEMO_IDP_PORT = 8818
+DEMO_SSO_USER = "sso@vaultfs.demo"
 _SERVER_START_TIMEOUT = 60.0
 
 
@@ -71,8 +81,39 @@ def read_demo_credentials(data_dir: Path) -> tuple[str, str]:
     return next(iter(users.items()))
 
 
+def demo_oauth_profile(data_dir: Path) -> Path:
+    """``DATA/oauth.toml`` with the demo's single sign-on profile, written when there is
+    none (0600: it holds the vault's secret at the provider); its path."""
+    path = data_dir / "oauth.toml"
+    if path.exists():
+        return path
+    issuer = f"http://127.0.0.1:{DEMO_IDP_PORT}/o"
+    text = f"""# The demo's single sign-on: {DEMO_SSO_USER} signs in through the demo identity
+# provider (start it with `./run sso-provider`; see docs/user-guide.md).
+[profiles.demo_idp]
+label = "vaultfs demo identity provider"
+description = "The test suite's OpenID provider, on this machine"
+introspection_endpoint = "{issuer}/introspect/"
+introspection_client_id = "vault"
+introspection_client_secret = "{secrets.token_urlsafe(24)}"
+issuer = "{issuer}"
+authorization_endpoint = "{issuer}/authorize/"
+token_endpoint = "{issuer}/token/"
+revocation_endpoint = "{issuer}/revoke_token/"
+device_authorization_endpoint = "{issuer}/device-authorization/"
+user_claim = "username"
+users = ["{DEMO_SSO_USER}"]
+client_ids = {{ "vaultfs" = "vaultfs" }}
+"""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(text)
+    return path
+
+
 def _start_server(data_dir: Path, port: int) -> subprocess.Popen[bytes]:
     data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    demo_oauth_profile(data_dir)
     log_path = data_dir.parent / "demo-server.log"
     with open(log_path, "ab") as log_file:
         # Its own session: Ctrl-C reaches the demo, which then stops the server in order.
@@ -125,7 +166,8 @@ vaultfs demo: the local vault {url} is mounted at {m} as {user}
 
 Its users are admin@vaultfs.demo, editor@vaultfs.demo and viewer@vaultfs.demo; their
 password (for other clients and mounts) is in {credentials}
-(mode 0600, one "user<TAB>password" line each).
+(mode 0600, one "user<TAB>password" line each). sso@vaultfs.demo signs in through
+single sign-on instead: see "Single sign-on in the demo" in docs/user-guide.md.
 
 Try, in another terminal:
   ls -l {m}                          the document types

@@ -1,10 +1,12 @@
 """Sub-commands of the bridge half: ``mount``, ``umount``, ``status``, ``flush``,
-``demo``, ``set-password``, ``install-helper``, and ``actions``, ``do``, ``event``
-(``lifecycle``).
+``demo``, ``set-password``, ``login``, ``logout``, ``install-helper``, and ``actions``,
+``do``, ``event`` (``lifecycle``).
 
 Owns the command line of the bridge: what a mount is asked for (a named profile, or
-URL, mount point and ``-o`` FUSE-style options), the password's way into the daemon
-(``credentials``; never argv), and daemonising. A daemonised mount is a child process
+URL, mount point and ``-o`` FUSE-style options), how the user signs in (the vault's
+discovery first: a password, whose way into the daemon is ``credentials`` and stdin,
+never argv; or single sign-on, ``signin``, whose tokens the daemon reads from their
+store itself), and daemonising. A daemonised mount is a child process
 started in its own session that reports on a pipe once the mount answers, so the
 parent exits 0 only when the mount is up and with the child's error otherwise. The
 commands that manage a running mount are in ``manage``.
@@ -22,7 +24,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 import trio
 
@@ -31,7 +33,10 @@ from vaultfs.bridge.commands import control, install_helper, lifecycle, manage, 
 from vaultfs.bridge.commands.credentials import CredentialError, find_password, store_in_keyring
 from vaultfs.bridge.daemon.config import MountConfig, default_cache_dir
 from vaultfs.bridge.daemon.logs import setup_logging, stderr_is_journal
-from vaultfs.profiles import ProfileError, load_profile, names_profile
+from vaultfs.profiles import OAUTH_KEYS, ProfileError, load_profile, names_profile
+
+if TYPE_CHECKING:
+    from vaultfs.client import TokenLogin
 
 __all__ = ["parse_mount_options", "parse_size", "register"]
 
@@ -110,12 +115,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     mount.add_argument(
         "-o", dest="options", action="append", default=[], metavar="OPTIONS", help=_OPTIONS_HELP
     )
+    mount.add_argument(
+        "--device-code",
+        action="store_true",
+        help="single sign-on without a browser here: show a code to approve on another device",
+    )
     mount.add_argument("--foreground", "-f", action="store_true", help="do not daemonise")
     _logging_arguments(mount)
     # Internal: the daemon child reports readiness on this fd and reads its password
     # from stdin (never argv).
     mount.add_argument("--ready-fd", type=int, help=argparse.SUPPRESS)
     mount.add_argument("--password-stdin", action="store_true", help=argparse.SUPPRESS)
+    # Internal: the profile's [oauth] settings, for the daemon child (none is secret).
+    mount.add_argument("--oauth-setting", action="append", default=[], help=argparse.SUPPRESS)
     mount.set_defaults(handler=_mount)
 
     manage.register(sub)
@@ -134,6 +146,28 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     password.add_argument("--url", help="the vault, when no profile is named")
     password.add_argument("--user", help="the user name, when no profile is named")
     password.set_defaults(handler=_set_password)
+
+    login = sub.add_parser(
+        "login",
+        help="sign in through the vault's identity provider (single sign-on) ahead of a mount",
+    )
+    login.add_argument("target", nargs="?", metavar="PROFILE")
+    login.add_argument("--url", help="the vault, when no profile is named")
+    login.add_argument("--user", help="the user name, when no profile is named")
+    login.add_argument(
+        "--device-code", action="store_true", help="show a code to approve on another device"
+    )
+    _logging_arguments(login)
+    login.set_defaults(handler=_login)
+
+    logout = sub.add_parser(
+        "logout", help="forget (and revoke at the identity provider) a single sign-on"
+    )
+    logout.add_argument("target", nargs="?", metavar="PROFILE")
+    logout.add_argument("--url", help="the vault, when no profile is named")
+    logout.add_argument("--user", help="the user name, when no profile is named")
+    _logging_arguments(logout)
+    logout.set_defaults(handler=_logout)
 
     helper = sub.add_parser(
         "install-helper",
@@ -172,6 +206,8 @@ class _Request:
     #: ``-o`` option strings, login ones (user, password_file) taken out
     options: list[str] = field(default_factory=list)
     profile: str | None = None
+    #: single sign-on settings (the profile's ``[oauth]`` table)
+    oauth: dict[str, str] = field(default_factory=dict)
 
 
 def _request(args: argparse.Namespace) -> _Request:
@@ -180,9 +216,15 @@ def _request(args: argparse.Namespace) -> _Request:
         profile = load_profile(args.target)
         url, user, mountpoint = profile.url, profile.user, profile.mountpoint
         password_file, options, name = profile.password_file, profile.options, profile.name
+        oauth = dict(profile.oauth)
     else:
         url, user, mountpoint = args.url or DEFAULT_URL, None, Path(args.target)
         password_file, options, name = None, [], None
+        oauth = {}
+    for setting in args.oauth_setting:
+        key, _, value = setting.partition("=")
+        if key in OAUTH_KEYS:
+            oauth[key] = value
     options = [*options, *args.options]
     parsed = parse_mount_options(options)
     user = args.user or str(parsed.get("username") or parsed.get("user") or user or "")
@@ -205,6 +247,7 @@ def _request(args: argparse.Namespace) -> _Request:
         password_file=password_file.expanduser() if password_file else None,
         options=kept,
         profile=name,
+        oauth=oauth,
     )
 
 
@@ -252,13 +295,46 @@ def _mount(args: argparse.Namespace) -> int:
         if args.password_stdin:
             config.password = sys.stdin.readline().rstrip("\n")
         else:
-            config.password = find_password(config.url, config.user, request.password_file)
-    except CredentialError as exc:
-        print(f"vaultfs mount: {exc}", file=sys.stderr)
-        return 2
+            config.session_source = _single_sign_on(args, request, config)
+            if config.session_source is None:
+                config.password = find_password(config.url, config.user, request.password_file)
+    except (CredentialError, errors.VaultError) as exc:
+        message = str(exc) if isinstance(exc, CredentialError) else _failure(exc, config)
+        print(f"vaultfs mount: {message}", file=sys.stderr)
+        if args.ready_fd is not None:  # a daemon child: its parent says why
+            os.write(args.ready_fd, f"error: {message}\n".encode())
+        return 2 if isinstance(exc, CredentialError) else 1
     if not args.foreground:
         return _daemonise(args, request, config)
     return _run_foreground(args, config)
+
+
+def _single_sign_on(
+    args: argparse.Namespace, request: _Request, config: MountConfig
+) -> TokenLogin | None:
+    """The session source of a user the vault's discovery names an OAuth profile for
+    (None: a password user, or a password file was named). Signs in interactively when
+    no sign-in is stored and someone is there to approve (a terminal, or
+    ``--device-code``)."""
+    if request.password_file is not None:
+        return None
+    # Imported here: single sign-on (Authlib) is for the commands that sign in.
+    from vaultfs.bridge.commands import signin
+
+    settings = signin.SsoSettings.from_table(request.oauth)
+    discovery = signin.how_user_signs_in(config.url, config.user, settings)
+    if not discovery.sso:
+        return None
+    setup = signin.prepare(config.url, config.user, discovery, settings)
+    if setup.store.load() is None:
+        if not (args.device_code or sys.stdin.isatty()):
+            again = request.profile or f"--url {config.url} --user {config.user}"
+            raise CredentialError(
+                f"{config.user} signs in through {setup.profile.label} and no sign-in is "
+                f"stored: run `vaultfs login {again}` first (or mount with --device-code)"
+            )
+        signin.interactive_sign_in(setup, device=args.device_code)
+    return signin.token_login(setup)
 
 
 def _run_foreground(args: argparse.Namespace, config: MountConfig) -> int:
@@ -289,6 +365,10 @@ def _run_foreground(args: argparse.Namespace, config: MountConfig) -> int:
 
 
 def _failure(exc: BaseException, config: MountConfig) -> str:
+    if isinstance(exc, errors.SignInExpired):
+        return f"sign-in of {config.user} at {config.url} refused: {exc}"
+    if isinstance(exc, errors.UsernameOrPasswordIncorrect) and config.session_source:
+        return f"sign-in of {config.user} at {config.url} refused: {exc}"
     if isinstance(exc, errors.UsernameOrPasswordIncorrect):
         return f"login to {config.url} as {config.user} failed: wrong user name or password"
     if isinstance(exc, errors.AlreadyInUse):
@@ -311,9 +391,15 @@ def _daemonise(args: argparse.Namespace, request: _Request, config: MountConfig)
     read_fd, write_fd = os.pipe()
     argv = [
         sys.executable, "-m", "vaultfs", "mount", config.url, str(config.mountpoint),
-        "--user", config.user, "--foreground", "--password-stdin",
+        "--user", config.user, "--foreground",
         "--ready-fd", str(write_fd), "--log-level", _level(args),
     ]  # fmt: skip
+    # A password goes through stdin; a single sign-on's tokens the child reads from
+    # their store itself (it renews them there), given where that is.
+    if config.session_source is None:
+        argv.append("--password-stdin")
+    for key, value in request.oauth.items():
+        argv += ["--oauth-setting", f"{key}={value}"]
     if log_file is not None:
         argv += ["--log-file", str(log_file)]
     if request.options:
@@ -328,7 +414,8 @@ def _daemonise(args: argparse.Namespace, request: _Request, config: MountConfig)
     )
     os.close(write_fd)
     assert child.stdin is not None
-    child.stdin.write(config.password.encode() + b"\n")
+    if config.session_source is None:
+        child.stdin.write(config.password.encode() + b"\n")
     child.stdin.close()
     with os.fdopen(read_fd, "rb") as pipe:
         answer = _read_with_timeout(pipe, _START_TIMEOUT)
@@ -388,6 +475,70 @@ def _set_password(args: argparse.Namespace) -> int:
         print(f"vaultfs set-password: {exc}", file=sys.stderr)
         return 1
     print(f"stored the password of {user} at {url} in the keyring ({backend})")
+    return 0
+
+
+def _who(args: argparse.Namespace, command: str) -> tuple[str, str, dict[str, str]] | None:
+    """(url, user, oauth settings) of a profile or of --url and --user."""
+    if args.target is not None:
+        profile = load_profile(args.target)
+        return profile.url, profile.user, dict(profile.oauth)
+    if args.url and args.user:
+        return args.url.rstrip("/"), args.user, {}
+    print(f"vaultfs {command}: name a profile, or give --url and --user", file=sys.stderr)
+    return None
+
+
+def _login(args: argparse.Namespace) -> int:
+    from vaultfs.bridge.commands import signin
+
+    setup_logging(_level(args), args.log_file)
+    try:
+        who = _who(args, "login")
+        if who is None:
+            return 2
+        url, user, oauth = who
+        settings = signin.SsoSettings.from_table(oauth)
+        discovery = signin.how_user_signs_in(url, user, settings)
+        if not discovery.sso:
+            print(
+                f"vaultfs login: {user} signs in to {url} with a password "
+                "(store it with `vaultfs set-password`)",
+                file=sys.stderr,
+            )
+            return 1
+        setup = signin.prepare(url, user, discovery, settings)
+        signin.interactive_sign_in(setup, device=args.device_code)
+        vault = signin.check_session(setup)
+    except (ProfileError, CredentialError) as exc:
+        print(f"vaultfs login: {exc}", file=sys.stderr)
+        return 1
+    except errors.VaultError as exc:
+        print(f"vaultfs login: {exc.type}: {exc}", file=sys.stderr)
+        return 1
+    print(f"signed in to {url} as {user} (vault {vault}); `vaultfs mount` needs no prompt now")
+    return 0
+
+
+def _logout(args: argparse.Namespace) -> int:
+    from vaultfs.bridge.commands import signin
+
+    setup_logging(_level(args), args.log_file)
+    try:
+        who = _who(args, "logout")
+        if who is None:
+            return 2
+        url, user, oauth = who
+        settings = signin.SsoSettings.from_table(oauth)
+        revoked, found = signin.sign_out(url, user, settings)
+    except (ProfileError, CredentialError) as exc:
+        print(f"vaultfs logout: {exc}", file=sys.stderr)
+        return 1
+    if not found:
+        print(f"no sign-in of {user} at {url} was stored")
+        return 0
+    where = "revoked at the identity provider and " if revoked else ""
+    print(f"the sign-in of {user} at {url} is {where}forgotten")
     return 0
 
 

@@ -10,6 +10,7 @@ import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 __all__ = ["MountConfig", "default_cache_dir"]
 
@@ -38,3 +39,6 @@ class MountConfig:
     #: mount on a directory that holds files (hiding them while mounted)
     nonempty: bool = False
     debug: bool = False
+    #: how the mount signs in when not with ``user`` and ``password``: a
+    #: ``vaultfs.client.SessionSource`` (single sign-on), or None
+    session_source: Any = field(default=None, repr=False)

@@ -90,7 +90,7 @@ async def run_mount(config: MountConfig, ready: Callable[[], None] | None = None
         client = await stack.enter_async_context(
             VaultClient(
                 config.url,
-                Credentials(config.user, config.password),
+                config.session_source or Credentials(config.user, config.password),
                 max_retries=config.retries,
             )
         )
