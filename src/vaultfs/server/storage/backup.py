@@ -28,7 +28,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from . import schema
-from .content import ContentStore, ContentUnavailable
+from .content import ContentStore, ContentUnavailable, WrongContent
 from .db import Database
 from .sql import Conn, SqlConnection, is_postgres
 
@@ -231,8 +231,8 @@ def _restore_blob(archive: tarfile.TarFile, member: tarfile.TarInfo, blobs: Cont
     source = archive.extractfile(member)
     assert source is not None
     try:
-        info = blobs.put_stream(source, member.size, _CHUNK)
+        blobs.put_stream(source, member.size, _CHUNK, expect=member.name.removeprefix("blobs/"))
     except ContentUnavailable as exc:
         raise BackupError(f"{member.name}: {exc}") from None
-    if info.sha256 != member.name.removeprefix("blobs/"):
-        raise BackupError(f"{member.name} does not hold the content its name promises")
+    except WrongContent:
+        raise BackupError(f"{member.name} does not hold the content its name promises") from None

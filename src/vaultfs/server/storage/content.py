@@ -41,6 +41,7 @@ __all__ = [
     "Reading",
     "StoredFile",
     "TooLarge",
+    "WrongContent",
     "media_type",
     "sweep_incoming",
 ]
@@ -60,6 +61,10 @@ class TooLarge(Exception):
 class ContentUnavailable(Exception):
     """The store refused or failed a write or a read; the message says why (it never
     holds credentials). The HTTP layer turns it into an API error."""
+
+
+class WrongContent(Exception):
+    """A file whose sha256 is not the one it was expected to have (it is not stored)."""
 
 
 class RangeNotSatisfiable(Exception):
@@ -156,10 +161,18 @@ class ContentStore(ABC):
         """Store ``data`` (blocking; for small generated files such as demo content)."""
         return self.put_stream(io.BytesIO(data), len(data))
 
-    def put_stream(self, source: IO[bytes], max_size: int, chunk: int = 1 << 20) -> BlobInfo:
+    def put_stream(
+        self,
+        source: IO[bytes],
+        max_size: int,
+        chunk: int = 1 << 20,
+        *,
+        expect: str | None = None,
+    ) -> BlobInfo:
         """Store what ``source`` reads until its end (blocking; the caller checked the
-        size against ``max_size``); nothing is left behind when that fails."""
-        writer = BlobWriter(self, max_size)
+        size against ``max_size``); nothing is left behind when that fails. ``expect``:
+        the sha256 the content must have (else WrongContent, and nothing is stored)."""
+        writer = BlobWriter(self, max_size, expect=expect)
         writer.open_sync()
         try:
             while data := source.read(chunk):
@@ -174,8 +187,16 @@ class ContentStore(ABC):
 class BlobWriter:
     """Receives one file: ``write`` chunks, then ``finish`` (or ``abort``)."""
 
-    def __init__(self, store: ContentStore, max_size: int, inspect: Inspect | None = None) -> None:
+    def __init__(
+        self,
+        store: ContentStore,
+        max_size: int,
+        inspect: Inspect | None = None,
+        *,
+        expect: str | None = None,
+    ) -> None:
         self.store = store
+        self._expect = expect
         self.max_size = max_size
         self.size = 0
         #: what ``inspect`` said of the complete file (set by ``finish``)
@@ -212,6 +233,8 @@ class BlobWriter:
         received, self._tmp_path = self._tmp_path, None
         info = BlobInfo(sha256=self._sha.hexdigest(), md5=self._md5.hexdigest(), size=self.size)
         try:
+            if self._expect is not None and info.sha256 != self._expect:
+                raise WrongContent(f"the content's sha256 is {info.sha256}, not {self._expect}")
             if self._inspect is not None:
                 self.text = self._inspect(received)
         except BaseException:

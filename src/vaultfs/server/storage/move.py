@@ -2,10 +2,10 @@
 another (the directory to a bucket, and back), resumable and verified by checksum.
 
 Each file is streamed from the source into the target's ``BlobWriter``, which hashes
-what it receives: a file whose sha256 is not its name is reported, never taken for
-it. A file the target holds already with the right size is skipped, so a run that
-was interrupted (or that ran while servers were still writing) is simply run again;
-an upload cut off half-way left nothing in the target (``content``). ``verify`` reads
+what it receives: a file whose sha256 is not its name is reported and not stored. A
+file the target holds already with the right size is skipped, so a run that was
+interrupted (or that ran while servers were still writing) is simply run again; an
+upload cut off half-way left nothing in the target (``content``). ``verify`` reads
 back every file of the target and checks its sha256 as well.
 """
 
@@ -15,7 +15,7 @@ import hashlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from .content import ContentStore, ContentUnavailable
+from .content import ContentStore, ContentUnavailable, WrongContent
 
 __all__ = ["Moved", "move_content"]
 
@@ -78,14 +78,14 @@ def _move_one(
     else:
         reading = source.read(sha256)
         try:
-            stored = target.put_stream(reading.body, size, _CHUNK)
-        finally:
-            reading.body.close()
-        if stored.sha256 != sha256 or stored.size != size:
+            target.put_stream(reading.body, size, _CHUNK, expect=sha256)
+        except WrongContent:
             moved.problems.append(
                 f"{sha256}: the source's file does not hold the content its name promises"
             )
             return
+        finally:
+            reading.body.close()
         moved.copied += 1
         moved.copied_bytes += size
     if verify:
