@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,7 +24,7 @@ from tests.server.backends import bucket_of, incoming_dir
 from tests.server.conftest import backend_server
 from tests.server.helpers import api_client, assert_error, assert_ok, upload
 from tests.server.s3server import RefusingProxy, S3Server
-from tests.vaultproc import VaultProcess
+from tests.vaultproc import VaultProcess, free_port
 from vaultfs.server.storage.content import ContentUnavailable
 from vaultfs.server.storage.s3 import PART_SIZE, S3Location, S3Store
 
@@ -208,3 +210,21 @@ def test_sweep_removes_only_unreferenced_files_and_stale_uploads(
     assert reading.body.read() == b"ee"
     with pytest.raises(FileNotFoundError):
         store.read(drop.sha256)
+
+
+def test_serve_refuses_credentials_in_the_url_and_a_bucket_that_is_not_there(
+    tmp_path: Path, s3: S3Server
+) -> None:
+    def serve(content: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "vaultfs", "serve", "--port", str(free_port()),
+             "--data", str(tmp_path / "data"), "--content", content],
+            env={**os.environ, **s3.env}, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+
+    secret = serve("s3://KEYID:hunter2-secret@bucket/vault")
+    assert secret.returncode == 2
+    assert "no credentials" in secret.stderr and "hunter2" not in secret.stderr
+    missing = serve("s3://no-such-bucket/vault")
+    assert missing.returncode == 2
+    assert "s3://no-such-bucket/vault/ cannot be reached: HTTP 404" in missing.stderr

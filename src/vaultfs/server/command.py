@@ -349,7 +349,10 @@ def run(args: argparse.Namespace) -> int:
     data_dir = (args.data or default_data_dir()).resolve()
     try:
         content = content_setting(data_dir, args.content)
-    except ValueError as exc:
+        data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        # A store that cannot be reached is said in one line, before serving starts.
+        content_store(content, data_dir).open()
+    except (ValueError, OSError, ContentUnavailable) as exc:
         print(f"vaultfs serve: {exc}", file=sys.stderr)
         return 2
     logging.basicConfig(

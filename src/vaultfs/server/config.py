@@ -128,7 +128,7 @@ def content_setting(
 
         return str(S3Location.parse(found))
     if "://" in found:
-        raise ValueError(f"--content {found!r}: write s3://BUCKET/PREFIX or a directory")
+        raise ValueError("the content store is s3://BUCKET/PREFIX or a directory")
     return str(Path(found).expanduser().resolve())
 
 

@@ -70,15 +70,16 @@ class S3Location:
 
     @classmethod
     def parse(cls, url: str) -> S3Location:
+        # The messages never repeat the URL: it may hold what should not be there.
         if not url.startswith("s3://"):
-            raise ValueError(f"not an s3:// URL: {url!r}")
+            raise ValueError("not an s3:// URL")
         bucket, _, prefix = url.removeprefix("s3://").partition("/")
         if not bucket or "@" in bucket or ":" in bucket:
             # Credentials never go in the URL (argv is public): the environment or the
             # AWS files hold them.
             raise ValueError(
-                f"{url!r}: write s3://BUCKET/PREFIX (no credentials or endpoint in it;"
-                " they come from AWS_* variables or the AWS config files)"
+                "write the content store as s3://BUCKET/PREFIX, with no credentials or"
+                " endpoint in it (they come from AWS_* variables or the AWS config files)"
             )
         prefix = prefix.strip("/")
         return cls(bucket, prefix + "/" if prefix else "")
@@ -115,7 +116,8 @@ def _describe(exc: Exception) -> str:
     response = getattr(exc, "response", None)
     if response is not None:
         status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-        return f"{_code(exc)} (HTTP {status})"
+        code = _code(exc)
+        return f"HTTP {status}" if code == str(status) else f"{code} (HTTP {status})"
     return type(exc).__name__
 
 
