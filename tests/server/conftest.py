@@ -9,9 +9,11 @@ a bucket of their own on one S3-compatible server started for the session (see
 s3server.py). The same HTTP test then checks the same behaviour on each.
 
 Every test runs on both databases; the tests of modules marked ``content_stores``
-(those about files: uploads, downloads, ranges, backups, restarts) run on both
-databases with the bucket too, the others only with the directory, which keeps the
-suite's time in bounds.
+(those about files: uploads, downloads, ranges, backups, restarts) run with the bucket
+too: on both databases with the session's vault (``vault_server``), and on PostgreSQL,
+the team's configuration, with a vault of their own (``fresh_vault``, whose first start
+uploads the demo vault's files). The other modules run with the directory only. That
+keeps the suite's time in bounds.
 """
 
 from __future__ import annotations
@@ -37,12 +39,13 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    kinds = BACKENDS
-    if metafunc.definition.get_closest_marker("content_stores") is not None:
-        kinds = BACKENDS + S3_BACKENDS
-    for name, scope in (("vault_server", "session"), ("fresh_vault", "function")):
-        if name in metafunc.fixturenames:
-            metafunc.parametrize(name, kinds, indirect=True, scope=scope)  # type: ignore[arg-type]
+    files = metafunc.definition.get_closest_marker("content_stores") is not None
+    if "vault_server" in metafunc.fixturenames:
+        kinds = BACKENDS + S3_BACKENDS if files else BACKENDS
+        metafunc.parametrize("vault_server", kinds, indirect=True, scope="session")
+    if "fresh_vault" in metafunc.fixturenames:
+        kinds = [*BACKENDS, "postgresql+s3"] if files else BACKENDS
+        metafunc.parametrize("fresh_vault", kinds, indirect=True, scope="function")
 
 
 @pytest.fixture(scope="session")
