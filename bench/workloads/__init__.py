@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from ..context import Context
 from ..results import Row
-from . import cp, grep, listing, read, servers
+from . import content, cp, grep, listing, read, servers
 
 __all__ = ["WORKLOADS"]
 
@@ -20,4 +20,5 @@ WORKLOADS: dict[str, Callable[[Context], list[Row]]] = {
     "grep": grep.run,
     "cp": cp.run,
     "servers": servers.run,
+    "content": content.run,
 }

@@ -1,9 +1,19 @@
-"""Server tests run on both backends: the vault fixtures are parametrised by database.
+"""Server tests run on every backend: the vault fixtures are parametrised by database
+and content store.
 
-``vault_server`` and ``fresh_vault`` (see tests/conftest.py) come here in two kinds:
-``sqlite`` (the default, a file in the data directory) and ``postgresql`` (a database
-of its own in one PostgreSQL cluster started for the session, see postgres.py). The
-same HTTP test then checks the same behaviour on each.
+``vault_server`` and ``fresh_vault`` (see tests/conftest.py) come here in kinds named
+``DATABASE[+s3]``: ``sqlite`` (the default, a file in the data directory) and
+``postgresql`` (a database of its own in one PostgreSQL cluster started for the
+session, see postgres.py), with the files in the data directory, or, with ``+s3``, in
+a bucket of their own on one S3-compatible server started for the session (see
+s3server.py). The same HTTP test then checks the same behaviour on each.
+
+Every test runs on both databases; the tests of modules marked ``content_stores``
+(those about files: uploads, downloads, ranges, backups, restarts) run with the bucket
+too: on both databases with the session's vault (``vault_server``), and on PostgreSQL,
+the team's configuration, with a vault of their own (``fresh_vault``, whose first start
+uploads the demo vault's files). The other modules run with the directory only. That
+keeps the suite's time in bounds.
 """
 
 from __future__ import annotations
@@ -14,9 +24,28 @@ from pathlib import Path
 import pytest
 
 from tests.server.postgres import PostgresCluster
+from tests.server.s3server import S3Server
 from tests.vaultproc import VaultProcess
 
 BACKENDS = ["sqlite", "postgresql"]
+#: The kinds with the files in a bucket.
+S3_BACKENDS = ["sqlite+s3", "postgresql+s3"]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "content_stores: the module's tests run with the files in a bucket too"
+    )
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    files = metafunc.definition.get_closest_marker("content_stores") is not None
+    if "vault_server" in metafunc.fixturenames:
+        kinds = BACKENDS + S3_BACKENDS if files else BACKENDS
+        metafunc.parametrize("vault_server", kinds, indirect=True, scope="session")
+    if "fresh_vault" in metafunc.fixturenames:
+        kinds = [*BACKENDS, "postgresql+s3"] if files else BACKENDS
+        metafunc.parametrize("fresh_vault", kinds, indirect=True, scope="function")
 
 
 @pytest.fixture(scope="session")
@@ -29,17 +58,34 @@ def postgres() -> Iterator[PostgresCluster]:
         cluster.stop()
 
 
+@pytest.fixture(scope="session")
+def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
+    """One S3-compatible server for the session (each vault gets a bucket of its own)."""
+    server = S3Server(tmp_path_factory.mktemp("s3"))
+    try:
+        yield server.start()
+    finally:
+        server.stop()
+
+
 def backend_server(request: pytest.FixtureRequest, data_dir: Path, backend: str) -> VaultProcess:
-    """A (not yet started) vault server on ``backend``, with a new database of its own."""
-    if backend == "postgresql":
+    """A (not yet started) vault server on ``backend``, with a new database (and, for
+    ``+s3``, a new bucket) of its own."""
+    database, _, content = backend.partition("+")
+    args: list[str] = []
+    env: dict[str, str] = {}
+    if database == "postgresql":
         cluster: PostgresCluster = request.getfixturevalue("postgres")
-        return VaultProcess(
-            data_dir, extra_args=["--database", cluster.create_database()], env=cluster.env
-        )
-    return VaultProcess(data_dir)
+        args += ["--database", cluster.create_database()]
+        env.update(cluster.env)
+    if content == "s3":
+        s3: S3Server = request.getfixturevalue("s3")
+        args += ["--content", f"s3://{s3.create_bucket()}/vault"]
+        env.update(s3.env)
+    return VaultProcess(data_dir, extra_args=args, env=env)
 
 
-@pytest.fixture(scope="session", params=BACKENDS)
+@pytest.fixture(scope="session")
 def vault_server(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[VaultProcess]:
@@ -49,7 +95,7 @@ def vault_server(
         yield server
 
 
-@pytest.fixture(params=BACKENDS)
+@pytest.fixture
 def fresh_vault(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[VaultProcess]:
     """A demo vault of this test's own (per backend), which the test may stop and start."""
     server = backend_server(request, tmp_path / "data", request.param)

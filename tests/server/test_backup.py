@@ -1,4 +1,5 @@
-"""``vaultfs serve-admin backup`` while the server runs, and ``restore``, both backends.
+"""``vaultfs serve-admin backup`` while the server runs, and ``restore``, both backends
+(a vault whose files are in a bucket restores into a new bucket).
 
 A backup taken between two creates holds the first and not the second; restored into
 a new database (the same backend or the other one) and a new data directory, a server
@@ -15,20 +16,27 @@ from pathlib import Path
 
 import pytest
 
+from tests.server.backends import bucket_of
 from tests.server.helpers import api_client, assert_error, assert_ok, upload
 from tests.server.postgres import PostgresCluster
+from tests.server.s3server import S3Server
 from tests.vaultproc import VaultProcess
+
+#: Files are what these tests are about: they run with the files in a bucket too.
+pytestmark = pytest.mark.content_stores
 
 FIELDS = {"type__v": "General", "lifecycle__v": "General Lifecycle"}
 
 
 def admin(server: VaultProcess, *args: str) -> subprocess.CompletedProcess[str]:
-    """``vaultfs serve-admin ...`` for the server's data directory and database."""
+    """``vaultfs serve-admin ...`` for the server's data directory, database and
+    content store."""
     args_ = server.extra_args
     database = args_[args_.index("--database") :][:2] if "--database" in args_ else []
+    content = args_[args_.index("--content") :][:2] if "--content" in args_ else []
     return subprocess.run(
         [sys.executable, "-m", "vaultfs", "serve-admin", *args,
-         "--data", str(server.data_dir), *database],
+         "--data", str(server.data_dir), *database, *content],
         env=dict(os.environ, **server.env),
         capture_output=True,
         text=True,
@@ -36,12 +44,21 @@ def admin(server: VaultProcess, *args: str) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
-def target_server(backend: str, data: Path, request: pytest.FixtureRequest) -> VaultProcess:
+def target_server(
+    backend: str, data: Path, request: pytest.FixtureRequest, *, in_bucket: bool
+) -> VaultProcess:
+    """A new vault on ``backend``; ``in_bucket``: its files in a new bucket."""
+    args: list[str] = []
+    env: dict[str, str] = {}
     if backend == "postgresql":
         cluster: PostgresCluster = request.getfixturevalue("postgres")
-        url = cluster.create_database("restored")
-        return VaultProcess(data, extra_args=["--database", url], env=cluster.env)
-    return VaultProcess(data)
+        args += ["--database", cluster.create_database("restored")]
+        env.update(cluster.env)
+    if in_bucket:
+        s3: S3Server = request.getfixturevalue("s3")
+        args += ["--content", f"s3://{s3.create_bucket('restored')}/restored"]
+        env.update(s3.env)
+    return VaultProcess(data, extra_args=args, env=env)
 
 
 @pytest.mark.parametrize("restore_into", ["sqlite", "postgresql"])
@@ -65,7 +82,8 @@ def test_backup_while_running_then_restore(
     # An archive is never overwritten.
     assert admin(fresh_vault, "backup", str(archive)).returncode != 0
 
-    restored = target_server(restore_into, tmp_path / "restored", request)
+    in_bucket = bucket_of(fresh_vault) is not None
+    restored = target_server(restore_into, tmp_path / "restored", request, in_bucket=in_bucket)
     done = admin(restored, "restore", str(archive))
     assert done.returncode == 0, done.stderr
     # Restoring over a vault is refused.

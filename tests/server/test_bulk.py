@@ -15,6 +15,9 @@ from tests.server.helpers import api_client, assert_error, assert_ok
 from tests.server.versioned import at_version
 from tests.vaultproc import VaultProcess
 
+#: Files are what these tests are about: they run with the files in a bucket too.
+pytestmark = pytest.mark.content_stores
+
 CSV = {"Content-Type": "text/csv"}
 MIGRATE = {**CSV, "X-VaultAPI-MigrationMode": "true"}
 

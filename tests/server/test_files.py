@@ -12,6 +12,9 @@ from tests.conftest import EDITOR
 from tests.server.helpers import api_client, assert_error, assert_ok, upload
 from tests.vaultproc import VaultProcess
 
+#: Files are what these tests are about: they run with the files in a bucket too.
+pytestmark = pytest.mark.content_stores
+
 
 @pytest.fixture
 def client(vault_server: VaultProcess) -> httpx.Client:

@@ -5,11 +5,15 @@ from __future__ import annotations
 import socket
 
 import httpx
+import pytest
 
 from tests.conftest import login
-from tests.server.backends import backend_of
+from tests.server.backends import backend_of, bucket_of, incoming_dir, stored_files
 from tests.server.helpers import API, api_client, assert_error, assert_ok, upload
 from tests.vaultproc import VaultProcess, wait_until
+
+#: Files are what these tests are about: they run with the files in a bucket too.
+pytestmark = pytest.mark.content_stores
 
 
 def test_restart_keeps_everything(fresh_vault: VaultProcess) -> None:
@@ -29,15 +33,16 @@ def test_restart_keeps_everything(fresh_vault: VaultProcess) -> None:
         assert again.get(f"/objects/documents/{doc_id}/file").content == b"durable"
 
 
-def _blob_files(server: VaultProcess) -> set[str]:
-    return {p.name for p in (server.data_dir / "blobs").rglob("*") if p.is_file()}
-
-
-def test_aborted_upload_leaves_nothing(fresh_vault: VaultProcess) -> None:
+def test_aborted_upload_leaves_nothing(
+    fresh_vault: VaultProcess, request: pytest.FixtureRequest
+) -> None:
+    s3 = request.getfixturevalue("s3") if bucket_of(fresh_vault) else None
+    incoming = incoming_dir(fresh_vault)
     client = api_client(fresh_vault.url)
     session = client.headers["Authorization"]
     total = assert_ok(client.get("/objects/documents"))["responseDetails"]["total"]
-    blobs_before = _blob_files(fresh_vault)
+    blobs_before = stored_files(fresh_vault, s3)
+    assert blobs_before
     boundary = "vaultfsboundary"
     head = (
         f'--{boundary}\r\nContent-Disposition: form-data; name="type__v"\r\n\r\nGeneral\r\n'
@@ -58,15 +63,15 @@ def test_aborted_upload_leaves_nothing(fresh_vault: VaultProcess) -> None:
         sock.sendall(request + head + b"x" * 3_000_000)
         # The server has started receiving the file into a temp file ...
         wait_until(
-            lambda: any((fresh_vault.data_dir / "blobs" / "tmp").iterdir()),
+            lambda: any(incoming.iterdir()),
             what="the upload to reach a temp file",
         )
     # ... and the client went away half-way through the body.
     wait_until(
-        lambda: not any((fresh_vault.data_dir / "blobs" / "tmp").iterdir()),
+        lambda: not any(incoming.iterdir()),
         what="the temp file to be removed",
     )
-    assert _blob_files(fresh_vault) == blobs_before
+    assert stored_files(fresh_vault, s3) == blobs_before
     assert assert_ok(client.get("/objects/documents"))["responseDetails"]["total"] == total
 
     # A complete HTTP body whose multipart is cut short is refused the same way.
@@ -77,7 +82,7 @@ def test_aborted_upload_leaves_nothing(fresh_vault: VaultProcess) -> None:
         headers={"Content-Type": f"multipart/form-data; boundary={boundary}"},
     )
     assert_error(r, "INVALID_DATA", mentions="closing boundary")
-    assert _blob_files(fresh_vault) == blobs_before
+    assert stored_files(fresh_vault, s3) == blobs_before
     assert assert_ok(client.get("/objects/documents"))["responseDetails"]["total"] == total
 
 

@@ -15,6 +15,9 @@ from tests.server.versioned import at_version
 from tests.vaultproc import VaultProcess
 from vaultfs.server.storage.search import extract_text
 
+#: Files are what these tests are about: they run with the files in a bucket too.
+pytestmark = pytest.mark.content_stores
+
 GENERAL = {"type__v": "General", "lifecycle__v": "General Lifecycle"}
 
 

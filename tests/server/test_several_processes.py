@@ -1,13 +1,16 @@
-"""Two server processes on one PostgreSQL database and one content directory.
+"""Two server processes on one PostgreSQL database and one content directory, or, as
+on two machines, each with a data directory of its own and the files in one bucket.
 
 Any process answers any request: a session made by one is good on the other, and
 requests racing through both for one lock, one draft number or one attachment give
 exactly one winner each and no duplicates. The API and login limits count calls of
-both processes together.
+both processes together. With a bucket, each serves the files the other received, and
+a restart of both loses nothing.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -20,23 +23,32 @@ import pytest
 from tests.conftest import ADMIN, DEMO_PASSWORD, EDITOR, login
 from tests.server.helpers import API, assert_error, assert_ok, upload
 from tests.server.postgres import PostgresCluster
+from tests.server.s3server import S3Server
 from tests.vaultproc import VaultProcess
 
 FIELDS = {"type__v": "General", "lifecycle__v": "General Lifecycle"}
 
 
 def start_pair(
-    cluster: PostgresCluster, tmp_path: Path, extra_args: list[str] | None = None
+    cluster: PostgresCluster,
+    tmp_path: Path,
+    extra_args: list[str] | None = None,
+    *,
+    s3: S3Server | None = None,
 ) -> list[VaultProcess]:
     """Two processes on a new database and one data directory, started at once (so
-    the first start's schema and demo data are made once, whoever comes first)."""
+    the first start's schema and demo data are made once, whoever comes first); with
+    ``s3``, each has a data directory of its own and the files are in a new bucket."""
     url = cluster.create_database("shared")
-    data = tmp_path / "data"
+    args = ["--database", url, *(extra_args or [])]
+    env = dict(cluster.env)
+    if s3 is not None:
+        args += ["--content", f"s3://{s3.create_bucket('shared')}/team/vault"]
+        env.update(s3.env)
     servers = []
     for name in ("a", "b"):
-        server = VaultProcess(
-            data, extra_args=["--database", url, *(extra_args or [])], env=cluster.env
-        )
+        data = tmp_path / (f"data-{name}" if s3 is not None else "data")
+        server = VaultProcess(data, extra_args=args, env=env)
         server.log_path = tmp_path / f"server-{name}.log"
         servers.append(server)
     with ThreadPoolExecutor(2) as pool:
@@ -181,6 +193,45 @@ def test_limits_and_lockout_count_both_processes(postgres: PostgresCluster, tmp_
         assert_error(wrong(servers[0]), "USERNAME_OR_PASSWORD_INCORRECT", 401)
         right = {"username": EDITOR, "password": DEMO_PASSWORD}
         assert_error(httpx.post(servers[1].url + API + "/auth", data=right), "USER_LOCKED_OUT")
+    finally:
+        for server in servers:
+            server.stop()
+
+
+def test_two_machines_serve_each_others_files_from_one_bucket(
+    postgres: PostgresCluster, s3: S3Server, tmp_path: Path
+) -> None:
+    servers = start_pair(postgres, tmp_path, s3=s3)
+    try:
+        a, b = clients(servers)
+        assert servers[0].data_dir != servers[1].data_dir
+        made: dict[int, bytes] = {}
+        for n, (client, size) in enumerate([(a, 10), (b, 3 * 1024 * 1024 + 5), (a, 9_000_000)]):
+            content = os.urandom(size)
+            r = upload(client, "/objects/documents", {**FIELDS, "name__v": f"Team {n}"},
+                       f"team-{n}.bin", content)  # fmt: skip
+            made[int(assert_ok(r)["id"])] = content
+        for doc_id, content in made.items():
+            for client in (a, b):
+                assert client.get(f"/objects/documents/{doc_id}/file").content == content
+                part = client.get(
+                    f"/objects/documents/{doc_id}/file", headers={"Range": "bytes=3-"}
+                )
+                assert part.status_code == 206 and part.content == content[3:]
+        # A new version received by one is the latest on the other.
+        doc_id = next(iter(made))
+        assert_ok(upload(b, f"/objects/documents/{doc_id}", {"createDraft": "uploadedContent"},
+                         "team-0.bin", b"second"))  # fmt: skip
+        assert a.get(f"/objects/documents/{doc_id}/file").content == b"second"
+        # Both restart (one after the other, as machines are updated): nothing is lost.
+        for server in servers:
+            server.stop()
+            server.start()
+        a, b = clients(servers)
+        made[doc_id] = b"second"
+        for doc_id, content in made.items():
+            assert b.get(f"/objects/documents/{doc_id}/file").content == content
+            assert a.get(f"/objects/documents/{doc_id}/file").content == content
     finally:
         for server in servers:
             server.stop()

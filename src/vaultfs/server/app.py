@@ -1,7 +1,8 @@
 """``create_app(config)``: the Starlette application of the local vault.
 
 Nothing is created at import time. The application's lifespan opens the database
-(SQLite in the data directory, or a shared PostgreSQL) and the blob directory,
+(SQLite in the data directory, or a shared PostgreSQL) and the content store (the
+blob directory, or a bucket),
 creates the demo vaults in an empty database, sweeps orphaned blobs (left by a crash
 or by deletions), reads the vault host names and the OAuth profiles, and closes
 everything on exit.
@@ -38,16 +39,18 @@ from .oauth import load_profiles
 from .routes import api_routes
 from .state import VaultState
 from .storage import vaults
-from .storage.blobs import BlobStore, StoredFile
+from .storage.content import ContentStore, ContentUnavailable, StoredFile
 from .storage.db import Database, now_ms
+from .storage.stores import content_store
 
 __all__ = ["create_app", "open_database", "open_state"]
 
 log = logging.getLogger("vaultfs.server")
 
 
-#: On a content directory several processes share, unreferenced files younger than
-#: this are spared by the start-up sweep: another process may be mid-upload.
+#: On a content store several processes share (a bucket, or a directory beside a
+#: shared database), unreferenced files younger than this are spared by the start-up
+#: sweep: another process may be mid-upload.
 _SHARED_SWEEP_AGE = 3600.0
 
 
@@ -69,16 +72,27 @@ def open_state(config: ServerConfig) -> VaultState:
     config.data_dir.chmod(0o700)
     db = open_database(config)
     db.open()
-    blobs = BlobStore(config.data_dir / "blobs")
-    blobs.open()
+    blobs = content_store(config.content, config.data_dir)
+    try:
+        blobs.open()
+    except ContentUnavailable as exc:
+        log.error("cannot open the content store: %s", exc)
+        db.close()
+        raise
+    log.info("files are kept in %s", blobs)
     # Processes starting together on one database: one fills it, the others wait.
     with db.exclusive():
         if demo.ensure_demo_vault(db, blobs, config):
             _add_second_demo_vault(db, blobs)
-        age = _SHARED_SWEEP_AGE if db.shared else 0.0
-        removed = blobs.sweep(db.read_sync(demo.referenced_blobs), min_age_seconds=age)
+        age = _SHARED_SWEEP_AGE if db.shared or blobs.shared else 0.0
+        try:
+            removed = blobs.sweep(db.read_sync(demo.referenced_blobs), min_age_seconds=age)
+        except ContentUnavailable as exc:
+            # Orphans cost space only; the next start tries again.
+            log.warning("%s", exc)
+            removed = 0
     if removed:
-        log.info("removed %d unreferenced files from the blob directory", removed)
+        log.info("removed %d unreferenced files from %s", removed, blobs)
     limiter: ApiLimiter
     throttle: LoginThrottle
     if db.shared:
@@ -105,7 +119,7 @@ def open_state(config: ServerConfig) -> VaultState:
     )
 
 
-def _add_second_demo_vault(db: Database, blobs: BlobStore) -> None:
+def _add_second_demo_vault(db: Database, blobs: ContentStore) -> None:
     """A second vault in the demo domain, so multi-vault logins can be tried."""
     admin = next(name for name, _, role in demo.DEMO_USERS if role == "admin")
     members = [name for name, _, role in demo.DEMO_USERS if role in ("admin", "editor")]

@@ -1,5 +1,6 @@
 """``vaultfs serve``: run the local vault on Hypercorn's trio worker (HTTP or HTTPS);
-``vaultfs serve-admin``: administration of a vault (unlock a user, backup, restore)."""
+``vaultfs serve-admin``: administration of a vault (unlock a user, backup, restore,
+move the files to another content store)."""
 
 from __future__ import annotations
 
@@ -17,16 +18,20 @@ from hypercorn.trio import serve
 from . import demo
 from .app import create_app, open_database
 from .config import (
+    CONTENT_ENV,
     DATABASE_ENV,
     PASSWORD_FILE_ENV,
     DatabaseSettings,
     ServerConfig,
+    content_setting,
     database_settings,
     default_data_dir,
 )
 from .storage import backup, users
-from .storage.blobs import BlobStore
+from .storage.content import ContentStore, ContentUnavailable
 from .storage.db import Database
+from .storage.move import Moved, move_content
+from .storage.stores import content_store
 
 __all__ = ["register"]
 
@@ -38,6 +43,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("--port", type=int, default=8817, help="port to listen on")
     _data_argument(parser)
     _database_arguments(parser)
+    _content_argument(parser)
     parser.add_argument(
         "--tls-cert", type=Path, default=None, metavar="FILE", help="serve HTTPS: certificate (PEM)"
     )
@@ -116,6 +122,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     backup.add_argument("archive", type=Path, help="the archive to write (must not exist)")
     _data_argument(backup)
     _database_arguments(backup)
+    _content_argument(backup)
     backup.set_defaults(handler=run_backup)
     restore = actions.add_parser(
         "restore", help="restore a backup archive into a new, empty database and data directory"
@@ -123,7 +130,22 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     restore.add_argument("archive", type=Path, help="an archive made by backup")
     _data_argument(restore)
     _database_arguments(restore)
+    _content_argument(restore)
     restore.set_defaults(handler=run_restore)
+    move = actions.add_parser(
+        "move-content",
+        help="copy every file of the vault to another content store (resumable, verified)",
+    )
+    move.add_argument(
+        "target", metavar="TARGET", help="s3://BUCKET/PREFIX, or a directory (e.g. DATA/blobs)"
+    )
+    move.add_argument(
+        "--verify", action="store_true", help="read every copied file back and check its sha256"
+    )
+    _data_argument(move)
+    _database_arguments(move)
+    _content_argument(move, "the store to copy from")
+    move.set_defaults(handler=run_move_content)
 
 
 def _data_argument(parser: argparse.ArgumentParser) -> None:
@@ -152,6 +174,29 @@ def _database_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help=f"file (mode 0600) holding the database password (or ${PASSWORD_FILE_ENV})",
     )
+
+
+def _content_argument(parser: argparse.ArgumentParser, what: str = "where the files are") -> None:
+    parser.add_argument(
+        "--content",
+        default=None,
+        metavar="STORE",
+        help=f"{what}: s3://BUCKET/PREFIX (endpoint, region and credentials from AWS_*"
+        " variables or the AWS config files) or a directory (default:"
+        f" ${CONTENT_ENV}, DATA/server.toml, else DATA/blobs)",
+    )
+
+
+def _content(args: argparse.Namespace, command: str) -> ContentStore | None:
+    """The (opened) content store of a command line, or None after saying why not."""
+    data_dir = (args.data or default_data_dir()).resolve()
+    try:
+        store = content_store(content_setting(data_dir, args.content), data_dir)
+        store.open()
+    except (ValueError, OSError, ContentUnavailable) as exc:
+        print(f"vaultfs {command}: {exc}", file=sys.stderr)
+        return None
+    return store
 
 
 def _settings(args: argparse.Namespace, command: str) -> DatabaseSettings | None:
@@ -207,7 +252,9 @@ def run_backup(args: argparse.Namespace) -> int:
     if db is None:
         return 1
     try:
-        blobs = BlobStore((args.data or default_data_dir()).resolve() / "blobs")
+        blobs = _content(args, "serve-admin backup")
+        if blobs is None:
+            return 1
         manifest = backup.make_backup(db, blobs, demo.referenced_blobs, args.archive)
     except (backup.BackupError, OSError) as exc:
         print(f"vaultfs serve-admin backup: {exc}", file=sys.stderr)
@@ -235,9 +282,10 @@ def run_restore(args: argparse.Namespace) -> int:
         database_url=settings.url,
         database_password_file=settings.password_file,
     )
+    blobs = _content(args, "serve-admin restore")
+    if blobs is None:
+        return 1
     db = open_database(config)
-    blobs = BlobStore(data_dir / "blobs")
-    blobs.open()
     try:
         manifest = backup.restore_backup(db, blobs, args.archive)
     except (backup.BackupError, OSError, KeyError, ValueError) as exc:
@@ -248,6 +296,48 @@ def run_restore(args: argparse.Namespace) -> int:
     rows = sum(manifest["rows"].values())
     print(f"restored {rows} records and {manifest['blobs']} files from {args.archive}")
     return 0
+
+
+def run_move_content(args: argparse.Namespace) -> int:
+    """Copy every file the records reference to the store TARGET; servers may keep
+    running (run it again after they stopped: it copies only what is missing)."""
+    source = _content(args, "serve-admin move-content")
+    if source is None:
+        return 1
+    data_dir = (args.data or default_data_dir()).resolve()
+    try:
+        target = content_store(content_setting(data_dir, args.target), data_dir)
+        target.open()
+    except (ValueError, OSError, ContentUnavailable) as exc:
+        print(f"vaultfs serve-admin move-content: {exc}", file=sys.stderr)
+        return 1
+    if str(target) == str(source):
+        print(f"vaultfs serve-admin move-content: the files are in {target} already",
+              file=sys.stderr)  # fmt: skip
+        return 1
+    db = admin_database(args)
+    if db is None:
+        return 1
+    try:
+        wanted = db.read_sync(demo.referenced_blobs)
+    finally:
+        db.close()
+
+    def progress(moved: Moved) -> None:
+        done = moved.copied + moved.present + len(moved.problems)
+        if done % 100 == 0:
+            print(f"{done} of {len(wanted)} files", flush=True)
+
+    moved = move_content(source, target, wanted, verify=args.verify, progress=progress)
+    for problem in moved.problems:
+        print(f"vaultfs serve-admin move-content: {problem}", file=sys.stderr)
+    mib = moved.copied_bytes / (1024 * 1024)
+    checked = f", {moved.verified} read back and verified" if args.verify else ""
+    print(
+        f"copied {moved.copied} files ({mib:.1f} MiB) from {source} to {target};"
+        f" {moved.present} were there already{checked}; {len(moved.problems)} problems"
+    )
+    return 1 if moved.problems else 0
 
 
 async def _until_signal() -> None:
@@ -262,6 +352,15 @@ def run(args: argparse.Namespace) -> int:
         return 2
     settings = _settings(args, "serve")
     if settings is None:
+        return 2
+    data_dir = (args.data or default_data_dir()).resolve()
+    try:
+        content = content_setting(data_dir, args.content)
+        data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        # A store that cannot be reached is said in one line, before serving starts.
+        content_store(content, data_dir).open()
+    except (ValueError, OSError, ContentUnavailable) as exc:
+        print(f"vaultfs serve: {exc}", file=sys.stderr)
         return 2
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -285,6 +384,7 @@ def run(args: argparse.Namespace) -> int:
         log_level=args.log_level,
         database_url=settings.url,
         database_password_file=settings.password_file,
+        content=content,
     )
     hypercorn = HypercornConfig()
     hypercorn.bind = [f"{config.host}:{config.port}"]

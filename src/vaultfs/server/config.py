@@ -1,5 +1,5 @@
-"""Configuration of one local vault server process (``ServerConfig``) and where its
-database is (``database_settings``)."""
+"""Configuration of one local vault server process (``ServerConfig``), where its
+database is (``database_settings``) and where its files are (``content_setting``)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,12 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 __all__ = [
+    "CONTENT_ENV",
     "DATABASE_ENV",
     "PASSWORD_FILE_ENV",
     "DatabaseSettings",
     "ServerConfig",
+    "content_setting",
     "database_settings",
     "default_data_dir",
 ]
@@ -62,6 +64,9 @@ class ServerConfig:
     database_url: str | None = None
     #: a file holding the database password (else libpq's PGPASSWORD / PGPASSFILE)
     database_password_file: Path | None = None
+    #: where the files are: None = the directory ``blobs`` in ``data_dir``; else
+    #: ``s3://BUCKET/PREFIX`` (several processes may share it) or a directory
+    content: str | None = None
 
     @property
     def session_timeout_seconds(self) -> float:
@@ -71,6 +76,8 @@ class ServerConfig:
 #: Environment variables naming the database and its password file.
 DATABASE_ENV = "VAULTFS_DATABASE"
 PASSWORD_FILE_ENV = "VAULTFS_DATABASE_PASSWORD_FILE"
+#: Environment variable naming the content store.
+CONTENT_ENV = "VAULTFS_CONTENT"
 
 
 @dataclass(frozen=True)
@@ -103,6 +110,26 @@ def database_settings(
     if password_path is not None and stat.S_IMODE(password_path.stat().st_mode) & 0o077:
         raise ValueError(f"{password_path} must be readable by its owner only (chmod 600)")
     return DatabaseSettings(url=url, password_file=password_path)
+
+
+def content_setting(
+    data_dir: Path, content: str | None, environ: Mapping[str, str] = os.environ
+) -> str | None:
+    """Where the files are: the command line (``--content``), else ``$VAULTFS_CONTENT``,
+    else ``url`` in the ``[content]`` table of ``DATA/server.toml``, else None (the
+    directory ``DATA/blobs``). ValueError for an ``s3://`` URL that is not
+    ``s3://BUCKET/PREFIX`` (credentials never go in it: argv is public)."""
+    from_file = _server_toml(data_dir).get("content", {})
+    found = content or environ.get(CONTENT_ENV) or from_file.get("url")
+    if not found:
+        return None
+    if found.startswith("s3://"):
+        from .storage.s3 import S3Location
+
+        return str(S3Location.parse(found))
+    if "://" in found:
+        raise ValueError("the content store is s3://BUCKET/PREFIX or a directory")
+    return str(Path(found).expanduser().resolve())
 
 
 def _server_toml(data_dir: Path) -> dict[str, dict[str, str]]:

@@ -28,7 +28,7 @@ from pathlib import Path
 from .config import ServerConfig
 from .samples import docx_bytes, pdf_bytes, png_bytes
 from .storage import attachments, changes, groups, renditions, search, users
-from .storage.blobs import BlobStore, StoredFile
+from .storage.content import ContentStore, StoredFile
 from .storage.db import Database, now_ms
 from .storage.fields import STANDARD_FIELDS, FieldSpec, field
 
@@ -586,7 +586,7 @@ def _password(config: ServerConfig) -> str:
     return password
 
 
-def ensure_demo_vault(db: Database, blobs: BlobStore, config: ServerConfig) -> bool:
+def ensure_demo_vault(db: Database, blobs: ContentStore, config: ServerConfig) -> bool:
     """Fill an empty database with the demo vault (blocking); False when not empty."""
     if db.read_sync(lambda conn: conn.execute("SELECT count(*) FROM vaults").fetchone()[0]):
         return False
@@ -596,7 +596,7 @@ def ensure_demo_vault(db: Database, blobs: BlobStore, config: ServerConfig) -> b
 
     def store(data: bytes, filename: str) -> StoredFile:
         stored = StoredFile(blob=blobs.put_bytes(data), filename=filename)
-        texts[stored.blob.sha256] = search.extract_text(blobs.path(stored.blob.sha256), filename)
+        texts[stored.blob.sha256] = search.extract_text(data, filename)
         return stored
 
     def fill(conn: sqlite3.Connection) -> None:

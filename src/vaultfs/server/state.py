@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from .config import ServerConfig
 from .limits import ApiLimiter, AuthThrottle, LoginThrottle
 from .oauth import OAuthProfile
-from .storage.blobs import BlobStore
+from .storage.content import ContentStore
 from .storage.db import Database
 
 __all__ = ["VaultState"]
@@ -17,7 +17,7 @@ __all__ = ["VaultState"]
 class VaultState:
     config: ServerConfig
     db: Database
-    blobs: BlobStore
+    blobs: ContentStore
     limiter: ApiLimiter
     auth_throttle: LoginThrottle = field(default_factory=lambda: AuthThrottle(20, 60, 0))
     #: vault DNS (lower case) -> vault id, read at start

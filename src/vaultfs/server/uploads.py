@@ -1,11 +1,13 @@
-"""Request bodies of forms: url-encoded, JSON, or multipart streamed into the blob store.
+"""Request bodies of forms: url-encoded, JSON, or multipart streamed into the content store.
 
 ``read_form`` parses ``multipart/form-data`` as the body arrives (python-multipart's
 streaming parser over ``request.stream()``): text parts are kept (small, bounded),
 file parts go straight into a ``BlobWriter`` while being hashed, never whole in
-memory. Files are moved into the blob store only once the whole body has been
-parsed; a body that stops short, a client that disconnects, or a malformed body
-removes every temp file, so an aborted upload leaves nothing behind.
+memory. Files go into the content store (the directory, or the bucket) only once the
+whole body has been parsed; a body that stops short, a client that disconnects, or a
+malformed body removes every temp file, so an aborted upload leaves nothing behind.
+A store that refuses the file answers ``OPERATION_NOT_ALLOWED`` (a FAILURE, never a
+5xx that would make a client send a create again): nothing was made.
 
 Lenient where real clients are sloppy (docs/server.md, "What the local vault accepts
 beyond the spec"): a multipart ``Content-Type`` without ``boundary`` takes the boundary
@@ -26,9 +28,17 @@ from typing import Any
 from python_multipart.multipart import MultipartParser, parse_options_header
 from starlette.requests import ClientDisconnect, Request
 
-from vaultfs.errors import InvalidData
+from vaultfs.errors import InvalidData, OperationNotAllowed
 
-from .storage.blobs import BlobStore, BlobWriter, StoredFile, TooLarge
+from .storage import search
+from .storage.content import (
+    BlobWriter,
+    ContentStore,
+    ContentUnavailable,
+    Inspect,
+    StoredFile,
+    TooLarge,
+)
 
 __all__ = ["Form", "read_form"]
 
@@ -54,6 +64,22 @@ class _Part:
     text: list[bytes] = field(default_factory=list)
     text_size: int = 0
     writer: BlobWriter | None = None
+
+
+@dataclass(frozen=True)
+class _Files:
+    """How file parts are received: into which store, up to which size, which form
+    fields are files, and whether their searchable text is extracted."""
+
+    store: ContentStore
+    max_size: int
+    fields: frozenset[str]
+    with_text: bool
+
+    def inspect(self, filename: str) -> Inspect | None:
+        if not self.with_text:
+            return None
+        return lambda path: search.extract_text(path, filename)
 
 
 class _Collector:
@@ -92,20 +118,27 @@ class _Collector:
 
 
 async def read_form(
-    request: Request, blobs: BlobStore, *, max_file_size: int, file_fields: frozenset[str]
+    request: Request,
+    blobs: ContentStore,
+    *,
+    max_file_size: int,
+    file_fields: frozenset[str],
+    with_text: bool = False,
 ) -> Form:
-    """The fields and files of a request body (query parameters are not included)."""
+    """The fields and files of a request body (query parameters are not included);
+    ``with_text``: each file's searchable text is extracted too (``StoredFile.text``)."""
     content_type, options = parse_options_header(request.headers.get("content-type", ""))
     content_type = content_type.lower()
     stream = _chunks(request)
+    files = _Files(blobs, max_file_size, file_fields, with_text)
     if content_type == b"multipart/form-data":
         boundary = options.get(b"boundary")
         if boundary:
-            return await _read_multipart(stream, blobs, boundary, max_file_size, file_fields)
+            return await _read_multipart(stream, files, boundary)
         head, stream = await _first_line(stream)
         if head.startswith(b"--") and len(head) > 2:
             boundary = head[2:].rstrip()
-            return await _read_multipart(stream, blobs, boundary, max_file_size, file_fields)
+            return await _read_multipart(stream, files, boundary)
         # No boundary, and a body that is no multipart: what the client's HTTP library
         # sent when it had no file to attach is a url-encoded form.
         content_type = b"application/x-www-form-urlencoded"
@@ -200,13 +233,7 @@ async def _read_small(stream: AsyncIterator[bytes]) -> bytes:
     return b"".join(chunks)
 
 
-async def _read_multipart(
-    stream: AsyncIterator[bytes],
-    blobs: BlobStore,
-    boundary: bytes,
-    max_file_size: int,
-    file_fields: frozenset[str],
-) -> Form:
+async def _read_multipart(stream: AsyncIterator[bytes], files: _Files, boundary: bytes) -> Form:
     collector = _Collector()
     try:
         parser = MultipartParser(boundary, collector.callbacks())  # type: ignore[arg-type]
@@ -222,18 +249,23 @@ async def _read_multipart(
             except Exception as exc:
                 raise InvalidData(f"Malformed multipart body: {exc}") from None
             for kind, value in collector.events:
-                part = await _apply(
-                    kind, value, part, form, writers, blobs, max_file_size, file_fields
-                )
+                part = await _apply(kind, value, part, form, writers, files)
             collector.events.clear()
         if not collector.ended:
             raise InvalidData("Malformed multipart body: it ended before the closing boundary")
-        for name, filename, writer in writers:
-            form.files[name] = StoredFile(blob=await writer.finish(), filename=filename)
-        writers.clear()
+        while writers:
+            name, filename, writer = writers[0]
+            blob = await writer.finish()
+            writers.pop(0)
+            form.files[name] = StoredFile(blob=blob, filename=filename, text=writer.text)
         return form
     except TooLarge as exc:
         raise InvalidData(f"The uploaded file is too large: {exc}") from None
+    except ContentUnavailable as exc:
+        raise OperationNotAllowed(
+            f"The vault could not store the file now ({exc}); nothing was created or"
+            " changed. Send it again later."
+        ) from None
     finally:
         for _, _, writer in writers:
             await writer.abort()
@@ -245,9 +277,7 @@ async def _apply(
     part: _Part,
     form: Form,
     writers: list[tuple[str, str, BlobWriter]],
-    blobs: BlobStore,
-    max_file_size: int,
-    file_fields: frozenset[str],
+    files: _Files,
 ) -> _Part:
     if kind == "begin":
         return _Part()
@@ -258,11 +288,12 @@ async def _apply(
         part.name = disposition.get(b"name", b"").decode("utf-8", errors="replace")
         if b"filename" in disposition:
             part.filename = disposition[b"filename"].decode("utf-8", errors="replace")
-        if part.name in file_fields:
+        if part.name in files.fields:
             if not part.filename:
                 raise InvalidData(f"Malformed multipart body: part [{part.name}] has no filename")
-            part.writer = blobs.writer(max_file_size)
-            writers.append((part.name, _clean_filename(part.filename), part.writer))
+            filename = _clean_filename(part.filename)
+            part.writer = files.store.writer(files.max_size, files.inspect(filename))
+            writers.append((part.name, filename, part.writer))
             await part.writer.open()
     elif kind == "data":
         if part.writer is not None:

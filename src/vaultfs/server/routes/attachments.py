@@ -86,7 +86,7 @@ async def download(request: Request) -> Response:
     row = await vault.db.read(
         attachments.attachment_version, who.vault_id, doc_id, attachment_id, number
     )
-    return file_response(vault.blobs.path(row["blob"]), row["filename"])
+    return file_response(vault.blobs, row["blob"], row["filename"])
 
 
 async def create(request: Request) -> Response:

@@ -34,7 +34,7 @@ from ..envelope import is_api_type
 from ..permissions import Permission
 from ..state import VaultState
 from ..storage import bulk, search
-from ..storage.blobs import BlobStore, StoredFile
+from ..storage.content import ContentStore, ContentUnavailable, StoredFile
 from ..storage.users import SessionUser
 from .common import caller, check_numbers, form, query, since, state
 
@@ -154,15 +154,18 @@ def _staged(data_dir: Path, cell: str) -> Path:
     return candidate
 
 
-def _store_file(blobs: BlobStore, data_dir: Path, cell: str) -> tuple[StoredFile, str | None]:
-    """Copy a staged file into the blob store and extract its text (blocking)."""
+def _store_file(blobs: ContentStore, data_dir: Path, cell: str) -> tuple[StoredFile, str | None]:
+    """Copy a staged file into the content store and extract its text (blocking)."""
     source = _staged(data_dir, cell)
     if source.stat().st_size > MAX_FILE_SIZE:
         raise InvalidData(f"Invalid value for [file]: '{cell}' is larger than 4 GB")
     with source.open("rb") as f:
-        info = blobs.put_stream(f, MAX_FILE_SIZE, _COPY_CHUNK)
+        try:
+            info = blobs.put_stream(f, MAX_FILE_SIZE, _COPY_CHUNK)
+        except ContentUnavailable as exc:
+            raise OperationNotAllowed(f"The vault could not store '{cell}' now ({exc})") from None
     stored = StoredFile(blob=info, filename=source.name)
-    return stored, search.extract_text(blobs.path(info.sha256), source.name)
+    return stored, search.extract_text(source, source.name)
 
 
 async def _prepare(vault: VaultState, rows: list[Row]) -> list[bulk.Prepared]:

@@ -190,9 +190,18 @@ def vault_url(request: Request, vault_id: int, dns: str) -> str:
 
 
 async def form(
-    request: Request, *, files: frozenset[str] = frozenset(), max_file_size: int = MAX_FILE_SIZE
+    request: Request,
+    *,
+    files: frozenset[str] = frozenset(),
+    max_file_size: int = MAX_FILE_SIZE,
+    with_text: bool = False,
 ) -> Form:
-    """The request's form body (multipart files go to the blob store as they arrive)."""
+    """The request's form body (multipart files go to the content store as they
+    arrive; ``with_text``: their searchable text is extracted on the way)."""
     return await read_form(
-        request, state(request).blobs, max_file_size=max_file_size, file_fields=files
+        request,
+        state(request).blobs,
+        max_file_size=max_file_size,
+        file_fields=files,
+        with_text=with_text,
     )

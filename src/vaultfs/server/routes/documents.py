@@ -6,7 +6,6 @@ import sqlite3
 from datetime import timedelta
 from typing import Any
 
-import trio
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
@@ -17,9 +16,7 @@ from vaultfs.wire import PAGE_LIMIT, parse_datetime
 from .. import formats, versions
 from ..envelope import success
 from ..permissions import Permission
-from ..state import VaultState
 from ..storage import changes, documents, search
-from ..storage.blobs import StoredFile
 from ..storage.db import now_ms
 from .common import (
     MAX_ID,
@@ -159,25 +156,17 @@ async def list_versions(request: Request) -> Response:
     return success(versions=shaped["versions"], renditions=shaped["renditions"])
 
 
-async def file_text(vault: VaultState, file: StoredFile | None) -> str | None:
-    """The searchable text of an uploaded file (extracted before the write transaction)."""
-    if file is None:
-        return None
-    path = vault.blobs.path(file.blob.sha256)
-    return await trio.to_thread.run_sync(search.extract_text, path, file.filename)
-
-
 async def create_document(request: Request, *, binder: bool = False) -> Response:
     who = caller(request, Permission.CREATE)
     vault = state(request)
-    body = await form(request, files=frozenset({"file"}))
+    body = await form(request, files=frozenset({"file"}), with_text=True)
     check_numbers(body.fields, _NUMBER_FIELDS)
     link = [name for name in changes.CROSSLINK_FIELDS if name in body.fields]
     if link and not version_at_least(request, versions.CROSSLINK):
         # Before CrossLinks existed these were just unknown fields.
         raise InvalidData(f"Invalid field [{link[0]}]: no such field on this document type")
     file = body.files.get("file")
-    text = await file_text(vault, file)
+    text = file.text if file is not None else None
     now = vault.db.tick()
 
     def create(conn: sqlite3.Connection) -> int:
@@ -217,13 +206,13 @@ async def create_version(request: Request) -> Response:
     who = caller(request, Permission.EDIT)
     vault = state(request)
     doc_id = path_int(request, "doc_id", "document id")
-    body = await form(request, files=frozenset({"file"}))
+    body = await form(request, files=frozenset({"file"}), with_text=True)
     mode = body.fields.get("createDraft") or query(request, "createDraft")
     if not version_at_least(request, versions.CREATE_DRAFT):
         mode = None  # older versions only replace the file, raising the minor version
     description = body.fields.get("description__v")
     file = body.files.get("file")
-    text = await file_text(vault, file)
+    text = file.text if file is not None else None
     now = vault.db.tick()
 
     def create(conn: sqlite3.Connection) -> tuple[int, int]:

@@ -45,7 +45,7 @@ async def download_file(request: Request) -> Response:
         raise MalformedUrl(
             f"Version [{ver['major']}.{ver['minor']}] of document [{doc_id}] has no source file"
         )
-    return file_response(vault.blobs.path(ver["blob"]), ver["filename"])
+    return file_response(vault.blobs, ver["blob"], ver["filename"])
 
 
 async def thumbnail(request: Request) -> Response:

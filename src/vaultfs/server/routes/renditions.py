@@ -65,7 +65,7 @@ async def download_rendition(request: Request) -> Response:
         request.path_params["rendition_type"],
         steady,
     )
-    return file_response(vault.blobs.path(row["blob"]), row["filename"])
+    return file_response(vault.blobs, row["blob"], row["filename"])
 
 
 async def put_rendition(request: Request) -> Response:

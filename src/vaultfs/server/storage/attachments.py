@@ -11,8 +11,8 @@ from typing import Any
 
 from vaultfs.errors import InvalidData, MalformedUrl
 
-from .blobs import StoredFile
 from .changes import check_not_locked_by_other, touch_version
+from .content import StoredFile
 from .documents import get_document
 from .records import format_ms
 from .sql import Conn, Row

@@ -10,7 +10,8 @@ so copying them after the snapshot is safe.
 A restore loads an archive into an empty database at the archive's schema revision,
 sets the id sequences past the restored ids (ids are never handed out twice), copies
 and verifies the blobs (a blob's name is its sha256), then upgrades to the newest
-revision. The format is neutral, so a SQLite vault restores into PostgreSQL too.
+revision. The format is neutral, so a SQLite vault restores into PostgreSQL too, and
+either content store (the directory or a bucket) backs up into and restores from it.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from . import schema
-from .blobs import BlobStore
+from .content import ContentStore, ContentUnavailable, WrongContent
 from .db import Database
 from .sql import Conn, SqlConnection, is_postgres
 
@@ -90,7 +91,7 @@ def _add(archive: tarfile.TarFile, name: str, data: bytes) -> None:
 
 def make_backup(
     db: Database,
-    blobs: BlobStore,
+    blobs: ContentStore,
     # (typed loosely: callers' functions may name sqlite3's connection type)
     referenced: Callable[[Any], set[str]],
     target: Path,
@@ -117,16 +118,46 @@ def make_backup(
 
         manifest, wanted = db.read_sync(snapshot)
         for sha256 in sorted(wanted):
-            path = blobs.path(sha256)
-            if not path.exists():
-                raise BackupError(f"blob {sha256} is referenced but missing from {blobs.root}")
-            archive.add(path, arcname=f"blobs/{sha256}", recursive=False)
+            _add_blob(archive, blobs, sha256)
         manifest["blobs"] = len(wanted)
         _add(archive, "manifest.json", json.dumps(manifest, indent=1).encode())
     return manifest
 
 
-def restore_backup(db: Database, blobs: BlobStore, source: Path) -> dict[str, Any]:
+def _add_blob(archive: tarfile.TarFile, blobs: ContentStore, sha256: str) -> None:
+    """Stream one stored file into the archive (never whole in memory)."""
+    try:
+        reading = blobs.read(sha256)
+    except FileNotFoundError:
+        raise BackupError(f"blob {sha256} is referenced but missing from {blobs}") from None
+    except ContentUnavailable as exc:
+        raise BackupError(f"blob {sha256}: {exc}") from None
+    try:
+        info = tarfile.TarInfo(f"blobs/{sha256}")
+        info.size, info.mode, info.mtime = reading.size, 0o600, int(time.time())
+        archive.addfile(info, _FullReads(reading.body))
+    finally:
+        reading.body.close()
+
+
+class _FullReads:
+    """A stream whose ``read(n)`` returns n bytes until the end (tarfile counts on it;
+    a network body may return fewer)."""
+
+    def __init__(self, body: Any) -> None:
+        self._body = body
+
+    def read(self, size: int = -1) -> bytes:
+        if size < 0:
+            return bytes(self._body.read())
+        parts = []
+        while size > 0 and (part := self._body.read(size)):
+            parts.append(part)
+            size -= len(part)
+        return b"".join(parts)
+
+
+def restore_backup(db: Database, blobs: ContentStore, source: Path) -> dict[str, Any]:
     """Load the archive ``source`` into the empty ``db`` and ``blobs`` (blocking);
     returns the archive's manifest."""
     with tarfile.open(source, mode="r:*") as archive:
@@ -196,9 +227,12 @@ def _set_sequences(conn: Conn, sequences: dict[str, int]) -> None:
             conn.execute("INSERT INTO sqlite_sequence (name, seq) VALUES (?, ?)", (table, last))
 
 
-def _restore_blob(archive: tarfile.TarFile, member: tarfile.TarInfo, blobs: BlobStore) -> None:
+def _restore_blob(archive: tarfile.TarFile, member: tarfile.TarInfo, blobs: ContentStore) -> None:
     source = archive.extractfile(member)
     assert source is not None
-    info = blobs.put_stream(source, member.size, _CHUNK)
-    if info.sha256 != member.name.removeprefix("blobs/"):
-        raise BackupError(f"{member.name} does not hold the content its name promises")
+    try:
+        blobs.put_stream(source, member.size, _CHUNK, expect=member.name.removeprefix("blobs/"))
+    except ContentUnavailable as exc:
+        raise BackupError(f"{member.name}: {exc}") from None
+    except WrongContent:
+        raise BackupError(f"{member.name} does not hold the content its name promises") from None

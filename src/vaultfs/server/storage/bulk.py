@@ -22,7 +22,7 @@ from typing import Any
 from vaultfs.errors import InvalidData, InvalidDocument, MalformedUrl, ParameterRequired, VaultError
 
 from . import changes, renditions, search
-from .blobs import StoredFile
+from .content import StoredFile
 from .documents import latest_version
 from .metadata import classification_of, leaf_fields, resolve_status
 from .sql import Conn, json_text

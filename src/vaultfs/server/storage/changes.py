@@ -16,7 +16,7 @@ from typing import Any
 from vaultfs.errors import InvalidData, OperationNotAllowed, ParameterRequired
 
 from . import access, metadata
-from .blobs import StoredFile
+from .content import StoredFile
 from .documents import get_document, get_version, latest_version
 from .fields import FieldSpec, is_list, parse_value
 from .sql import Conn, Row

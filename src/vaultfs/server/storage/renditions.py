@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from vaultfs.errors import InvalidData, MalformedUrl
 
-from .blobs import StoredFile
 from .changes import check_not_locked_by_other, touch_version
+from .content import StoredFile
 from .documents import get_version, latest_version
 from .sql import Conn, Row
 from .users import SessionUser

@@ -11,14 +11,16 @@ text of their paragraphs; other formats have no text.
 
 from __future__ import annotations
 
+import io
 import re
 import zipfile
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 from xml.etree import ElementTree
 
-from .blobs import media_type
+from .content import media_type
 from .sql import Conn, dialect_of, is_postgres
 
 __all__ = [
@@ -74,25 +76,30 @@ def _pdf_text(data: bytes) -> str:
     return "\n".join(parts)
 
 
-def _docx_text(path: Path) -> str:
-    with zipfile.ZipFile(path) as archive:
+def _open(source: Path | bytes) -> IO[bytes]:
+    return io.BytesIO(source) if isinstance(source, bytes) else source.open("rb")
+
+
+def _docx_text(source: Path | bytes) -> str:
+    with _open(source) as f, zipfile.ZipFile(f) as archive:
         xml = archive.read("word/document.xml")
     root = ElementTree.fromstring(xml)
     return "\n".join(node.text or "" for node in root.iter() if node.tag.endswith("}t"))
 
 
-def extract_text(path: Path, filename: str) -> str | None:
-    """The searchable text of a stored file, or None (blocking; never raises)."""
+def extract_text(source: Path | bytes, filename: str) -> str | None:
+    """The searchable text of a file (on local disk, or its bytes) named ``filename``,
+    or None (blocking; never raises)."""
     kind = media_type(filename)
     try:
         if kind.startswith(_TEXT_TYPES) or filename.lower().endswith(_TEXT_SUFFIXES):
-            with path.open("rb") as f:
+            with _open(source) as f:
                 return f.read(_MAX_TEXT).decode("utf-8", errors="replace")
         if kind == "application/pdf":
-            with path.open("rb") as f:
+            with _open(source) as f:
                 return _pdf_text(f.read(_MAX_TEXT * 4)) or None
         if filename.lower().endswith(".docx"):
-            return _docx_text(path)[:_MAX_TEXT] or None
+            return _docx_text(source)[:_MAX_TEXT] or None
     except (OSError, zipfile.BadZipFile, KeyError, ElementTree.ParseError, ValueError):
         # Unreadable or malformed content is simply not searchable.
         return None

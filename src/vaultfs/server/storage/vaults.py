@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .blobs import StoredFile
 from .changes import create_document
+from .content import StoredFile
 from .sql import Conn, Row
 from .users import SessionUser, User
 
