@@ -204,12 +204,13 @@ def test_revoked_sign_in_is_reported_and_the_spool_keeps_the_work(
     original_md5 = _vault_md5(sso_vault, doc_id)
     path = latest_file(sso_mount.mountpoint, doc_id)
     content = path.read_bytes() + b"\nwritten after the sign-in was revoked\n"
-    handle = path.open("ab")  # checked out while the sign-in is good
+    handle = path.open("ab", buffering=0)
     try:
+        handle.write(b"\n")  # the first write checks out, while the sign-in is good
         revoked = provider.revoke(SSO_USER)  # this mount's, and earlier tests' left over
         assert revoked.startswith("revoked ") and not revoked.startswith("revoked 0"), revoked
         time.sleep(IDLE)  # the session ends; only the revoked refresh token is left
-        handle.write(b"\nwritten after the sign-in was revoked\n")
+        handle.write(b"written after the sign-in was revoked\n")
     finally:
         # The check-in cannot sign in; whether close() says so or the spool keeps it
         # quietly, the content must stay pending (asserted below).

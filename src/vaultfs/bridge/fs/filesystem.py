@@ -331,7 +331,9 @@ class FileSystem:
             return opened
         doc_id = nodes.doc_id(key)
         if kind == Kind.SRC and self.editing.entry(doc_id) is not None:
-            return self._open_direct(SourceEdit(self.editing, self.editing.reader(doc_id)))
+            # The edit's bytes while it lasts; the vault's once it is checked in.
+            reader = SourceEdit(self.editing, self.editing.reader(doc_id), self._vault_reader(key))
+            return self._open_direct(reader)
         content = await content_of(self.tree, key)
         blob = await self.blobs.open(content.key, content.fetch)
         if not blob.complete:

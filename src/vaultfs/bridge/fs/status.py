@@ -151,6 +151,8 @@ class StatusReport:
         for file in scratch.files.values():
             if not file.linked or file.became is not None or file.missing is not None:
                 continue
+            if file.writers.count == 0 and not file.dirty:
+                continue  # taken already (an upload sent, or nothing written)
             if not (makes_document(file.parent, file.name) or is_upload(file.parent, file.name)):
                 continue
             found.append(

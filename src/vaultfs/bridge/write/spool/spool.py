@@ -302,9 +302,10 @@ class Spool:
         # a mark, and the next start releases the lock unless an entry took it over.
         await self._run_sync(store.mark_lock, self.directory, doc_id)
         locked_at = time.time()
-        took_lock = False
+        held = took_lock = False
         try:
             took_lock = await self._lock(doc_id)
+            held = True  # taken now, or ours already (an answer lost on its way)
             # Read after the lock is held: a version checked in by anyone before that
             # (another mount, another client) is what the edit starts from.
             begin = await start()
@@ -323,7 +324,7 @@ class Spool:
             )
         except BaseException:
             with trio.CancelScope(shield=True):
-                if took_lock:  # leave the vault as we found it
+                if held:  # no entry holds the lock: leave the vault unlocked
                     await self._unlock_quietly(doc_id)
                 else:
                     store.drop_lock_mark(self.directory, doc_id)
