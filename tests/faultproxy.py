@@ -19,6 +19,7 @@ its answer. It runs in threads of its own, and ``stop`` ends them.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import socket
 import struct
@@ -88,6 +89,9 @@ class FaultProxy:
 
     def stop(self) -> None:
         self._stopping = True
+        # close() alone does not wake a thread blocked in accept(): shutdown() does.
+        with contextlib.suppress(OSError):
+            self._server.shutdown(socket.SHUT_RDWR)
         self._server.close()
         self._thread.join(timeout=10)
 
