@@ -80,7 +80,7 @@ class FileSystem:
         prefetch: Prefetcher,
         status_extra: Callable[[], dict[str, Any]] = dict,
         invalidate_attr: Callable[[int], None] = no_invalidation,
-        invalidate_entry: Callable[[int, str], None] = no_entry_invalidation,
+        invalidate_entry: Callable[[int, str, int], None] = no_entry_invalidation,
     ) -> None:
         """``status_extra``: what the mount adds to the status file;
         ``invalidate_attr``: tells the kernel to forget an inode's attributes;
@@ -402,6 +402,8 @@ class FileSystem:
         handle = self.handles.pop_file(fh)
         if handle is not None:
             await handle.release()
+            # A new file's last release makes its document: its name in the folder goes.
+            self.freshness.new_file_done()
 
     async def setattr(
         self,
@@ -469,6 +471,7 @@ class FileSystem:
             return
         if key[0] in nodes.NEW_FIELD_NODES:
             await self.namespace.set_new_field(key, name, value)
+            self.freshness.new_file_done()  # the fields complete: the document is made
             return
         await self.fields.set(key, await self._fields(key), name, value)
 

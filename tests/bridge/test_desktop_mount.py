@@ -1,0 +1,83 @@
+"""The mount as a desktop sees it, on a real mount: the inotify events a file
+manager's open window receives (``inotifywait``), the calls opening a folder costs,
+GIO's trash, and what GNOME's ``.hidden`` lists."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.bridge.desktop import Watcher
+from tests.conftest import login
+from tests.mountproc import MountProcess
+from tests.vaultproc import VaultProcess
+
+pytestmark = pytest.mark.mount
+
+API = "/api/v25.1"
+
+
+def _api(vault: VaultProcess) -> httpx.Client:
+    return httpx.Client(base_url=vault.url + API, headers={"Authorization": login(vault.url)})
+
+
+def _documents_in(folder: Path) -> dict[str, int]:
+    """Document directories of ``folder``: name -> document id."""
+    return {
+        entry.name: int(os.getxattr(entry, "user.vault.id"))
+        for entry in folder.iterdir()
+        if entry.is_dir() and (entry / "versions").is_dir()
+    }
+
+
+def test_a_pasted_file_is_deleted_for_its_watchers_when_it_becomes_a_folder(
+    own_mount: MountProcess, tmp_path: Path
+) -> None:
+    general = own_mount.mountpoint / "General"
+    local = tmp_path / "DesktopPaste.txt"
+    local.write_bytes(b"pasted from the desktop\n")
+    with Watcher(general) as folder_watcher:
+        # The file stays open while a watch is put on it (the document is made at the
+        # last release), as a window showing it holds a watch on it.
+        with open(general / "DesktopPaste.txt", "wb") as pasted:
+            pasted.write(local.read_bytes())
+            file_watcher = Watcher(general / "DesktopPaste.txt")
+        with file_watcher:
+            own_mount.settle()
+            # The daemon's delete notification: the kernel raises IN_DELETE_SELF to the
+            # watchers of the file once it became the document folder.
+            file_watcher.wait_for("DELETE_SELF", "")
+        # The create and the write the kernel raised itself, in the folder.
+        assert folder_watcher.seen("CREATE", "DesktopPaste.txt")
+        assert folder_watcher.seen("CLOSE_WRITE", "DesktopPaste.txt")
+    names = os.listdir(general)
+    assert "DesktopPaste" in names and "DesktopPaste.txt" not in names
+    assert (general / "DesktopPaste" / "DesktopPaste.txt").read_bytes() == local.read_bytes()
+
+
+def test_another_clients_delete_and_rename_are_deletes_for_watchers(
+    polling_mount: MountProcess, fresh_vault: VaultProcess
+) -> None:
+    general = polling_mount.mountpoint / "General"
+    documents = _documents_in(general)  # a window lists the folder: the kernel holds names
+    assert len(documents) >= 2, documents
+    (deleted_name, deleted_id), (renamed_name, renamed_id) = sorted(documents.items())[:2]
+    # A window showing each document folder watches it.
+    with (
+        Watcher(general / deleted_name) as deleted_watcher,
+        Watcher(general / renamed_name) as renamed_watcher,
+        _api(fresh_vault) as api,
+    ):
+        r = api.delete(f"/objects/documents/{deleted_id}")
+        assert r.json()["responseStatus"] == "SUCCESS", r.text
+        r = api.put(f"/objects/documents/{renamed_id}", data={"name__v": "Renamed on the web"})
+        assert r.json()["responseStatus"] == "SUCCESS", r.text
+        deleted_watcher.wait_for("DELETE_SELF", "")
+        renamed_watcher.wait_for("DELETE_SELF", "")
+    listing = os.listdir(general)
+    assert "Renamed on the web" in listing
+    assert deleted_name not in listing and renamed_name not in listing
+    assert (general / "Renamed on the web" / "versions").is_dir()  # the renamed one works
