@@ -5,6 +5,7 @@ GIO's trash, and what GNOME's ``.hidden`` lists."""
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import httpx
@@ -13,7 +14,7 @@ import pytest
 from tests.bridge.desktop import Watcher
 from tests.conftest import login
 from tests.mountproc import MountProcess
-from tests.vaultproc import VaultProcess
+from tests.vaultproc import VaultProcess, wait_until
 
 pytestmark = pytest.mark.mount
 
@@ -81,3 +82,68 @@ def test_another_clients_delete_and_rename_are_deletes_for_watchers(
     assert "Renamed on the web" in listing
     assert deleted_name not in listing and renamed_name not in listing
     assert (general / "Renamed on the web" / "versions").is_dir()  # the renamed one works
+
+
+#: the index poll's calls: they happen whatever is opened
+_POLL = frozenset({"GET /objects/documents", "GET /objects/deletions/documents"})
+
+
+def _calls(mount: MountProcess) -> dict[str, int]:
+    calls = mount.status()["api_calls_by_endpoint"]
+    return {endpoint: n for endpoint, n in calls.items() if endpoint not in _POLL}
+
+
+def _since(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    return {k: n - before.get(k, 0) for k, n in after.items() if n != before.get(k, 0)}
+
+
+def _visit(doc_dir: Path) -> bytes:
+    """What a file manager does in a document folder: list it, count the items of its
+    subfolders, read (thumbnail) its file."""
+    for entry in doc_dir.iterdir():
+        if entry.is_dir():
+            os.listdir(entry)
+    return (doc_dir / os.getxattr(doc_dir, "user.vault.filename__v").decode()).read_bytes()
+
+
+def _download_calls(calls: dict[str, int]) -> int:
+    return sum(n for endpoint, n in calls.items() if endpoint.endswith("/file"))
+
+
+def test_opening_one_document_folder_costs_that_document_and_a_walk_reads_ahead(
+    own_mount: MountProcess,
+) -> None:
+    general = own_mount.mountpoint / "General"
+    listing = [
+        general / name
+        for name in os.listdir(general)  # the folder's listing order, which a walk follows
+        if (general / name / "versions").is_dir()
+        and os.getxattr(general / name, "user.vault.filename__v")
+    ]
+    assert len(listing) >= 4, listing
+    before = _calls(own_mount)
+    assert _visit(listing[2])
+    one = _calls(own_mount)
+    # A read-ahead starts in the background: give it the time it takes to show.
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline:
+        assert _calls(own_mount) == one, _since(one, _calls(own_mount))
+        time.sleep(0.2)
+    cost = _since(before, one)
+    print("one document folder:", cost)
+    # That document's record, file and relationships, and the type metadata a first
+    # relationship listing reads once: each once, nothing for any other document.
+    assert _download_calls(cost) == 1, cost
+    assert cost.get("GET /objects/documents/{id}") == 1, cost
+    assert set(cost.values()) == {1}, cost
+    # A walk (find, grep -r) lists the folder and visits its documents in order: from
+    # its first document on, the next documents' files are read ahead.
+    os.listdir(general)
+    before = _calls(own_mount)
+    assert _visit(listing[0])
+    wait_until(
+        lambda: _download_calls(_since(before, _calls(own_mount))) >= 3,
+        timeout=20,
+        what="the read-ahead of the next documents",
+    )
+    print("a walk's first document:", _since(before, _calls(own_mount)))
