@@ -5,6 +5,8 @@ GIO's trash, and what GNOME's ``.hidden`` lists."""
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import time
 from pathlib import Path
 
@@ -13,7 +15,7 @@ import pytest
 
 from tests.bridge.desktop import Watcher
 from tests.conftest import login
-from tests.mountproc import MountProcess
+from tests.mountproc import MountProcess, can_mount
 from tests.vaultproc import VaultProcess, wait_until
 
 pytestmark = pytest.mark.mount
@@ -147,3 +149,40 @@ def test_opening_one_document_folder_costs_that_document_and_a_walk_reads_ahead(
         what="the read-ahead of the next documents",
     )
     print("a walk's first document:", _since(before, _calls(own_mount)))
+
+
+def _gio(*argv: str | Path) -> subprocess.CompletedProcess[str]:
+    if shutil.which("gio") is None:
+        pytest.skip("needs gio (Debian package libglib2.0-bin)")
+    return subprocess.run(
+        ["gio", *map(str, argv)], capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+@pytest.mark.parametrize("options", ["", "allow_delete"])
+def test_gio_trash_changes_nothing_and_says_why(
+    fresh_vault: VaultProcess, tmp_path: Path, options: str
+) -> None:
+    if not can_mount():
+        pytest.skip("needs /dev/fuse and fusermount3")
+    with MountProcess(fresh_vault.url, tmp_path, options=options) as mount:
+        general = mount.mountpoint / "General"
+        name, doc_id = sorted(_documents_in(general).items())[0]
+        doc_dir = general / name
+        source = doc_dir / os.getxattr(doc_dir, "user.vault.filename__v").decode()
+        for target in (doc_dir, source):
+            result = _gio("trash", target)
+            print(options or "default", "gio trash:", result.returncode, result.stderr.strip())
+            assert result.returncode != 0
+            # GIO names the trash directory it could not make; the log says why.
+            assert "Unable to find or create trash directory" in result.stderr, result.stderr
+        assert source.is_file() and int(os.getxattr(doc_dir, "user.vault.id")) == doc_id
+        assert not any(n.startswith(".Trash") for n in os.listdir(mount.mountpoint))
+        log = mount.log_path.read_text()
+        assert "no trash on this mount (.Trash-" in log, log[-2000:]
+        if options:
+            assert "Delete Immediately" in log
+        else:
+            assert "mount with -o allow_delete" in log
+    with _api(fresh_vault) as api:
+        assert api.get(f"/objects/documents/{doc_id}").json()["responseStatus"] == "SUCCESS"
