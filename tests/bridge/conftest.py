@@ -116,6 +116,6 @@ async def core(
             blobs,
             Options(url="http://vault", user="me"),
             invalidate_attr=invalidated.append,
-            invalidate_entry=lambda parent, name: forgotten_names.append((parent, name)),
+            invalidate_entry=lambda parent, name, deleted=0: forgotten_names.append((parent, name)),
         )
         nursery.cancel_scope.cancel()

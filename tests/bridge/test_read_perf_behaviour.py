@@ -130,6 +130,19 @@ async def test_a_walk_reads_the_next_documents_ahead(core: FileSystem, vault: Fa
     assert sum(vault.calls.values()) == 0
 
 
+async def test_one_document_opened_from_a_listing_is_no_walk(
+    core: FileSystem, vault: FakeVault
+) -> None:
+    await listdir(core, await walk(core, "Reference"))  # etc, Guide, Guide [3]
+    second = await walk(core, "Reference", "Guide")
+    vault.calls.clear()
+    await listdir(core, (await core.lookup(second, "versions")).ino)
+    assert await read_all(core, await walk(core, "Reference", "Guide", "guide.txt"))
+    await trio.testing.wait_all_tasks_blocked()
+    assert vault.calls == {"get_document": 1, "download_file": 1}
+    assert not core.tree.has_details(3)
+
+
 async def test_no_read_ahead_while_the_burst_budget_runs_low(
     core: FileSystem, vault: FakeVault
 ) -> None:

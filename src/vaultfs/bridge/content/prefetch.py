@@ -1,7 +1,12 @@
 """Reading ahead of a tree walk: the details and small source files of the next documents.
 
 Owns the guess of what a walk (``find``, ``grep -r``, ``rsync``) reads next: the
-documents after the one it is in, in the order its folder lists them. When the walk
+documents after the one it is in, in the order its folder lists them. A visit to a
+document is taken for a walk only when it is the first document of the folder listed
+just before, or the document right after the one visited before it in that listing (a
+walk visits the documents in the order it was handed them). A file manager that lists a
+folder and opens one of its documents, or thumbnails its file, is no walk: that costs
+the calls of that document and nothing else. When the walk
 needs a document's details (it lists ``versions/``, ``renditions/`` or
 ``attachments/``), the details of the next documents are fetched; when it opens a small
 source file, the next documents' source files are downloaded. At most ``AHEAD`` at a
@@ -43,14 +48,22 @@ class Prefetcher:
         #: doc id -> (its folder's documents in listing order, its position there)
         self._position: dict[int, tuple[list[int], int]] = {}
         self._pending: set[tuple[str, int]] = set()
+        #: the documents of the folder listed last, until a document is visited
+        self._listed: list[int] | None = None
+        #: the document visited last, and whether that visit was a walk's
+        self._last: int | None = None
+        self._walking = False
 
     def folder_listed(self, documents: list[int]) -> None:
         """A folder was opened: its documents, in the order the walk will visit them."""
         for position, doc_id in enumerate(documents):
             self._position[doc_id] = (documents, position)
+        self._listed = documents
 
     def details_needed(self, doc_id: int) -> None:
         """The walk needs ``doc_id``'s details: fetch the next documents' too."""
+        if not self._walked(doc_id):
+            return
         for following in self._following(doc_id):
             if not self._tree.has_details(following):
                 self._start("details", following)
@@ -58,10 +71,26 @@ class Prefetcher:
     def source_opened(self, doc_id: int, size: int) -> None:
         """The walk opened ``doc_id``'s source file of ``size`` bytes: when it is
         small, download the next documents' source files."""
-        if size >= SMALL:
+        if not self._walked(doc_id) or size >= SMALL:
             return
         for following in self._following(doc_id):
             self._start("source", following)
+
+    def _walked(self, doc_id: int) -> bool:
+        """Record a visit to ``doc_id``; whether it continues a walk (see above)."""
+        last, self._last = self._last, doc_id
+        listed, self._listed = self._listed, None
+        if last == doc_id and listed is None:
+            return self._walking  # the same visit: its details, then its file
+        found = self._position.get(doc_id)
+        if found is None:
+            self._walking = False
+        else:
+            documents, position = found
+            self._walking = (position == 0 and listed is documents) or (
+                position > 0 and documents[position - 1] == last
+            )
+        return self._walking
 
     def _following(self, doc_id: int) -> list[int]:
         found = self._position.get(doc_id)

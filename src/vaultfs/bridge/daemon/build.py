@@ -39,7 +39,7 @@ def build_filesystem(
     spool: Spool | None = None,
     status_extra: Callable[[], dict[str, Any]] = dict,
     invalidate_attr: Callable[[int], None] = no_invalidation,
-    invalidate_entry: Callable[[int, str], None] = no_entry_invalidation,
+    invalidate_entry: Callable[[int, str, int], None] = no_entry_invalidation,
 ) -> FileSystem:
     """The file system over ``tree`` and ``blobs``; without a ``spool`` nothing can be
     written (a read-only mount)."""

@@ -11,6 +11,8 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import queue
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -312,11 +314,49 @@ def invalidate_attr(inode: int) -> None:
         log.debug("invalidating inode %d: %s", inode, exc)
 
 
-def invalidate_entry(parent: int, name: str) -> None:
-    """Make the kernel forget ``name`` in directory ``parent``. Queued to pyfuse3's
-    notify thread: the kernel call waits for requests on that directory, so made from
-    a request handler (or the trio loop) it could deadlock."""
-    pyfuse3.invalidate_entry_async(parent, os.fsencode(name), ignore_enoent=True)
+def invalidate_entry(parent: int, name: str, deleted: int = 0) -> None:
+    """Make the kernel forget ``name`` in directory ``parent``; with ``deleted`` (the
+    inode it gave for the name, gone from there) as a delete, which raises
+    ``IN_DELETE`` to inotify watchers. Queued to a thread of its own: the kernel call
+    waits for requests on that directory, so made from a request handler (or the trio
+    loop) it could deadlock."""
+    global _notifier
+    if _notifier is None:
+        _notifier = threading.Thread(target=_notify_entries, name="entry-notify", daemon=True)
+        _notifier.start()
+    _entries.put((parent, os.fsencode(name), deleted))
+
+
+_entries: queue.SimpleQueue[tuple[int, bytes, int] | None] = queue.SimpleQueue()
+_notifier: threading.Thread | None = None
+
+
+def _notify_entries() -> None:
+    """Send queued entry notifications, one at a time (pyfuse3's own queue logs every
+    refusal as a failure; here a refused delete falls back to forgetting the name)."""
+    while (entry := _entries.get()) is not None:
+        parent, name, deleted = entry
+        try:
+            try:
+                pyfuse3.invalidate_entry(parent, name, deleted)
+            except OSError as exc:
+                if exc.errno == errno.ENOENT or not deleted:
+                    continue  # the kernel does not hold that name (or that inode for it)
+                # A directory with entries in use below it (ENOTEMPTY) or a mount point
+                # (EBUSY) cannot be deleted: forgetting its name is what is left.
+                log.debug("delete notification of %r refused: %s", name, exc)
+                pyfuse3.invalidate_entry(parent, name)
+        except OSError as exc:
+            if exc.errno != errno.ENOENT:
+                log.debug("forgetting %r in %d: %s", name, parent, exc)
+
+
+def _stop_notifier() -> None:
+    global _notifier
+    if _notifier is not None:
+        _entries.put(None)
+        _notifier.join()
+        _notifier = None
 
 
 def init(ops: FuseOps, mountpoint: str, options: set[str]) -> None:
@@ -332,6 +372,7 @@ def terminate() -> None:
 
 
 def close(*, unmount: bool) -> None:
+    _stop_notifier()  # before the session it writes to goes
     pyfuse3.close(unmount=unmount)
 
 

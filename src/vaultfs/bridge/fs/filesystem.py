@@ -18,7 +18,7 @@ import os
 import stat
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import trio
 
@@ -27,6 +27,7 @@ from vaultfs.bridge.content.blobcache import BlobCache, BlobHandle
 from vaultfs.bridge.content.prefetch import Prefetcher
 from vaultfs.bridge.content.sources import content_of
 from vaultfs.bridge.fs.attributes import BLOCK, Attr, Attributes
+from vaultfs.bridge.fs.desktop import is_trash_name
 from vaultfs.bridge.fs.freshness import Freshness, no_entry_invalidation, no_invalidation
 from vaultfs.bridge.fs.handles import (
     CachedContent,
@@ -80,7 +81,7 @@ class FileSystem:
         prefetch: Prefetcher,
         status_extra: Callable[[], dict[str, Any]] = dict,
         invalidate_attr: Callable[[int], None] = no_invalidation,
-        invalidate_entry: Callable[[int, str], None] = no_entry_invalidation,
+        invalidate_entry: Callable[[int, str, int], None] = no_entry_invalidation,
     ) -> None:
         """``status_extra``: what the mount adds to the status file;
         ``invalidate_attr``: tells the kernel to forget an inode's attributes;
@@ -404,6 +405,8 @@ class FileSystem:
         handle = self.handles.pop_file(fh)
         if handle is not None:
             await handle.release()
+            # A new file's last release makes its document: its name in the folder goes.
+            self.freshness.new_file_done()
 
     async def setattr(
         self,
@@ -471,6 +474,7 @@ class FileSystem:
             return
         if key[0] in nodes.NEW_FIELD_NODES:
             await self.namespace.set_new_field(key, name, value)
+            self.freshness.new_file_done()  # the fields complete: the document is made
             return
         await self.fields.set(key, await self._fields(key), name, value)
 
@@ -491,9 +495,23 @@ class FileSystem:
         self._writable()
         await self._ready()
         parent_key = self._key(parent)
+        if parent_key == ROOT and is_trash_name(name):
+            self._no_trash(name)
         self.names.check(parent_key, name, directory=True)
         self._may_create(name)
         return await self._entry(self.namespace.mkdir(parent_key, name), parent, name)
+
+    def _no_trash(self, name: str) -> NoReturn:
+        """A desktop's trash (``gio trash``, a file manager's Delete) makes ``.Trash-<uid>``
+        at the top of the mount to move files into: refused, so nothing is moved or
+        deleted. ENOTSUP: GIO reports the trash as not supported, and a file manager
+        offers to delete at once, which deletes in the vault only with allow_delete."""
+        if self.options.allow_delete:
+            how = "Delete Immediately (Shift+Delete, gio remove, rm) deletes in the vault"
+        else:
+            how = "deleting is off too (mount with -o allow_delete to delete in the vault)"
+        log.warning("no trash on this mount (%s refused): %s", name, how)
+        raise errors.Unsupported("this mount has no trash")
 
     async def unlink(self, parent: int, name: str) -> None:
         self._writable()

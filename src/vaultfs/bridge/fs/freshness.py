@@ -15,9 +15,15 @@ check-in: they all end in ``DocumentIndex.on_change``) it
   to the same node (renamed, moved, deleted). Names that still hold are left alone:
   forgetting them would unhash a directory that is someone's working directory.
 
-Sizes shown as estimates are corrected when the content cache learns the exact size
-(``size_known``). Nodes under ``versions/`` never change, and their names are never
-checked (see ``_FIXED_DIRS``).
+A name that now leads nowhere is forgotten as deleted (the kernel's delete
+notification, with the inode it held): the kernel unhashes it, and raises
+``IN_DELETE_SELF`` to the inotify watchers of that inode, which is how a file manager's
+window showing a document folder another client deleted or renamed learns it is gone.
+The same holds for a new file written into a folder: once its document is made, its
+name (``General/x.txt``) leads nowhere (the document is ``General/x/``), and
+``new_file_done`` has the name checked. The kernel raises no ``IN_DELETE`` to watchers
+of the folder for such a notification, and has none for a name that appears (``x/``, a
+renamed document's new name): a window of the folder sees those at its next listing.
 """
 
 from __future__ import annotations
@@ -65,7 +71,7 @@ def no_invalidation(ino: int) -> None:
     pass
 
 
-def no_entry_invalidation(parent: int, name: str) -> None:
+def no_entry_invalidation(parent: int, name: str, deleted: int = 0) -> None:
     pass
 
 
@@ -76,12 +82,14 @@ class Freshness:
         child: Callable[[NodeKey, str], Awaitable[NodeKey | None]],
         *,
         invalidate_attr: Callable[[int], None] = no_invalidation,
-        invalidate_entry: Callable[[int, str], None] = no_entry_invalidation,
+        invalidate_entry: Callable[[int, str, int], None] = no_entry_invalidation,
         generation: Callable[[], int] = lambda: 0,
     ) -> None:
         """``child(parent key, name)``: the node a name stands for now;
         ``invalidate_attr``/``invalidate_entry``: tell the kernel to forget an inode's
-        attributes / a name in a directory; ``generation``: the index's generation,
+        attributes / a name in a directory (``invalidate_entry(parent, name, deleted)``:
+        ``deleted``, when not 0, the inode the name was given for, which is gone from
+        there: watchers are told of a delete); ``generation``: the index's generation,
         which moves once per batch of changes."""
         self._inodes = inodes
         self._child = child
@@ -105,6 +113,9 @@ class Freshness:
         self._estimated_by_key: dict[str, set[int]] = {}
         #: documents whose names are to be checked by ``run``
         self._pending: set[int] = set()
+        #: new files written into folders: inode -> (parent inode, name), until their
+        #: name leads nowhere (their document was made) or the kernel forgets them
+        self._new_files: dict[int, tuple[int, str]] = {}
         self._wake = trio.Event()
 
     # --- what the kernel holds ---------------------------------------------------
@@ -114,6 +125,8 @@ class Freshness:
         The mount's own nodes are not followed (short timeouts; a scratch file's name
         outlives it on purpose once it became a document, for a writer appending to it).
         """
+        if key[0] == Kind.SCRATCH and parent in self._folders:
+            self._new_files[ino] = (parent, name)
         if key[0] in LOCAL_NODES:
             return
         if key[0] in FOLDERS:
@@ -128,13 +141,14 @@ class Freshness:
         if before != (parent, name):
             self._names[ino] = (parent, name)
             if before is not None:  # the node moved: its old name leads nowhere now
-                self._invalidate_entry(*before)
+                self._invalidate_entry(*before, 0)
         if parent in self._folders:
             self._in_folders.add(ino)
 
     def forgotten(self, ino: int, key: NodeKey) -> None:
         """The kernel dropped its last reference to ``ino``."""
         self._names.pop(ino, None)
+        self._new_files.pop(ino, None)
         self._folders.discard(ino)
         self._in_folders.discard(ino)
         self.exact(ino)
@@ -190,6 +204,12 @@ class Freshness:
         self._pending.add(doc_id)
         self._wake.set()
 
+    def new_file_done(self) -> None:
+        """A new file's last writer let go of it or its fields were set: its document
+        may have been made, which takes its name in the folder away."""
+        if self._new_files:
+            self._wake.set()
+
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Check the names of changed documents as they come (a task of the mount)."""
         task_status.started()
@@ -215,26 +235,44 @@ class Freshness:
             if key is None:
                 continue
             dentry = self._names.get(ino)
-            if dentry is not None and not await self._still(*dentry, key):
+            if dentry is None:
+                continue
+            now = await self._now(*dentry, key)
+            if now != key:
                 if self._names.get(ino) == dentry:  # not given a new name meanwhile
                     del self._names[ino]
-                self._invalidate_entry(*dentry)
+                self._invalidate_entry(*dentry, ino if now is None else 0)
+        await self._check_new_files()
 
-    async def _still(self, parent: int, name: str, key: NodeKey) -> bool:
+    async def _check_new_files(self) -> None:
+        """Names of new files in folders that lead nowhere now (their document was
+        made, or they were never made and are gone): forgotten as deleted."""
+        for ino, dentry in list(self._new_files.items()):
+            key = self._inodes.key(ino)
+            if key is None:
+                continue
+            now = await self._now(*dentry, key)
+            if now is None and self._new_files.get(ino) == dentry:
+                del self._new_files[ino]
+                self._invalidate_entry(*dentry, ino)
+
+    async def _now(self, parent: int, name: str, key: NodeKey) -> NodeKey | None:
+        """What ``name`` in ``parent``, given for ``key``, stands for now: ``key``
+        when unknown or unchanged, None when it leads nowhere."""
         parent_key = self._inodes.key(parent)
         if parent_key is None:
-            return True  # the kernel forgot the directory, and its entries with it
+            return key  # the kernel forgot the directory, and its entries with it
         if parent_key[0] in _FIXED_DIRS:
-            return True
+            return key
         try:
-            return await self._child(parent_key, name) == key
+            return await self._child(parent_key, name)
         except _GONE:
-            return False  # the directory itself is gone
+            return None  # the directory itself is gone
         except (errors.VaultError, OSError):
             # Unknown for now (the vault away, the call budget spent): the next change
             # checks again. Forgetting a name that still holds would make the kernel
             # drop what it holds below it, to be looked up again on a spent budget.
-            return True
+            return key
 
 
 def _document_of(key: NodeKey) -> int | None:

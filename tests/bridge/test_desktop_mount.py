@@ -1,0 +1,188 @@
+"""The mount as a desktop sees it, on a real mount: the inotify events a file
+manager's open window receives (``inotifywait``), the calls opening a folder costs,
+GIO's trash, and what GNOME's ``.hidden`` lists."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.bridge.desktop import Watcher
+from tests.conftest import login
+from tests.mountproc import MountProcess, can_mount
+from tests.vaultproc import VaultProcess, wait_until
+
+pytestmark = pytest.mark.mount
+
+API = "/api/v25.1"
+
+
+def _api(vault: VaultProcess) -> httpx.Client:
+    return httpx.Client(base_url=vault.url + API, headers={"Authorization": login(vault.url)})
+
+
+def _documents_in(folder: Path) -> dict[str, int]:
+    """Document directories of ``folder``: name -> document id."""
+    return {
+        entry.name: int(os.getxattr(entry, "user.vault.id"))
+        for entry in folder.iterdir()
+        if entry.is_dir() and (entry / "versions").is_dir()
+    }
+
+
+def test_a_pasted_file_is_deleted_for_its_watchers_when_it_becomes_a_folder(
+    own_mount: MountProcess, tmp_path: Path
+) -> None:
+    general = own_mount.mountpoint / "General"
+    local = tmp_path / "DesktopPaste.txt"
+    local.write_bytes(b"pasted from the desktop\n")
+    with Watcher(general) as folder_watcher:
+        # The file stays open while a watch is put on it (the document is made at the
+        # last release), as a window showing it holds a watch on it.
+        with open(general / "DesktopPaste.txt", "wb") as pasted:
+            pasted.write(local.read_bytes())
+            file_watcher = Watcher(general / "DesktopPaste.txt")
+        with file_watcher:
+            own_mount.settle()
+            # The daemon's delete notification: the kernel raises IN_DELETE_SELF to the
+            # watchers of the file once it became the document folder.
+            file_watcher.wait_for("DELETE_SELF", "")
+        # The create and the write the kernel raised itself, in the folder.
+        assert folder_watcher.seen("CREATE", "DesktopPaste.txt")
+        assert folder_watcher.seen("CLOSE_WRITE", "DesktopPaste.txt")
+    names = os.listdir(general)
+    assert "DesktopPaste" in names and "DesktopPaste.txt" not in names
+    assert (general / "DesktopPaste" / "DesktopPaste.txt").read_bytes() == local.read_bytes()
+
+
+def test_another_clients_delete_and_rename_are_deletes_for_watchers(
+    polling_mount: MountProcess, fresh_vault: VaultProcess
+) -> None:
+    general = polling_mount.mountpoint / "General"
+    documents = _documents_in(general)  # a window lists the folder: the kernel holds names
+    assert len(documents) >= 2, documents
+    (deleted_name, deleted_id), (renamed_name, renamed_id) = sorted(documents.items())[:2]
+    # A window showing each document folder watches it.
+    with (
+        Watcher(general / deleted_name) as deleted_watcher,
+        Watcher(general / renamed_name) as renamed_watcher,
+        _api(fresh_vault) as api,
+    ):
+        r = api.delete(f"/objects/documents/{deleted_id}")
+        assert r.json()["responseStatus"] == "SUCCESS", r.text
+        r = api.put(f"/objects/documents/{renamed_id}", data={"name__v": "Renamed on the web"})
+        assert r.json()["responseStatus"] == "SUCCESS", r.text
+        deleted_watcher.wait_for("DELETE_SELF", "")
+        renamed_watcher.wait_for("DELETE_SELF", "")
+    listing = os.listdir(general)
+    assert "Renamed on the web" in listing
+    assert deleted_name not in listing and renamed_name not in listing
+    assert (general / "Renamed on the web" / "versions").is_dir()  # the renamed one works
+
+
+#: the index poll's calls: they happen whatever is opened
+_POLL = frozenset({"GET /objects/documents", "GET /objects/deletions/documents"})
+
+
+def _calls(mount: MountProcess) -> dict[str, int]:
+    calls = mount.status()["api_calls_by_endpoint"]
+    return {endpoint: n for endpoint, n in calls.items() if endpoint not in _POLL}
+
+
+def _since(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    return {k: n - before.get(k, 0) for k, n in after.items() if n != before.get(k, 0)}
+
+
+def _visit(doc_dir: Path) -> bytes:
+    """What a file manager does in a document folder: list it, count the items of its
+    subfolders, read (thumbnail) its file."""
+    for entry in doc_dir.iterdir():
+        if entry.is_dir():
+            os.listdir(entry)
+    return (doc_dir / os.getxattr(doc_dir, "user.vault.filename__v").decode()).read_bytes()
+
+
+def _download_calls(calls: dict[str, int]) -> int:
+    return sum(n for endpoint, n in calls.items() if endpoint.endswith("/file"))
+
+
+def test_opening_one_document_folder_costs_that_document_and_a_walk_reads_ahead(
+    own_mount: MountProcess,
+) -> None:
+    general = own_mount.mountpoint / "General"
+    listing = [
+        general / name
+        for name in os.listdir(general)  # the folder's listing order, which a walk follows
+        if (general / name / "versions").is_dir()
+        and os.getxattr(general / name, "user.vault.filename__v")
+    ]
+    assert len(listing) >= 4, listing
+    before = _calls(own_mount)
+    assert _visit(listing[2])
+    one = _calls(own_mount)
+    # A read-ahead starts in the background: give it the time it takes to show.
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline:
+        assert _calls(own_mount) == one, _since(one, _calls(own_mount))
+        time.sleep(0.2)
+    cost = _since(before, one)
+    print("one document folder:", cost)
+    # That document's record, file and relationships, and the type metadata a first
+    # relationship listing reads once: each once, nothing for any other document.
+    assert _download_calls(cost) == 1, cost
+    assert cost.get("GET /objects/documents/{id}") == 1, cost
+    assert set(cost.values()) == {1}, cost
+    # A walk (find, grep -r) lists the folder and visits its documents in order: from
+    # its first document on, the next documents' files are read ahead.
+    os.listdir(general)
+    before = _calls(own_mount)
+    assert _visit(listing[0])
+    wait_until(
+        lambda: _download_calls(_since(before, _calls(own_mount))) >= 3,
+        timeout=20,
+        what="the read-ahead of the next documents",
+    )
+    print("a walk's first document:", _since(before, _calls(own_mount)))
+
+
+def _gio(*argv: str | Path) -> subprocess.CompletedProcess[str]:
+    if shutil.which("gio") is None:
+        pytest.skip("needs gio (Debian package libglib2.0-bin)")
+    return subprocess.run(
+        ["gio", *map(str, argv)], capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+@pytest.mark.parametrize("options", ["", "allow_delete"])
+def test_gio_trash_changes_nothing_and_says_why(
+    fresh_vault: VaultProcess, tmp_path: Path, options: str
+) -> None:
+    if not can_mount():
+        pytest.skip("needs /dev/fuse and fusermount3")
+    with MountProcess(fresh_vault.url, tmp_path, options=options) as mount:
+        general = mount.mountpoint / "General"
+        name, doc_id = sorted(_documents_in(general).items())[0]
+        doc_dir = general / name
+        source = doc_dir / os.getxattr(doc_dir, "user.vault.filename__v").decode()
+        for target in (doc_dir, source):
+            result = _gio("trash", target)
+            print(options or "default", "gio trash:", result.returncode, result.stderr.strip())
+            assert result.returncode != 0
+            # GIO names the trash directory it could not make; the log says why.
+            assert "Unable to find or create trash directory" in result.stderr, result.stderr
+        assert source.is_file() and int(os.getxattr(doc_dir, "user.vault.id")) == doc_id
+        assert not any(n.startswith(".Trash") for n in os.listdir(mount.mountpoint))
+        log = mount.log_path.read_text()
+        assert "no trash on this mount (.Trash-" in log, log[-2000:]
+        if options:
+            assert "Delete Immediately" in log
+        else:
+            assert "mount with -o allow_delete" in log
+    with _api(fresh_vault) as api:
+        assert api.get(f"/objects/documents/{doc_id}").json()["responseStatus"] == "SUCCESS"
