@@ -12,33 +12,19 @@ import os
 import signal
 import subprocess
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.conftest import API, EDITOR, login
+from tests.conftest import EDITOR
 from tests.faultproxy import FaultProxy
-from tests.mountproc import MountProcess, can_mount
+from tests.mountproc import MountProcess
 from tests.vaultproc import VaultProcess, wait_until
 
 pytestmark = pytest.mark.mount
 
 CHECKLIST = "General/Release Checklist/Release_Checklist.md"
-
-
-@pytest.fixture(autouse=True)
-def _needs_fuse() -> None:
-    if not can_mount():
-        pytest.skip("needs /dev/fuse and fusermount3")
-
-
-@pytest.fixture
-def api(fresh_vault: VaultProcess) -> Iterator[httpx.Client]:
-    headers = {"Authorization": login(fresh_vault.url)}
-    with httpx.Client(base_url=fresh_vault.url + API, headers=headers, timeout=60) as client:
-        yield client
 
 
 def versions(api: httpx.Client, doc_id: int) -> list[str]:

@@ -17,26 +17,13 @@ import httpx
 import pytest
 
 from tests.conftest import EDITOR, VIEWER, login
-from tests.mountproc import MountProcess, can_mount
+from tests.mountproc import MountProcess
 from tests.vaultproc import DEMO_PASSWORD, VaultProcess, wait_until
 
 pytestmark = pytest.mark.mount
 
 API = "/api/v25.1"
 CHECKLIST = "General/Release Checklist/Release_Checklist.md"
-
-
-@pytest.fixture(autouse=True)
-def _needs_fuse() -> None:
-    if not can_mount():
-        pytest.skip("needs /dev/fuse and fusermount3")
-
-
-@pytest.fixture
-def api(fresh_vault: VaultProcess) -> Iterator[httpx.Client]:
-    headers = {"Authorization": login(fresh_vault.url)}
-    with httpx.Client(base_url=fresh_vault.url + API, headers=headers, timeout=60) as client:
-        yield client
 
 
 def mount_refusal(url: str, mountpoint: Path, cache_dir: Path) -> str:
