@@ -124,14 +124,10 @@ class Editing:
                     entry.truncate(0)
             elif self.entry(doc_id) is None:
                 await self._refuse_if_locked(doc_id)
-        except BaseException as exc:
+        except BaseException:
             writers.count -= 1
             self._drop_if_idle(doc_id)
-            if isinstance(exc, InsufficientAccess):
-                self.refused.add(doc_id)
             raise
-        if truncate:
-            self.refused.discard(doc_id)
         return EditHandle(doc_id, entry, writer=True, append=append)
 
     async def _refuse_if_locked(self, doc_id: int) -> None:
