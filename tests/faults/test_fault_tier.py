@@ -9,14 +9,12 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.conftest import login
 from tests.faultproxy import FAULTS, FaultProxy
 from tests.mountproc import MountProcess, can_mount
 from tests.vaultproc import VaultProcess, wait_until
@@ -24,13 +22,6 @@ from tests.vaultproc import VaultProcess, wait_until
 pytestmark = pytest.mark.mount
 
 API = "/api/v25.1"
-
-
-@pytest.fixture
-def api(fresh_vault: VaultProcess) -> Iterator[httpx.Client]:
-    headers = {"Authorization": login(fresh_vault.url)}
-    with httpx.Client(base_url=fresh_vault.url + API, headers=headers, timeout=60) as client:
-        yield client
 
 
 def all_documents(api: httpx.Client) -> list[dict[str, Any]]:

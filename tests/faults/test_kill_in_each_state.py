@@ -11,13 +11,12 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.conftest import login
 from tests.faultproxy import FaultProxy, Hold
 from tests.mountproc import MountProcess, can_mount
 from tests.vaultproc import VaultProcess, wait_until
@@ -27,13 +26,6 @@ pytestmark = pytest.mark.mount
 API = "/api/v25.1"
 CHECKLIST = "General/Release Checklist/Release_Checklist.md"
 LINE = b"written before the crash\n"
-
-
-@pytest.fixture
-def api(fresh_vault: VaultProcess) -> Iterator[httpx.Client]:
-    headers = {"Authorization": login(fresh_vault.url)}
-    with httpx.Client(base_url=fresh_vault.url + API, headers=headers, timeout=60) as client:
-        yield client
 
 
 def upload(doc_id: int) -> tuple[str, str]:

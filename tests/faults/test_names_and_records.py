@@ -16,15 +16,13 @@ import errno
 import hashlib
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.conftest import login
-from tests.mountproc import MountProcess, can_mount
+from tests.mountproc import MountProcess
 from tests.vaultproc import VaultProcess, wait_until
 
 pytestmark = pytest.mark.mount
@@ -33,19 +31,6 @@ API = "/api/v25.1"
 GENERAL = {"type__v": "General", "lifecycle__v": "General Lifecycle"}
 #: 94 characters, 274 bytes: a name the vault takes and no local file system does
 LONG_FILENAME = "治験実施計画書改訂版" * 9 + ".txt"
-
-
-@pytest.fixture(autouse=True)
-def _needs_fuse() -> None:
-    if not can_mount():
-        pytest.skip("needs /dev/fuse and fusermount3")
-
-
-@pytest.fixture
-def api(fresh_vault: VaultProcess) -> Iterator[httpx.Client]:
-    headers = {"Authorization": login(fresh_vault.url)}
-    with httpx.Client(base_url=fresh_vault.url + API, headers=headers, timeout=60) as client:
-        yield client
 
 
 def ok(response: httpx.Response) -> dict[str, Any]:
