@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import itertools
 import logging
 import math
 import os
@@ -631,16 +632,15 @@ class Spool:
         """Release every lock an earlier daemon of this cache took and no entry took
         over (it died between the lock and the entry, or before the unlock), trying
         again with the backoff while the vault cannot be reached."""
-        for failures in range(1, 1_000_000):
+        for failures in itertools.count(1):
             stale = [d for d in store.lock_marks(self.directory) if d not in self._entries]
-            if not stale:
-                return
-            left = False
+            left = []
             for doc_id in stale:
                 if doc_id in self._entries or doc_id in self._checkouts:
                     continue  # checked out again since
                 log.warning("spool: doc %d lock left by an earlier daemon; releasing it", doc_id)
-                left = not await self._unlock_quietly(doc_id) or left
+                if not await self._unlock_quietly(doc_id):
+                    left.append(doc_id)
             if not left:
                 return
             await trio.sleep(backoff(self._retry_initial, failures - 1, self._retry_max, self._rng))
