@@ -11,20 +11,33 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from tests.vaultproc import ADMIN, DEMO_PASSWORD, wait_until
+from tests.vaultproc import ADMIN, DEMO_PASSWORD, end_process, wait_until
 from vaultfs.bridge.commands.control import alive, unmount
 
-__all__ = ["MountProcess", "alive", "can_mount", "unmount"]
+__all__ = ["MountProcess", "alive", "can_mount", "stop_daemon", "unmount"]
 
 
 def can_mount() -> bool:
     return os.path.exists("/dev/fuse") and shutil.which("fusermount3") is not None
+
+
+def stop_daemon(mountpoint: Path, pid: int | None) -> None:
+    """Stop a daemonised mount: unmount (unconditionally: after a crash ismount() is
+    False, ENOTCONN, yet the mount stays), then end its daemon, SIGKILL if it lingers."""
+    unmount(mountpoint)
+    if pid is not None and alive(pid):
+        os.kill(pid, signal.SIGTERM)
+        try:
+            wait_until(lambda: not alive(pid), timeout=15, what="daemon exit")
+        except TimeoutError:
+            os.kill(pid, signal.SIGKILL)
 
 
 class MountProcess:
@@ -134,13 +147,7 @@ class MountProcess:
     def stop(self, timeout: float = 15.0) -> None:
         unmount(self.mountpoint)
         proc, self.proc = self.proc, None
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
+        end_process(proc, timeout=timeout)
 
     def __enter__(self) -> MountProcess:
         return self.start()

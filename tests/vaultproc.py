@@ -57,6 +57,32 @@ def wait_until(predicate, timeout: float = 20.0, interval: float = 0.05, what: s
     raise TimeoutError(f"timed out after {timeout}s waiting for {what}") from last_exc
 
 
+def end_process(
+    proc: subprocess.Popen[bytes] | None, sig: int = signal.SIGTERM, timeout: float = 10.0
+) -> None:
+    """End a child process the tests started: ``sig``, then SIGKILL after ``timeout``."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.send_signal(sig)
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+def answers_http(proc: subprocess.Popen[bytes] | None, url: str, what: str) -> bool:
+    """Whether the server process ``proc`` answers 200 at ``url``; RuntimeError once it
+    has exited (a wait for it would be in vain)."""
+    assert proc is not None
+    if proc.poll() is not None:
+        raise RuntimeError(f"{what} exited with {proc.returncode}")
+    try:
+        return httpx.get(url, timeout=1.0).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
 class VaultProcess:
     def __init__(
         self,
@@ -110,13 +136,7 @@ class VaultProcess:
         return self
 
     def _answers(self) -> bool:
-        assert self.proc is not None
-        if self.proc.poll() is not None:
-            raise RuntimeError(f"server exited with {self.proc.returncode}; log: {self.log()}")
-        try:
-            return httpx.get(self.url + "/api/", timeout=1.0).status_code == 200
-        except httpx.HTTPError:
-            return False
+        return answers_http(self.proc, self.url + "/api/", f"the server (log: {self.log()})")
 
     def log(self) -> str:
         try:
@@ -126,14 +146,7 @@ class VaultProcess:
 
     def stop(self, sig: int = signal.SIGTERM) -> None:
         proc, self.proc = self.proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        proc.send_signal(sig)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        end_process(proc, sig)
 
     def __enter__(self) -> VaultProcess:
         return self.start()

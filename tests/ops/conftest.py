@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -20,8 +19,8 @@ import httpx
 import pytest
 
 from tests.conftest import ADMIN, DEMO_PASSWORD, login
-from tests.mountproc import alive, can_mount, unmount
-from tests.vaultproc import VaultProcess, wait_until
+from tests.mountproc import can_mount, stop_daemon
+from tests.vaultproc import VaultProcess
 
 __all__ = ["Daemon", "documents", "latest_file", "needs_mount", "run_vaultfs"]
 
@@ -78,14 +77,7 @@ class Daemon:
             return ""
 
     def stop(self) -> None:
-        # Unconditionally: after a crash ismount() is False (ENOTCONN) yet the mount stays.
-        unmount(self.mountpoint)
-        if self.pid is not None and alive(self.pid):
-            os.kill(self.pid, signal.SIGTERM)
-            try:
-                wait_until(lambda: not alive(self.pid or 0), timeout=15, what="daemon exit")
-            except TimeoutError:
-                os.kill(self.pid, signal.SIGKILL)
+        stop_daemon(self.mountpoint, self.pid)
 
 
 @pytest.fixture

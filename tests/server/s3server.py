@@ -26,9 +26,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import httpx
-
-from tests.vaultproc import free_port, wait_until
+from tests.vaultproc import answers_http, end_process, free_port, wait_until
 
 __all__ = ["RefusingProxy", "S3Server", "s3_env"]
 
@@ -90,24 +88,11 @@ class S3Server:
         return self
 
     def _answers(self) -> bool:
-        assert self.proc is not None
-        if self.proc.poll() is not None:
-            raise RuntimeError(f"the S3 server exited with {self.proc.returncode}")
-        try:
-            return httpx.get(self.endpoint + "/", timeout=1.0).status_code == 200
-        except httpx.HTTPError:
-            return False
+        return answers_http(self.proc, self.endpoint + "/", "the S3 server")
 
     def stop(self) -> None:
         proc, self.proc = self.proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        end_process(proc)
 
     def client(self) -> Any:
         if self._client is None:

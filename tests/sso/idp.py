@@ -21,7 +21,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.vaultproc import free_port, wait_until
+from tests.vaultproc import answers_http, end_process, free_port, wait_until
 
 __all__ = ["CLIENT_ID", "Provider", "approve_authorization", "approve_device", "sign_in"]
 
@@ -102,14 +102,8 @@ class Provider:
         return self
 
     def _answers(self) -> bool:
-        assert self.proc is not None
-        if self.proc.poll() is not None:
-            raise RuntimeError(f"provider exited with {self.proc.returncode}: {self.log()}")
-        try:
-            url = f"{self.issuer}/.well-known/openid-configuration"
-            return httpx.get(url, timeout=1.0).status_code == 200
-        except httpx.HTTPError:
-            return False
+        url = f"{self.issuer}/.well-known/openid-configuration"
+        return answers_http(self.proc, url, f"the provider (log: {self.log()})")
 
     def revoke(self, user: str) -> str:
         """Revoke every sign-in of ``user`` (as the provider's administrator would)."""
@@ -130,14 +124,7 @@ class Provider:
 
     def stop(self) -> None:
         proc, self.proc = self.proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        end_process(proc)
 
     def __enter__(self) -> Provider:
         return self.start()

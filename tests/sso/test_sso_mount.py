@@ -8,8 +8,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
-import signal
 import stat
 import time
 from collections.abc import Iterator
@@ -19,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.mountproc import alive, can_mount, unmount
+from tests.mountproc import can_mount, stop_daemon
 from tests.ops.conftest import documents, latest_file, run_vaultfs
 from tests.sso.conftest import SSO_USER, SignedIn, signing_in, vaultfs_env
 from tests.sso.idp import Provider
@@ -91,13 +89,7 @@ class SsoMount:
         return found
 
     def stop(self) -> None:
-        unmount(self.mountpoint)
-        if self.pid is not None and alive(self.pid):
-            os.kill(self.pid, signal.SIGTERM)
-            try:
-                wait_until(lambda: not alive(self.pid or 0), timeout=15, what="daemon exit")
-            except TimeoutError:
-                os.kill(self.pid, signal.SIGKILL)
+        stop_daemon(self.mountpoint, self.pid)
 
 
 @pytest.fixture
