@@ -1,16 +1,18 @@
 """An in-memory stand-in for ``VaultClient``, for unit tests of the bridge layers.
 
-It keeps documents with versions, renditions and attachments, answers the client
-methods the bridge uses (reads, locks, drafts, creates, field updates, deletions) with
-the shapes of the REST API, counts calls per method, and can hold downloads at a gate
-so tests see reads racing a download.
+It keeps documents with versions, renditions, attachments and relationships, answers
+every call of ``VaultApi`` (reads, locks, drafts, creates, field updates, deletions;
+a vault without lifecycle actions, events, users or groups unless a test adds them)
+with the shapes of the REST API, counts calls per method, and can hold downloads and
+version reads at a gate so tests see reads racing them. ``tests/bridge/test_vault_api.py``
+has mypy check that it satisfies ``VaultApi`` as ``VaultClient`` does.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -55,7 +57,7 @@ class _Version:
 
 
 class FakeVault:
-    """Duck-types ``VaultClient`` for the bridge."""
+    """A ``VaultApi`` kept in memory."""
 
     def __init__(self) -> None:
         self.docs: dict[int, list[_Version]] = {}
@@ -66,7 +68,11 @@ class FakeVault:
         self.budget = Budget()
         self.session_state = "active"
         self.user_id = 1
+        self.vault_id = 1
+        self.username = "me@example.com"
         self.gate: trio.Event | None = None
+        #: when set, version reads wait for it
+        self.version_gate: trio.Event | None = None
         self.unreachable = False
         self.forbidden: set[int] = set()
         self._clock = EPOCH
@@ -93,6 +99,14 @@ class FakeVault:
         self.locks: dict[int, int] = {}
         #: the fields of every create_document call
         self.created: list[dict[str, str]] = []
+        #: relationship types (API records) every document type offers
+        self.relationship_type_records: list[dict[str, Any]] = []
+        #: relationship records (source_doc_id__v, target_doc_id__v, ... as the API)
+        self.relationships: list[dict[str, Any]] = []
+        #: False: a vault without the cross-document listing (it answers MalformedUrl)
+        self.cross_listing = True
+        #: the (doc id, major, minor) of every per-version relationship listing
+        self.version_listings: list[tuple[int, int, int]] = []
 
     # --- test helpers ------------------------------------------------------------
 
@@ -241,7 +255,13 @@ class FakeVault:
         }
 
     async def list_documents(
-        self, *, start: int = 0, limit: int = 200, sort: str | None = None, **_: Any
+        self,
+        *,
+        start: int = 0,
+        limit: int = 200,
+        sort: str | None = None,
+        versionscope: str | None = None,
+        search: str | None = None,
     ) -> DocumentPage:
         self._call("list_documents")
         records = [v[-1].record for v in self.docs.values()]
@@ -269,6 +289,8 @@ class FakeVault:
         return response
 
     async def get_version(self, doc_id: int, major: int, minor: int) -> dict[str, Any]:
+        if self.version_gate is not None:
+            await self.version_gate.wait()
         self._call("get_version")
         version = self._version(doc_id, major, minor)
         return {
@@ -278,14 +300,62 @@ class FakeVault:
 
     async def relationship_types(self, type_name: str) -> list[dict[str, Any]]:
         self._call("relationship_types")
-        return []
+        return [dict(t) for t in self.relationship_type_records]
 
     async def list_all_relationships(
         self, *, start: int = 0, limit: int = 1000
     ) -> RelationshipPage:
-        """No relationships (the mount tests show them against the local vault)."""
+        """None unless a test adds some (the mount tests show them against the local
+        vault)."""
         self._call("list_all_relationships")
-        return RelationshipPage([], 0)
+        if not self.cross_listing:
+            raise errors.MalformedUrl("no such route")
+        page = [dict(r) for r in self.relationships[start : start + limit]]
+        return RelationshipPage(page, len(self.relationships))
+
+    async def list_relationships(self, doc_id: int, major: int, minor: int) -> list[dict[str, Any]]:
+        self._call("list_relationships")
+        self.version_listings.append((doc_id, major, minor))
+        return [
+            dict(r)
+            for r in self.relationships
+            if doc_id in (r["source_doc_id__v"], r["target_doc_id__v"])
+            and (r["source_major_version__v"], r["source_minor_version__v"]) == (major, minor)
+        ]
+
+    async def create_relationship(
+        self,
+        doc_id: int,
+        major: int,
+        minor: int,
+        *,
+        target: int,
+        relationship_type: str,
+        target_version: tuple[int, int] | None = None,
+    ) -> int:
+        self._call("create_relationship")
+        self._version(doc_id, major, minor)
+        self._doc(target)
+        rel_id = 1 + max((r["id"] for r in self.relationships), default=0)
+        record: dict[str, Any] = {
+            "id": rel_id,
+            "source_doc_id__v": doc_id,
+            "source_major_version__v": major,
+            "source_minor_version__v": minor,
+            "target_doc_id__v": target,
+            "relationship_type__v": relationship_type,
+        }
+        if target_version is not None:
+            record["target_major_version__v"], record["target_minor_version__v"] = target_version
+        self.relationships.append(record)
+        return rel_id
+
+    async def delete_relationship(self, doc_id: int, major: int, minor: int, rel_id: int) -> None:
+        self._call("delete_relationship")
+        found = [r for r in self.relationships if r["id"] == rel_id]
+        if not found or found[0]["source_doc_id__v"] != doc_id:
+            raise errors.InvalidData(f"no relationship {rel_id} from {doc_id}")
+        self.relationships.remove(found[0])
 
     async def list_renditions(
         self, doc_id: int, major: int | None = None, minor: int | None = None
@@ -362,6 +432,10 @@ class FakeVault:
     async def keep_alive(self) -> None:
         self._call("keep_alive")
 
+    async def login(self, *, max_retries: int | None = None) -> dict[str, Any]:
+        self._call("login")
+        return {"responseStatus": "SUCCESS", "userId": self.user_id, "vaultId": self.vault_id}
+
     async def create_draft(
         self, doc_id: int, file: Path | None, *, filename: str | None = None
     ) -> tuple[int, int]:
@@ -374,8 +448,22 @@ class FakeVault:
         record["filename__v"] = filename or file.name
         return record["major_version_number__v"], record["minor_version_number__v"]
 
+    async def create_draft_streamed(
+        self, doc_id: int, filename: str, content: AsyncIterable[bytes]
+    ) -> tuple[int, int]:
+        self._call("create_draft_streamed")
+        self._doc(doc_id)
+        self.new_version(doc_id, b"".join([chunk async for chunk in content]))
+        record = self.docs[doc_id][-1].record
+        record["filename__v"] = filename
+        return record["major_version_number__v"], record["minor_version_number__v"]
+
+    async def may_create_documents(self) -> bool:
+        self._call("may_create_documents")
+        return True
+
     async def create_document(
-        self, fields: dict[str, str], file: Path | None, *, filename: str | None = None
+        self, fields: Mapping[str, str], file: Path | None, *, filename: str | None = None
     ) -> int:
         self._call("create_document")
         type_ = fields.get("type__v", "")
@@ -395,18 +483,18 @@ class FakeVault:
         self.created.append(dict(fields))
         return doc_id
 
-    async def update_document(self, doc_id: int, fields: dict[str, str | None]) -> None:
+    async def update_document(self, doc_id: int, fields: Mapping[str, str | None]) -> None:
         self._call("update_document")
         version = self._doc(doc_id)[-1]
         self._update(version, fields)
 
     async def update_version(
-        self, doc_id: int, major: int, minor: int, fields: dict[str, str | None]
+        self, doc_id: int, major: int, minor: int, fields: Mapping[str, str | None]
     ) -> None:
         self._call("update_version")
         self._update(self._version(doc_id, major, minor), fields)
 
-    def _update(self, version: _Version, fields: dict[str, str | None]) -> None:
+    def _update(self, version: _Version, fields: Mapping[str, str | None]) -> None:
         for name, text in fields.items():
             if not self.fields.get(name, {}).get("editable"):
                 raise errors.InvalidData(f"{name} is not editable")
@@ -429,3 +517,83 @@ class FakeVault:
             raise errors.InvalidData("the only version")
         versions.remove(version)
         versions[-1].record["version_modified_date__v"] = self.tick()
+
+    async def create_attachment(
+        self, doc_id: int, file: Path, *, filename: str | None = None
+    ) -> dict[str, Any]:
+        self._call("create_attachment")
+        self._doc(doc_id)
+        content = file.read_bytes()  # noqa: ASYNC240 - a test fake
+        attachment_id = self.attach(doc_id, filename or file.name, content)
+        return {"id": attachment_id, "version__v": 1}
+
+    async def delete_attachment(self, doc_id: int, attachment_id: int) -> None:
+        self._call("delete_attachment")
+        kept = [a for a in self.attachments.get(doc_id, []) if a["id"] != attachment_id]
+        if len(kept) == len(self.attachments.get(doc_id, [])):
+            raise errors.InvalidData(f"no attachment {attachment_id} on {doc_id}")
+        self.attachments[doc_id] = kept
+        del self.attachment_content[(doc_id, attachment_id)]
+
+    async def put_rendition(
+        self,
+        doc_id: int,
+        rendition_type: str,
+        file: Path,
+        major: int | None = None,
+        minor: int | None = None,
+        *,
+        replace: bool,
+        filename: str | None = None,
+    ) -> None:
+        self._call("put_rendition")
+        renditions = self._version(doc_id, major, minor).renditions
+        if not replace and rendition_type in renditions:
+            raise errors.OperationNotAllowed(f"{doc_id} has a {rendition_type} already")
+        renditions[rendition_type] = file.read_bytes()  # noqa: ASYNC240 - a test fake
+
+    async def delete_rendition(
+        self, doc_id: int, rendition_type: str, major: int | None = None, minor: int | None = None
+    ) -> None:
+        self._call("delete_rendition")
+        renditions = self._version(doc_id, major, minor).renditions
+        if renditions.pop(rendition_type, None) is None:
+            raise errors.InvalidData(f"{doc_id} has no {rendition_type}")
+
+    # --- lifecycle, events, users, groups: none unless a test adds them ---------------
+
+    async def lifecycle_actions(self, doc_id: int, major: int, minor: int) -> list[dict[str, Any]]:
+        self._call("lifecycle_actions")
+        self._version(doc_id, major, minor)
+        return []
+
+    async def entry_requirements(
+        self, doc_id: int, major: int, minor: int, action: str
+    ) -> list[dict[str, Any]]:
+        self._call("entry_requirements")
+        raise errors.InvalidData(f"no lifecycle action {action}")
+
+    async def start_action(
+        self, doc_id: int, major: int, minor: int, action: str, params: Mapping[str, str]
+    ) -> dict[str, Any]:
+        self._call("start_action")
+        raise errors.InvalidData(f"no lifecycle action {action}")
+
+    async def document_events(self, doc_id: int) -> list[dict[str, Any]]:
+        self._call("document_events")
+        self._doc(doc_id)
+        return []
+
+    async def log_event(
+        self, doc_id: int, major: int, minor: int, fields: Mapping[str, str]
+    ) -> dict[str, Any]:
+        self._call("log_event")
+        raise errors.InvalidData("no event types")
+
+    async def list_users(self) -> list[dict[str, Any]]:
+        self._call("list_users")
+        return []
+
+    async def list_groups(self) -> list[dict[str, Any]]:
+        self._call("list_groups")
+        return []

@@ -10,7 +10,6 @@ later use of it failed with "inode N is not known" (ENOENT on a path that exists
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -36,13 +35,7 @@ def vault() -> FakeVault:
 
 def held(vault: FakeVault, gate: trio.Event) -> None:
     """Make the fake's version reads wait for ``gate``."""
-    call: Callable[..., Awaitable[Any]] = vault.get_version
-
-    async def waiting(*args: Any) -> Any:
-        await gate.wait()
-        return await call(*args)
-
-    vault.get_version = waiting  # type: ignore[method-assign]
+    vault.version_gate = gate
 
 
 async def _versions(core: FileSystem) -> tuple[int, int]:

@@ -70,8 +70,8 @@ class Life:
         self.started: list[tuple[int, str, dict[str, str]]] = []
         self.refuse: errors.VaultError | None = None
         self.events: dict[int, list[dict[str, Any]]] = {}
-        vault.user_id = 7  # type: ignore[attr-defined]
-        vault.username = "me@example.com"  # type: ignore[attr-defined]
+        vault.user_id = 7
+        vault.username = "me@example.com"
         for name in (
             "lifecycle_actions",
             "entry_requirements",
@@ -179,7 +179,7 @@ def test_steady_states(status: str | None, steady: bool) -> None:
 
 
 async def test_principals_translate_names(vault: FakeVault, life: Life) -> None:
-    principals = Principals(vault)  # type: ignore[arg-type]
+    principals = Principals(vault)
     assert await principals.resolve("Approver", "user:1,group:2") == "user:1,group:2"
     assert sum(vault.calls.values()) == 0  # ids only: no call
     assert await principals.resolve("Approver", ["Ann@Example.com", "approvers"]) == (

@@ -7,7 +7,6 @@ from __future__ import annotations
 import stat
 from typing import Any
 
-from vaultfs import errors
 from vaultfs.bridge.fs.filesystem import FileSystem
 
 from .fakevault import FakeVault
@@ -22,28 +21,10 @@ TYPES = [
 def without_listing(vault: FakeVault, records: list[dict[str, Any]]) -> list[tuple[int, int, int]]:
     """Make ``vault`` answer relationship calls as a vault without the extension would;
     returns the list the per-version calls are recorded in."""
-    asked: list[tuple[int, int, int]] = []
-
-    async def types(type_name: str) -> list[dict[str, Any]]:
-        return TYPES
-
-    async def listing(*, start: int = 0, limit: int = 1000) -> Any:
-        vault.calls["list_all_relationships"] += 1
-        raise errors.MalformedUrl("no such route")
-
-    async def per_version(doc_id: int, major: int, minor: int) -> list[dict[str, Any]]:
-        asked.append((doc_id, major, minor))
-        return [
-            r
-            for r in records
-            if doc_id in (r["source_doc_id__v"], r["target_doc_id__v"])
-            and (r["source_major_version__v"], r["source_minor_version__v"]) == (major, minor)
-        ]
-
-    vault.relationship_types = types  # type: ignore[method-assign]
-    vault.list_all_relationships = listing  # type: ignore[method-assign]
-    vault.list_relationships = per_version  # type: ignore[attr-defined]
-    return asked
+    vault.relationship_type_records = TYPES
+    vault.relationships = records
+    vault.cross_listing = False
+    return vault.version_listings
 
 
 async def test_per_version_listing_when_the_vault_has_no_cross_listing(

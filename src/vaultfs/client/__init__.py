@@ -4,6 +4,7 @@ Layering: client -> httpx, Authlib (and vaultfs.errors, vaultfs.wire). Never imp
 the server or the bridge. Public names are re-exported here.
 """
 
+from ._api import VaultApi
 from ._client import VaultClient
 from ._errors import surely_not_sent
 from ._oauth import (
@@ -40,6 +41,7 @@ __all__ = [
     "SsoProfile",
     "TokenLogin",
     "TokenStore",
+    "VaultApi",
     "VaultClient",
     "backoff",
     "complete_metadata",

@@ -44,13 +44,21 @@ class DocumentPage:
 class Download(Protocol):
     """An open download of a file stream."""
 
-    #: exact byte length of what ``chunks`` will yield from ``offset`` on, when the
-    #: server said (Content-Length), else None
-    length: int | None
-    #: file name from Content-Disposition, when sent
-    filename: str | None
-    #: the offset the stream starts at (the requested one: the client skips bytes
-    #: itself when a server ignores Range)
-    offset: int
+    # Read-only members: what a reader of a download sees, whether the download keeps
+    # them as attributes or computes them.
+
+    @property
+    def length(self) -> int | None:
+        """Exact byte length of what ``chunks`` will yield from ``offset`` on, when the
+        server said (Content-Length), else None."""
+
+    @property
+    def filename(self) -> str | None:
+        """The file name from Content-Disposition, when sent."""
+
+    @property
+    def offset(self) -> int:
+        """The offset the stream starts at (the requested one: the client skips bytes
+        itself when a server ignores Range)."""
 
     def chunks(self, size: int = 1 << 20) -> AsyncIterator[bytes]: ...

@@ -23,7 +23,7 @@ from typing import Any
 from vaultfs import errors
 from vaultfs.bridge.lifecycle.principals import Principals
 from vaultfs.bridge.tree.tree import Tree, latest_version
-from vaultfs.client import VaultClient
+from vaultfs.client import VaultApi
 
 __all__ = ["TTL", "ActionRequest", "LifecycleActions", "parse_request"]
 
@@ -96,7 +96,7 @@ def requirement_entry(requirement: dict[str, Any], record: dict[str, Any]) -> di
 
 class LifecycleActions:
     def __init__(
-        self, tree: Tree, client: VaultClient, *, clock: Callable[[], float] = time.monotonic
+        self, tree: Tree, client: VaultApi, *, clock: Callable[[], float] = time.monotonic
     ) -> None:
         self.tree = tree
         self.client = client

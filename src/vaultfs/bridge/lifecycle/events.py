@@ -22,7 +22,7 @@ from typing import Any
 from vaultfs import errors
 from vaultfs.bridge.tree import nodes
 from vaultfs.bridge.tree.tree import Tree, latest_version
-from vaultfs.client import VaultClient
+from vaultfs.client import VaultApi
 
 __all__ = ["EVENTS_FILE", "DocumentEvents", "EventsStat", "event_form"]
 
@@ -63,7 +63,7 @@ def _order(event: dict[str, Any]) -> str:
 
 
 class DocumentEvents:
-    def __init__(self, tree: Tree, client: VaultClient) -> None:
+    def __init__(self, tree: Tree, client: VaultApi) -> None:
         self.tree = tree
         self.client = client
         self._stats: dict[int, EventsStat] = {}

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from vaultfs import errors
-from vaultfs.client import VaultClient
+from vaultfs.client import VaultApi
 
 __all__ = ["Principals", "items_of"]
 
@@ -37,7 +37,7 @@ def items_of(value: Any) -> list[str]:
 
 
 class Principals:
-    def __init__(self, client: VaultClient) -> None:
+    def __init__(self, client: VaultApi) -> None:
         self._client = client
 
     async def resolve(self, name: str, value: Any) -> str:
