@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.mountproc import unmount
+from vaultfs.bridge.commands.control import unmount
 
 from . import dataset
 from .context import Context

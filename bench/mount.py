@@ -12,8 +12,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.mountproc import MountProcess
-from tests.vaultproc import wait_until
+from vaultfs.testing.mount_process import MountProcess
+from vaultfs.testing.vault_process import wait_until
 
 __all__ = ["Mount"]
 

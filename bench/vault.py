@@ -1,6 +1,6 @@
 """The vault under test: a local vault server process, an API session, and curl.
 
-Owns the server started for the run (``tests.vaultproc.VaultProcess`` with limits high
+Owns the server started for the run (``vaultfs.testing.vault_process.VaultProcess`` with limits high
 enough that building the data set never waits for the burst window), the bench's own
 API session (httpx, parallel single creates), and the curl commands that give the
 reference figures. curl gets the session from a header file (mode 0600), never from
@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from tests.vaultproc import ADMIN, DEMO_PASSWORD, VaultProcess
 
+from vaultfs.testing.vault_process import ADMIN, DEMO_PASSWORD, VaultProcess
 from vaultfs.wire import API_VERSION
 
 __all__ = ["CurlTiming", "NewDocument", "Vault"]

@@ -8,8 +8,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.mountproc import MountProcess, can_mount
-from tests.vaultproc import ADMIN, DEMO_PASSWORD, EDITOR, VIEWER, VaultProcess
+from vaultfs.testing.mount_process import MountProcess, can_mount
+from vaultfs.testing.vault_process import ADMIN, DEMO_PASSWORD, EDITOR, VIEWER, VaultProcess
 
 #: the API version the tests speak
 API = "/api/v25.1"

@@ -19,9 +19,9 @@ import time
 from pathlib import Path
 
 import httpx
-from tests.server.s3server import S3Server
-from tests.vaultproc import ADMIN, DEMO_PASSWORD, VaultProcess
 
+from vaultfs.testing.s3_server import S3Server
+from vaultfs.testing.vault_process import ADMIN, DEMO_PASSWORD, VaultProcess
 from vaultfs.wire import API_VERSION
 
 from ..context import Context

@@ -19,9 +19,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
-from tests.server.postgres import PostgresCluster
-from tests.vaultproc import ADMIN, DEMO_PASSWORD, VaultProcess
 
+from vaultfs.testing.postgres import PostgresCluster
+from vaultfs.testing.vault_process import ADMIN, DEMO_PASSWORD, VaultProcess
 from vaultfs.wire import API_VERSION
 
 from ..context import Context

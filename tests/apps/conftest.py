@@ -22,8 +22,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.mountproc import MountProcess
-from tests.vaultproc import wait_until
+from vaultfs.testing.mount_process import MountProcess
+from vaultfs.testing.vault_process import wait_until
 
 GENERAL = {"type__v": "General", "lifecycle__v": "General Lifecycle"}
 #: Debian's Python, for which python3-uno is built (the tests' own may be another)

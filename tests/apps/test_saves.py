@@ -18,8 +18,8 @@ import httpx
 import pytest
 
 from tests.conftest import API, EDITOR, login
-from tests.vaultproc import VaultProcess, wait_until
 from vaultfs.server.samples import docx_bytes, pdf_bytes
+from vaultfs.testing.vault_process import VaultProcess, wait_until
 
 from .conftest import Documents, Office, Save, need, run, total_documents
 

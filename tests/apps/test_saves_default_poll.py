@@ -20,8 +20,8 @@ import httpx
 import pytest
 
 from tests.conftest import API, login
-from tests.mountproc import MountProcess, can_mount
-from tests.vaultproc import VaultProcess
+from vaultfs.testing.mount_process import MountProcess, can_mount
+from vaultfs.testing.vault_process import VaultProcess
 
 from .conftest import need, run, total_documents
 

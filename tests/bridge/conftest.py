@@ -10,14 +10,14 @@ import httpx
 import pytest
 import trio
 
-from tests.mountproc import MountProcess, can_mount
-from tests.vaultproc import VaultProcess
 from vaultfs.bridge.content.blobcache import BlobCache
 from vaultfs.bridge.daemon.build import build_filesystem
 from vaultfs.bridge.fs.filesystem import FileSystem
 from vaultfs.bridge.fs.options import Options
 from vaultfs.bridge.tree.index import DocumentIndex, TypeCatalog
 from vaultfs.bridge.tree.tree import Tree
+from vaultfs.testing.mount_process import MountProcess, can_mount
+from vaultfs.testing.vault_process import VaultProcess
 
 from .fakevault import FakeVault
 

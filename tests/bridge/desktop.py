@@ -16,7 +16,7 @@ from types import TracebackType
 
 import pytest
 
-from tests.vaultproc import wait_until
+from vaultfs.testing.vault_process import wait_until
 
 __all__ = ["Watcher"]
 

@@ -13,9 +13,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.mountproc import MountProcess
 from tests.programs import run, vaultfs
-from tests.vaultproc import VaultProcess, wait_until
+from vaultfs.testing.mount_process import MountProcess
+from vaultfs.testing.vault_process import VaultProcess, wait_until
 
 pytestmark = pytest.mark.mount
 
@@ -254,7 +254,7 @@ def test_change_by_another_client_shows_within_a_poll(
 def test_viewer_may_not_start_actions(
     module_vault: VaultProcess, api: httpx.Client, tmp_path: Path
 ) -> None:
-    from tests.vaultproc import VIEWER
+    from vaultfs.testing.vault_process import VIEWER
 
     doc_id = drafts(api, with_country=True)[-1]
     with MountProcess(module_vault.url, tmp_path, user=VIEWER) as viewer:

@@ -12,9 +12,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.mountproc import MountProcess
 from tests.programs import run, vaultfs
-from tests.vaultproc import VIEWER, VaultProcess
+from vaultfs.testing.mount_process import MountProcess
+from vaultfs.testing.vault_process import VIEWER, VaultProcess
 
 pytestmark = pytest.mark.mount
 

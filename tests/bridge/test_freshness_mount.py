@@ -11,8 +11,8 @@ import httpx
 import pytest
 
 from tests.conftest import login
-from tests.mountproc import MountProcess
-from tests.vaultproc import VaultProcess, wait_until
+from vaultfs.testing.mount_process import MountProcess
+from vaultfs.testing.vault_process import VaultProcess, wait_until
 
 pytestmark = pytest.mark.mount
 

@@ -14,8 +14,9 @@ import httpx
 import pytest
 
 from tests.conftest import ADMIN, DEMO_PASSWORD, login
-from tests.mountproc import MountProcess, unmount
-from tests.vaultproc import VaultProcess, wait_until
+from vaultfs.bridge.commands.control import unmount
+from vaultfs.testing.mount_process import MountProcess
+from vaultfs.testing.vault_process import VaultProcess, wait_until
 
 pytestmark = pytest.mark.mount
 

@@ -17,11 +17,11 @@ import trio
 import trio.testing
 
 from tests.conftest import login
-from tests.mountproc import MountProcess
-from tests.vaultproc import VaultProcess, wait_until
 from vaultfs import errors
 from vaultfs.bridge.content.blobcache import CHUNK, BlobCache
 from vaultfs.bridge.fs.filesystem import FileSystem
+from vaultfs.testing.mount_process import MountProcess
+from vaultfs.testing.vault_process import VaultProcess, wait_until
 
 from .fakevault import FakeDownload, FakeVault
 from .fsdriver import listdir, read_all, running, walk

@@ -18,10 +18,10 @@ import pytest
 import trio
 
 from tests.conftest import ADMIN, EDITOR
-from tests.vaultproc import DEMO_PASSWORD, VaultProcess
 from vaultfs.bridge.write.spool.spool import Spool, start_from
 from vaultfs.client import Credentials, VaultClient
 from vaultfs.errors import LockedByOther, VaultError
+from vaultfs.testing.vault_process import DEMO_PASSWORD, VaultProcess
 
 
 def connect(vault: VaultProcess, user: str = ADMIN) -> VaultClient:

@@ -29,12 +29,12 @@ from tests.bridge.test_spool_live import (
     running,
     version_count,
 )
-from tests.mountproc import MountProcess
-from tests.vaultproc import VaultProcess
 from vaultfs.bridge.write.spool.entry import SpoolEntry
 from vaultfs.bridge.write.spool.spool import Spool, start_from
 from vaultfs.bridge.write.spool.streaming import STREAM_FROM
 from vaultfs.client import VaultClient
+from vaultfs.testing.mount_process import MountProcess
+from vaultfs.testing.vault_process import VaultProcess
 
 _CHUNK = 128 * 1024
 #: twice the threshold: the stream starts halfway through

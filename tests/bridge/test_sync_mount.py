@@ -25,9 +25,9 @@ import pytest
 
 from tests.conftest import login
 from tests.faultproxy import FaultProxy
-from tests.mountproc import MountProcess, can_mount
 from tests.ops.conftest import run_vaultfs
-from tests.vaultproc import VaultProcess, wait_until
+from vaultfs.testing.mount_process import MountProcess, can_mount
+from vaultfs.testing.vault_process import VaultProcess, wait_until
 
 pytestmark = pytest.mark.mount
 

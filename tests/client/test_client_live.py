@@ -14,7 +14,6 @@ import httpx
 import pytest
 
 from tests.conftest import ADMIN, DEMO_PASSWORD, EDITOR, VIEWER
-from tests.vaultproc import VaultProcess, free_port
 from vaultfs.client import Credentials, Download, VaultClient
 from vaultfs.errors import (
     InsufficientAccess,
@@ -24,6 +23,7 @@ from vaultfs.errors import (
     VaultError,
     VaultUnavailable,
 )
+from vaultfs.testing.vault_process import VaultProcess, free_port
 
 GENERAL = {"type__v": "general__c", "lifecycle__v": "general_lifecycle__c"}
 

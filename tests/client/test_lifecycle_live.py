@@ -11,9 +11,9 @@ import httpx
 import pytest
 
 from tests.conftest import ADMIN, API, DEMO_PASSWORD, EDITOR, login
-from tests.vaultproc import VaultProcess
 from vaultfs.client import Credentials, VaultClient
 from vaultfs.errors import InvalidData, MethodNotSupported, ParameterRequired
+from vaultfs.testing.vault_process import VaultProcess
 
 GENERAL = {"type__v": "General", "lifecycle__v": "General Lifecycle"}
 

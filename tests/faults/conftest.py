@@ -8,8 +8,8 @@ import httpx
 import pytest
 
 from tests.conftest import API, login
-from tests.mountproc import can_mount
-from tests.vaultproc import VaultProcess
+from vaultfs.testing.mount_process import can_mount
+from vaultfs.testing.vault_process import VaultProcess
 
 
 @pytest.fixture(autouse=True)

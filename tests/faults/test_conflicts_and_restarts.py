@@ -19,8 +19,8 @@ import pytest
 
 from tests.conftest import EDITOR
 from tests.faultproxy import FaultProxy
-from tests.mountproc import MountProcess
-from tests.vaultproc import VaultProcess, wait_until
+from vaultfs.testing.mount_process import MountProcess
+from vaultfs.testing.vault_process import VaultProcess, wait_until
 
 pytestmark = pytest.mark.mount
 

@@ -23,8 +23,8 @@ import httpx
 import pytest
 
 from tests.conftest import login
-from tests.mountproc import MountProcess, can_mount
-from tests.vaultproc import VaultProcess, wait_until
+from vaultfs.testing.mount_process import MountProcess, can_mount
+from vaultfs.testing.vault_process import VaultProcess, wait_until
 
 pytestmark = pytest.mark.mount
 

@@ -17,8 +17,8 @@ import httpx
 import pytest
 
 from tests.conftest import EDITOR, VIEWER, login
-from tests.mountproc import MountProcess
-from tests.vaultproc import DEMO_PASSWORD, VaultProcess, wait_until
+from vaultfs.testing.mount_process import MountProcess
+from vaultfs.testing.vault_process import DEMO_PASSWORD, VaultProcess, wait_until
 
 pytestmark = pytest.mark.mount
 

@@ -22,8 +22,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.mountproc import MountProcess
-from tests.vaultproc import VaultProcess, wait_until
+from vaultfs.testing.mount_process import MountProcess
+from vaultfs.testing.vault_process import VaultProcess, wait_until
 
 pytestmark = pytest.mark.mount
 

@@ -19,8 +19,8 @@ import httpx
 import pytest
 
 from tests.conftest import ADMIN, DEMO_PASSWORD, login
-from tests.mountproc import can_mount, stop_daemon
-from tests.vaultproc import VaultProcess
+from vaultfs.testing.mount_process import can_mount, stop_daemon
+from vaultfs.testing.vault_process import VaultProcess
 
 __all__ = ["Daemon", "documents", "latest_file", "needs_mount", "run_vaultfs"]
 

@@ -71,3 +71,18 @@ def test_mounting_does_load_the_daemon() -> None:
         check=True,
     )
     assert result.stdout.strip() == "True"
+
+
+def test_the_process_helpers_load_neither_pytest_nor_pyfuse3() -> None:
+    """bench/ imports vaultfs.testing without pytest, and starts no mount in-process."""
+    modules = ["vault_process", "mount_process", "postgres", "s3_server"]
+    child = (
+        "import importlib, json, sys\n"
+        f"for name in {modules!r}:\n"
+        "    importlib.import_module('vaultfs.testing.' + name)\n"
+        "print(json.dumps([m for m in ('pytest', 'pyfuse3') if m in sys.modules]))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", child], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == []

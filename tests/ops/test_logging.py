@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ADMIN, DEMO_PASSWORD
-from tests.vaultproc import VaultProcess
 from vaultfs.bridge.daemon.logs import (
     OneLineFormatter,
     setup_logging,
@@ -20,6 +19,7 @@ from vaultfs.bridge.daemon.logs import (
     under_systemd,
 )
 from vaultfs.client import Credentials, VaultClient
+from vaultfs.testing.vault_process import VaultProcess
 
 
 def record(message: str, level: int = logging.WARNING) -> logging.LogRecord:

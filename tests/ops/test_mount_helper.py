@@ -12,12 +12,11 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ADMIN, DEMO_PASSWORD
-from tests.mountproc import alive
 from tests.ops.conftest import Daemon, needs_mount, run_vaultfs
-from tests.vaultproc import VaultProcess, wait_until
-from vaultfs.bridge.commands.control import vaultfs_mounts
+from vaultfs.bridge.commands.control import alive, vaultfs_mounts
 from vaultfs.bridge.commands.install_helper import HELPER_DIR, HELPER_NAME
 from vaultfs.bridge.commands.mount_helper import translate
+from vaultfs.testing.vault_process import VaultProcess, wait_until
 
 
 def test_fstab_options_are_translated_and_systemd_ones_dropped() -> None:

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ADMIN, DEMO_PASSWORD
-from tests.mountproc import unmount
 from tests.ops.conftest import needs_mount
-from tests.vaultproc import VaultProcess
+from vaultfs.bridge.commands.control import unmount
 from vaultfs.bridge.daemon.notify import notify
+from vaultfs.testing.vault_process import VaultProcess
 
 
 @pytest.fixture

@@ -11,8 +11,8 @@ import pytest
 
 from tests.conftest import ADMIN, DEMO_PASSWORD
 from tests.ops.conftest import Daemon, needs_mount, run_vaultfs
-from tests.vaultproc import VaultProcess
 from vaultfs.profiles import ProfileError, load_profile, names_profile
+from vaultfs.testing.vault_process import VaultProcess
 
 
 def write(tmp_path: Path, text: str) -> Path:

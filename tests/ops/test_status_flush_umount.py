@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from tests.mountproc import alive
 from tests.ops.conftest import Daemon, documents, latest_file, needs_mount, run_vaultfs
-from tests.vaultproc import VaultProcess, wait_until
+from vaultfs.bridge.commands.control import alive
+from vaultfs.testing.vault_process import VaultProcess, wait_until
 
 pytestmark = [pytest.mark.mount, needs_mount]
 

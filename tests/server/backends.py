@@ -8,7 +8,7 @@ from typing import Any
 
 import psycopg
 
-from tests.vaultproc import VaultProcess
+from vaultfs.testing.vault_process import VaultProcess
 
 __all__ = ["backend_of", "bucket_of", "incoming_dir", "run_sql", "stored_files"]
 

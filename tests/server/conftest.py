@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.server.postgres import PostgresCluster
-from tests.server.s3server import S3Server
-from tests.vaultproc import VaultProcess
+from vaultfs.testing.postgres import PostgresCluster
+from vaultfs.testing.s3_server import S3Server
+from vaultfs.testing.vault_process import VaultProcess
 
 BACKENDS = ["sqlite", "postgresql"]
 #: The kinds with the files in a bucket.

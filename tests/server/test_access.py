@@ -7,7 +7,7 @@ import httpx
 
 from tests.conftest import EDITOR, VIEWER
 from tests.server.helpers import api_client, assert_error, assert_ok, upload
-from tests.vaultproc import VaultProcess
+from vaultfs.testing.vault_process import VaultProcess
 
 GENERAL = {"type__v": "General", "lifecycle__v": "General Lifecycle"}
 

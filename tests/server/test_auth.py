@@ -8,7 +8,7 @@ import httpx
 
 from tests.conftest import ADMIN, DEMO_PASSWORD, login
 from tests.server.helpers import API, assert_error, assert_ok
-from tests.vaultproc import VaultProcess
+from vaultfs.testing.vault_process import VaultProcess
 
 
 def test_api_versions_lists_absolute_urls(vault_server: VaultProcess) -> None:

@@ -18,9 +18,9 @@ import pytest
 
 from tests.server.backends import bucket_of
 from tests.server.helpers import api_client, assert_error, assert_ok, upload
-from tests.server.postgres import PostgresCluster
-from tests.server.s3server import S3Server
-from tests.vaultproc import VaultProcess
+from vaultfs.testing.postgres import PostgresCluster
+from vaultfs.testing.s3_server import S3Server
+from vaultfs.testing.vault_process import VaultProcess
 
 #: Files are what these tests are about: they run with the files in a bucket too.
 pytestmark = pytest.mark.content_stores

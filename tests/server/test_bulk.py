@@ -13,7 +13,7 @@ from tests.conftest import EDITOR, VIEWER
 from tests.server.backends import run_sql
 from tests.server.helpers import api_client, assert_error, assert_ok
 from tests.server.versioned import at_version
-from tests.vaultproc import VaultProcess
+from vaultfs.testing.vault_process import VaultProcess
 
 #: Files are what these tests are about: they run with the files in a bucket too.
 pytestmark = pytest.mark.content_stores

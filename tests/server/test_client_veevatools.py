@@ -26,7 +26,7 @@ from veevatools.veevavault.services.lifecycle_and_workflow import (
 )
 from veevatools.veevavault.services.objects import ObjectMetadataService
 
-from tests.vaultproc import ADMIN, DEMO_PASSWORD, VaultProcess
+from vaultfs.testing.vault_process import ADMIN, DEMO_PASSWORD, VaultProcess
 
 LOGIN_HOST = "https://login.veevavault.com"
 GENERAL = {"type_v": "General", "lifecycle_v": "General Lifecycle"}

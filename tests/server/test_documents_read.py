@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from tests.server.helpers import api_client, assert_error, assert_ok
-from tests.vaultproc import VaultProcess
+from vaultfs.testing.vault_process import VaultProcess
 
 RECORD_FIELDS = {
     "id",

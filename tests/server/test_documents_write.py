@@ -9,7 +9,7 @@ import pytest
 
 from tests.conftest import EDITOR, VIEWER, login
 from tests.server.helpers import api_client, assert_error, assert_ok, upload
-from tests.vaultproc import VaultProcess
+from vaultfs.testing.vault_process import VaultProcess
 
 #: Files are what these tests are about: they run with the files in a bucket too.
 pytestmark = pytest.mark.content_stores

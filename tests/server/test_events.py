@@ -7,7 +7,7 @@ import pytest
 
 from tests.conftest import EDITOR, VIEWER
 from tests.server.helpers import api_client, assert_error, assert_ok, upload
-from tests.vaultproc import VaultProcess
+from vaultfs.testing.vault_process import VaultProcess
 
 META = "/metadata/objects/documents/events"
 EMAIL = {

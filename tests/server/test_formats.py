@@ -14,7 +14,6 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from tests.server.helpers import api_client, assert_error, assert_ok
-from tests.vaultproc import VaultProcess
 from vaultfs.server.config import ServerConfig
 from vaultfs.server.formats import render, to_csv, to_xml
 from vaultfs.server.limits import RateLimiter
@@ -22,6 +21,7 @@ from vaultfs.server.middleware import ApiMiddleware
 from vaultfs.server.state import VaultState
 from vaultfs.server.storage.blobs import BlobStore
 from vaultfs.server.storage.db import Database
+from vaultfs.testing.vault_process import VaultProcess
 
 XML = {"Accept": "application/xml"}
 

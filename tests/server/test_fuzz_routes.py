@@ -32,8 +32,8 @@ from hypothesis import strategies as st
 from starlette.routing import Mount, Route
 
 from tests.conftest import EDITOR, VIEWER, login
-from tests.vaultproc import VaultProcess
 from vaultfs.server.routes import api_routes
+from vaultfs.testing.vault_process import VaultProcess
 
 #: The spec's error types, and the one the local vault adds (state conflicts).
 ALLOWED_TYPES = frozenset(

@@ -10,7 +10,7 @@ import httpx
 
 from tests.conftest import ADMIN, DEMO_PASSWORD, EDITOR, VIEWER
 from tests.server.helpers import API, assert_error, assert_ok
-from tests.vaultproc import VaultProcess
+from vaultfs.testing.vault_process import VaultProcess
 
 
 def _login(url: str, username: str, password: str) -> httpx.Response:

@@ -9,7 +9,7 @@ import httpx
 
 from tests.conftest import ADMIN, DEMO_PASSWORD, EDITOR
 from tests.server.helpers import API, api_client, assert_error, assert_ok, upload
-from tests.vaultproc import VaultProcess
+from vaultfs.testing.vault_process import VaultProcess
 
 
 def _new_doc(client: httpx.Client) -> int:

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.mountproc import MountProcess, can_mount
 from tests.server.helpers import api_client
-from tests.vaultproc import VaultProcess, wait_until
+from vaultfs.testing.mount_process import MountProcess, can_mount
+from vaultfs.testing.vault_process import VaultProcess, wait_until
 
 pytestmark = pytest.mark.mount
 

@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 from tests.server.helpers import api_client, assert_ok, upload
-from tests.server.s3server import S3Server
-from tests.vaultproc import VaultProcess
+from vaultfs.testing.s3_server import S3Server
+from vaultfs.testing.vault_process import VaultProcess
 
 FIELDS = {"type__v": "General", "lifecycle__v": "General Lifecycle"}
 

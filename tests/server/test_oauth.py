@@ -16,7 +16,7 @@ import pytest
 
 from tests.conftest import ADMIN, EDITOR, VIEWER
 from tests.server.helpers import API, assert_error, assert_ok
-from tests.vaultproc import VaultProcess
+from vaultfs.testing.vault_process import VaultProcess
 
 #: access token -> introspection answer
 TOKENS = {

@@ -6,7 +6,7 @@ import httpx
 
 from tests.conftest import EDITOR, VIEWER
 from tests.server.helpers import API, api_client, assert_error, assert_ok
-from tests.vaultproc import VaultProcess
+from vaultfs.testing.vault_process import VaultProcess
 
 
 def test_domain_information_for_domain_admins(vault_server: VaultProcess) -> None:

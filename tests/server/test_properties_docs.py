@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from tests.conftest import EDITOR
 from tests.server.helpers import api_client
-from tests.vaultproc import VaultProcess
+from vaultfs.testing.vault_process import VaultProcess
 
 SETTINGS = settings(
     max_examples=50,

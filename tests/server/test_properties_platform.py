@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import ADMIN, login
-from tests.vaultproc import VaultProcess
+from vaultfs.testing.vault_process import VaultProcess
 
 # Header values: printable latin-1 without CR/LF (what HTTP can carry at all).
 _header_text = st.text(

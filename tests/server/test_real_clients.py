@@ -15,8 +15,8 @@ import pytest
 
 from tests.conftest import ADMIN, DEMO_PASSWORD, login
 from tests.server.helpers import api_client, assert_error, assert_ok
-from tests.vaultproc import VaultProcess
 from vaultfs.client._budget import BudgetMeter
+from vaultfs.testing.vault_process import VaultProcess
 
 GENERAL = {"type__v": "General", "lifecycle__v": "General Lifecycle"}
 TOO_BIG = str(2**63)

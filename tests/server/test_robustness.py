@@ -10,7 +10,7 @@ import pytest
 from tests.conftest import login
 from tests.server.backends import backend_of, bucket_of, incoming_dir, stored_files
 from tests.server.helpers import API, api_client, assert_error, assert_ok, upload
-from tests.vaultproc import VaultProcess, wait_until
+from vaultfs.testing.vault_process import VaultProcess, wait_until
 
 #: Files are what these tests are about: they run with the files in a bucket too.
 pytestmark = pytest.mark.content_stores

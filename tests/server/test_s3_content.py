@@ -23,10 +23,10 @@ import pytest
 from tests.server.backends import bucket_of, incoming_dir
 from tests.server.conftest import backend_server
 from tests.server.helpers import api_client, assert_error, assert_ok, upload
-from tests.server.s3server import RefusingProxy, S3Server
-from tests.vaultproc import VaultProcess, free_port
 from vaultfs.server.storage.content import ContentUnavailable
 from vaultfs.server.storage.s3 import PART_SIZE, S3Location, S3Store
+from vaultfs.testing.s3_server import RefusingProxy, S3Server
+from vaultfs.testing.vault_process import VaultProcess, free_port
 
 FIELDS = {"type__v": "General", "lifecycle__v": "General Lifecycle"}
 

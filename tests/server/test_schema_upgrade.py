@@ -16,10 +16,10 @@ import pytest
 from sqlalchemy import create_engine
 
 from tests.server.helpers import api_client, assert_ok, upload
-from tests.server.postgres import PostgresCluster
-from tests.vaultproc import VaultProcess
 from vaultfs.server.storage import legacy_schema, schema
 from vaultfs.server.storage.db import Database
+from vaultfs.testing.postgres import PostgresCluster
+from vaultfs.testing.vault_process import VaultProcess
 
 FIXTURE = Path(__file__).with_name("fixtures") / "vault-0.1.tar.gz"
 #: what release 0.1 stored in the fixture

@@ -22,9 +22,9 @@ import pytest
 
 from tests.conftest import ADMIN, DEMO_PASSWORD, EDITOR, login
 from tests.server.helpers import API, assert_error, assert_ok, upload
-from tests.server.postgres import PostgresCluster
-from tests.server.s3server import S3Server
-from tests.vaultproc import VaultProcess
+from vaultfs.testing.postgres import PostgresCluster
+from vaultfs.testing.s3_server import S3Server
+from vaultfs.testing.vault_process import VaultProcess
 
 FIELDS = {"type__v": "General", "lifecycle__v": "General Lifecycle"}
 

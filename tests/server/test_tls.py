@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import ADMIN, DEMO_PASSWORD
 from tests.server.helpers import API, assert_ok
-from tests.vaultproc import VaultProcess
+from vaultfs.testing.vault_process import VaultProcess
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl")
 

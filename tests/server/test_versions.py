@@ -6,8 +6,8 @@ import httpx
 
 from tests.conftest import login
 from tests.server.helpers import assert_error, assert_ok
-from tests.vaultproc import VaultProcess
 from vaultfs.server.versions import API_VERSIONS, at_least
+from vaultfs.testing.vault_process import VaultProcess
 
 
 def _client(url: str, version: str) -> httpx.Client:

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from tests.sso.idp import Provider, approve_device
-from tests.vaultproc import VaultProcess
+from vaultfs.testing.vault_process import VaultProcess
 
 __all__ = ["IDP_PASSWORD", "SSO_USER", "SignedIn", "signing_in", "vaultfs_env"]
 

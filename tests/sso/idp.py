@@ -21,7 +21,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.vaultproc import answers_http, end_process, free_port, wait_until
+from vaultfs.testing.vault_process import answers_http, end_process, free_port, wait_until
 
 __all__ = ["CLIENT_ID", "Provider", "approve_authorization", "approve_device", "sign_in"]
 

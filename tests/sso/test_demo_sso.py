@@ -10,8 +10,8 @@ import httpx
 
 from tests.server.helpers import API
 from tests.sso.conftest import SSO_USER
-from tests.vaultproc import ADMIN, DEMO_PASSWORD, EDITOR, VaultProcess
 from vaultfs.bridge.commands.demo import DEMO_IDP_PORT, demo_oauth_profile
+from vaultfs.testing.vault_process import ADMIN, DEMO_PASSWORD, EDITOR, VaultProcess
 
 
 def test_the_demo_vault_signs_in_its_sso_user_through_the_demo_provider(tmp_path: Path) -> None:

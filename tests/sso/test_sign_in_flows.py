@@ -14,9 +14,9 @@ import httpx
 from tests.ops.conftest import run_vaultfs
 from tests.sso.conftest import IDP_PASSWORD, SSO_USER, signing_in, vaultfs_env
 from tests.sso.idp import CLIENT_ID, Provider, approve_authorization
-from tests.vaultproc import ADMIN, VaultProcess
 from vaultfs.client import TokenLogin, VaultClient, complete_metadata, discover
 from vaultfs.client import sign_in_with_browser as browser_flow
+from vaultfs.testing.vault_process import ADMIN, VaultProcess
 
 
 class Kept:

@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 
-from tests.mountproc import can_mount, stop_daemon
 from tests.ops.conftest import documents, latest_file, run_vaultfs
 from tests.sso.conftest import SSO_USER, SignedIn, signing_in, vaultfs_env
 from tests.sso.idp import Provider
-from tests.vaultproc import VaultProcess, wait_until
+from vaultfs.testing.mount_process import can_mount, stop_daemon
+from vaultfs.testing.vault_process import VaultProcess, wait_until
 
 pytestmark = [
     pytest.mark.mount,

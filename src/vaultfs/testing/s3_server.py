@@ -26,7 +26,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from tests.vaultproc import answers_http, end_process, free_port, wait_until
+from vaultfs.testing.vault_process import answers_http, end_process, free_port, wait_until
 
 __all__ = ["RefusingProxy", "S3Server", "s3_env"]
 

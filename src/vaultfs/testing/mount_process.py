@@ -18,10 +18,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.vaultproc import ADMIN, DEMO_PASSWORD, end_process, wait_until
 from vaultfs.bridge.commands.control import alive, unmount
+from vaultfs.testing.vault_process import ADMIN, DEMO_PASSWORD, end_process, wait_until
 
-__all__ = ["MountProcess", "alive", "can_mount", "stop_daemon", "unmount"]
+__all__ = ["MountProcess", "can_mount", "stop_daemon"]
 
 
 def can_mount() -> bool:

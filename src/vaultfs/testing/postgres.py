@@ -22,7 +22,7 @@ from typing import Any
 
 import psycopg
 
-from tests.vaultproc import free_port
+from vaultfs.testing.vault_process import free_port
 
 __all__ = ["PostgresCluster", "find_bindir"]
 
