@@ -11,10 +11,11 @@ import os
 import sys
 
 from vaultfs import __version__
+from vaultfs.bridge.commands import mount_helper as bridge_mount_helper
 from vaultfs.bridge.commands import subcommands as bridge_command
 from vaultfs.server import command as server_command
 
-__all__ = ["main"]
+__all__ = ["main", "mount_helper"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -37,6 +38,13 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     result: int = args.handler(args)
     return result
+
+
+def mount_helper() -> int:
+    """The ``mount.fuse.vaultfs`` console script: mount(8)'s argv run as ``vaultfs mount``
+    (here, above both the helper and the command, so the helper needs no import of this
+    module)."""
+    return bridge_mount_helper.run(sys.argv[1:], main)
 
 
 if __name__ == "__main__":

@@ -11,15 +11,17 @@ mounts an fstab entry carrying the ``user``/``users`` option it adds ``user=<tha
 user>`` itself; ``username=NAME`` is never touched and is what fstab lines should use.
 
 mount(8) looks for helpers in /sbin: ``install`` (``vaultfs install-helper``) links
-this program's console script there.
+this program's console script there. The console script is ``vaultfs.cli:mount_helper``,
+which hands the ``vaultfs`` command to ``run``: the bridge's commands never import the
+command line that sits above them.
 """
 
 from __future__ import annotations
 
 import os
-import sys
+from collections.abc import Callable
 
-__all__ = ["main", "translate"]
+__all__ = ["run", "translate"]
 
 # Options mount(8), fstab or systemd consume themselves; meaningless to the daemon.
 _DROPPED = {
@@ -93,14 +95,12 @@ def translate(argv: list[str]) -> list[str]:
     return command
 
 
-def main() -> int:
-    from vaultfs.cli import main as vaultfs_main
-
+def run(argv: list[str], vaultfs_main: Callable[[list[str]], int]) -> int:
+    """Run the helper's ``argv`` (without the program name) as ``vaultfs_main`` (the
+    ``vaultfs`` command, handed in by ``vaultfs.cli``, which sits above this module); with
+    ``VAULTFS_HELPER_DRY_RUN`` set, print the command instead."""
+    command = translate(argv)
     if os.environ.get("VAULTFS_HELPER_DRY_RUN"):
-        print(" ".join(["vaultfs", *translate(sys.argv[1:])]))
+        print(" ".join(["vaultfs", *command]))
         return 0
-    return vaultfs_main(translate(sys.argv[1:]))
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return vaultfs_main(command)
