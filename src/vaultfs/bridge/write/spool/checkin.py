@@ -1,0 +1,276 @@
+"""Checking an entry in: the upload as a new draft, the unlock, and the retries.
+
+``SpoolCheckIn`` owns one try at a check-in (``_attempt_locked``: verify what the draft
+would replace, upload unless the vault has the content already, unlock), ``commit``
+(the check-in close() waits for, with the fsync run alongside the upload), starting a
+streamed draft while content is written (``wrote``), and the retry loop of an entry
+left pending. A retryable failure leaves the entry pending; any other moves its content
+to lost+found.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import logging
+import os
+from collections.abc import Callable
+
+import trio
+
+from vaultfs.bridge.tree.tree import latest_version
+from vaultfs.bridge.write.spool import store
+from vaultfs.bridge.write.spool.conflict import conflict
+from vaultfs.bridge.write.spool.entry import EDITING, PENDING, UNLOCKING, UPLOADING, SpoolEntry
+from vaultfs.bridge.write.spool.failures import NOT_PROCESSED, PERMANENT, describe
+from vaultfs.bridge.write.spool.interface import CheckIn
+from vaultfs.bridge.write.spool.locking import SpoolLocking
+from vaultfs.bridge.write.spool.streaming import STREAM_FROM, DraftStream
+from vaultfs.errors import CheckInConflict, InvalidDocument, OperationNotAllowed, VaultError
+
+__all__ = ["SpoolCheckIn"]
+
+log = logging.getLogger(__name__)
+
+
+def _fsync_and_close(fd: int) -> None:
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class SpoolCheckIn(SpoolLocking):
+    """Check-ins of the spool's entries, by close() and by the retry loop."""
+
+    def wrote(self, entry: SpoolEntry) -> None:
+        """After a write to ``entry``: tell its stream there is more, or start one once
+        the content is big enough and has only grown at its end (one per check-out: a
+        stream that stopped is not started again)."""
+        stream = self._streams.get(entry.doc_id)
+        if stream is not None:
+            stream.wake()
+            return
+        run = entry.append_run()
+        size = entry.appended(run) if run is not None else None
+        if self._nursery is None or entry.state != EDITING or size is None or size < STREAM_FROM:
+            return
+        stream = self._streams[entry.doc_id] = DraftStream(entry, self.client)
+        self._nursery.start_soon(stream.run)
+
+    async def commit(self, entry: SpoolEntry) -> None:
+        """Check the content in as a new draft and release the lock.
+
+        Returns once the vault has the draft (or the content was unchanged). Raises
+        the failure otherwise: a retryable one leaves the entry pending for the
+        worker, any other has moved the content to lost+found.
+        """
+        async with entry.lock:
+            if self._entries.get(entry.doc_id) is not entry:
+                return  # already checked in
+            # On disk the record says editing until the next state is written (the upload
+            # or a failure): a replay after a crash checks both in alike.
+            entry.record.state = PENDING
+            stream = self._take_stream(entry)
+            failure: Exception | None = None
+            async with trio.open_nursery() as nursery:
+                # A failed close() promises content that is durable in the spool, but the
+                # upload need not wait for the fsync: it runs alongside, from the moment
+                # the upload is sent (after the ``uploading`` record: an fsync under way
+                # would hold up the record's own), and a failure waits for it.
+                fd, syncing = entry.dup_fd(), False
+
+                def sync_alongside() -> None:
+                    nonlocal syncing
+                    if not syncing:
+                        syncing = True
+                        nursery.start_soon(self._sync, entry.doc_id, fd)
+
+                try:
+                    await self._attempt_locked(entry, on_send=sync_alongside, stream=stream)
+                except Exception as exc:  # raised once the content is durable (and as it
+                    failure = exc  # is: a nursery would wrap it in an exception group)
+                    sync_alongside()
+                finally:
+                    if stream is not None:
+                        stream.abort("checked in without it")  # nothing once it finished
+                    if not syncing:
+                        os.close(fd)  # checked in without an upload: nothing to keep
+                    if self._entries.get(entry.doc_id) is entry:
+                        self._schedule(entry)
+            if failure is not None:
+                raise failure
+
+    async def _sync(self, doc_id: int, fd: int) -> None:
+        """fsync and close ``fd``; a failure is logged (the upload may have made it moot;
+        if the upload failed too, close() fails anyway)."""
+        try:
+            with trio.CancelScope(shield=True):  # a promise to keep; it also closes ``fd``
+                await self._run_sync(_fsync_and_close, fd)
+        except OSError as exc:
+            log.error("spool: doc %d content could not be made durable: %s", doc_id, exc)
+
+    async def _attempt(self, entry: SpoolEntry) -> None:
+        async with entry.lock:
+            await self._attempt_locked(entry)
+
+    async def _attempt_locked(
+        self,
+        entry: SpoolEntry,
+        on_send: Callable[[], None] | None = None,
+        stream: DraftStream | None = None,
+    ) -> None:
+        """One try at checking ``entry`` in; ``entry.lock`` is held. ``on_send`` is
+        called as the upload is sent; ``stream`` is the draft already being sent while
+        the content was written, if any.
+
+        Raises the failure of the upload after recording it (retryable) or after
+        moving the content to lost+found (permanent). A failure to unlock after the
+        draft is in is not raised: the content is safe, the worker unlocks later.
+        """
+        if self._entries.get(entry.doc_id) is not entry or entry.state == EDITING:
+            return
+        if entry.record.write_failed is not None:
+            await self._keep_failed_write(entry)
+        if entry.state != UNLOCKING:
+            entry.record.attempts += 1
+            try:
+                await self._upload(entry, on_send, stream)
+            except CheckInConflict as exc:
+                # Not ours to replace, nor (any more) ours to unlock.
+                await self._to_lost_and_found(entry, reason=describe(exc))
+                await self._run_sync(store.drop_lock_mark, self.directory, entry.doc_id)
+                raise
+            except PERMANENT as exc:
+                await self._to_lost_and_found(entry, reason=describe(exc))
+                if isinstance(exc, InvalidDocument):  # gone, and its lock with it
+                    await self._run_sync(store.drop_lock_mark, self.directory, entry.doc_id)
+                else:
+                    await self._unlock_quietly(entry.doc_id)
+                raise
+            except (VaultError, OSError) as exc:
+                await self._failed(entry, exc)
+                raise
+        try:
+            await self.client.unlock(entry.doc_id)
+        except PERMANENT as exc:
+            # The draft is in; a lock we cannot release (document deleted, access
+            # withdrawn) is the vault's business now.
+            log.warning(
+                "spool: doc %d unlock refused (%s); draft is in", entry.doc_id, describe(exc)
+            )
+        except (VaultError, OSError) as exc:
+            await self._failed(entry, exc)
+            log.warning("spool: doc %d draft is in; unlock will be retried", entry.doc_id)
+            return
+        await self._run_sync(store.drop_lock_mark, self.directory, entry.doc_id)
+        done = CheckIn(entry.checked_in, entry.record.base_md5, entry.size(), entry.mtime_ns)
+        await self._remove(entry)
+        log.info("spool: doc %d checked in and unlocked", entry.doc_id)
+        await self._show_check_in(entry.doc_id, done)
+
+    async def _keep_failed_write(self, entry: SpoolEntry) -> None:
+        """Content a write failed on goes to lost+found, and the failure to close()."""
+        why = entry.record.write_failed
+        try:
+            await self._to_lost_and_found(entry, reason=f"WRITE_FAILED: {why}")
+        except OSError as exc:  # a full disk again: tried later, never uploaded
+            await self._failed(entry, exc)
+            raise
+        await self._unlock_quietly(entry.doc_id)
+        raise OSError(errno.EIO, f"document {entry.doc_id}: {why}; content kept in lost+found")
+
+    async def _upload(
+        self,
+        entry: SpoolEntry,
+        on_send: Callable[[], None] | None,
+        stream: DraftStream | None = None,
+    ) -> None:
+        """Upload the content as a draft unless the vault has it already: by ending
+        ``stream`` when it sent the whole content, else by sending the file. One call
+        first verifies what the draft would replace (``_conflict``)."""
+        doc_id, record = entry.doc_id, entry.record
+        if not entry.modified and not record.unconfirmed:
+            log.info("spool: doc %d not written to; nothing uploaded", doc_id)
+            await self._set_state(entry, UNLOCKING)
+            return
+        size = entry.size()
+        md5 = await self._run_sync(entry.content_md5)
+        if not record.unconfirmed and record.base_read and md5 == (record.base_md5 or "").lower():
+            log.info("spool: doc %d unchanged; nothing uploaded", doc_id)
+            await self._set_state(entry, UNLOCKING)
+            return
+        document = (await self.client.get_document(doc_id)).get("document") or {}
+        in_vault = str(document.get("md5checksum__v") or "").lower()
+        # ``sent_md5`` (kept until a reopen) also covers content on disk that differs
+        # from what was sent: the upload runs while the content is being fsynced, and a
+        # power loss then may leave the file torn even though the vault has it all.
+        if record.unconfirmed and in_vault in (md5, record.sent_md5):
+            log.info("spool: doc %d earlier upload had arrived; not sent again", doc_id)
+            await self._uploaded(entry, in_vault, latest_version(document))
+            return
+        refusal = conflict(record, document)
+        if refusal is not None:
+            raise CheckInConflict(f"document {doc_id} ({record.filename}): {refusal}")
+        if md5 == in_vault:
+            log.info("spool: doc %d same as the vault's latest; nothing uploaded", doc_id)
+            record.unconfirmed, record.sent_md5 = False, None
+            await self._set_state(entry, UNLOCKING)
+            return
+        record.unconfirmed, record.sent_md5 = True, md5
+        await self._set_state(entry, UPLOADING)
+        if on_send is not None:
+            on_send()
+        log.info("spool: doc %d uploading draft (try %d)", doc_id, record.attempts)
+        try:
+            version = await stream.finish(size, md5) if stream is not None else None
+            # The upload carries the document's file name as data (the spool file is
+            # named by the document's id).
+            major, minor = version or await self.client.create_draft(
+                doc_id, entry.path, filename=record.filename
+            )
+        except NOT_PROCESSED:
+            record.unconfirmed, record.sent_md5 = False, None
+            await self._set_state(entry, PENDING)
+            raise
+        except OperationNotAllowed as exc:
+            # Refused as checked out by someone else: the lock was taken over.
+            raise CheckInConflict(f"document {doc_id} ({record.filename}): {exc}") from exc
+        log.info("spool: doc %d draft %d.%d created", doc_id, major, minor)
+        await self._uploaded(entry, md5, (major, minor))
+
+    async def _uploaded(self, entry: SpoolEntry, md5: str, version: tuple[int, int] | None) -> None:
+        # The vault's latest content is now ours: a reopen that changes nothing
+        # before the unlock is done must not upload it again.
+        entry.record.base_md5 = md5
+        entry.record.base_read = True
+        if version is not None:
+            entry.record.base_version = f"{version[0]}.{version[1]}"
+        entry.checked_in = version
+        entry.record.unconfirmed, entry.record.sent_md5 = False, None
+        await self._set_state(entry, UNLOCKING)
+
+    def _schedule(self, entry: SpoolEntry) -> None:
+        if self._nursery is not None and not entry.retrying and entry.state != EDITING:
+            entry.retrying = True
+            self._nursery.start_soon(self._retry_loop, entry)
+
+    async def _retry_loop(self, entry: SpoolEntry) -> None:
+        """Try ``entry`` whenever its backoff expires, until it leaves the spool or is
+        opened again (a later close() schedules it anew)."""
+        try:
+            while self._entries.get(entry.doc_id) is entry and entry.state != EDITING:
+                changed = entry.changed
+                if trio.current_time() < entry.next_attempt:
+                    # flush_now() and state changes wake us to look again
+                    with trio.move_on_at(entry.next_attempt):
+                        await changed.wait()
+                    continue
+                async with self._background:
+                    await self._attempt_quietly(entry)
+        finally:
+            entry.retrying = False
+
+    async def _attempt_quietly(self, entry: SpoolEntry) -> None:
+        with contextlib.suppress(VaultError, OSError):  # recorded and logged by _attempt
+            await self._attempt(entry)
