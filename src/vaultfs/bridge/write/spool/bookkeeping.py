@@ -20,7 +20,7 @@ import trio
 
 from vaultfs.bridge.write.spool import lost, store
 from vaultfs.bridge.write.spool.entry import SpoolEntry
-from vaultfs.bridge.write.spool.failures import describe, retry_delay
+from vaultfs.bridge.write.spool.failures import describe, schedule_retry
 from vaultfs.bridge.write.spool.interface import CheckedIn, CheckIn
 from vaultfs.bridge.write.spool.streaming import DraftStream
 from vaultfs.client import VaultClient
@@ -80,10 +80,8 @@ class SpoolBookkeeping:
             log.warning("spool: doc %d reading it after its check-in failed: %s", doc_id, exc)
 
     async def _failed(self, entry: SpoolEntry, exc: BaseException) -> None:
-        entry.failures += 1
         entry.record.last_error = describe(exc)
-        delay = retry_delay(exc, entry.failures, self._retry_initial, self._retry_max, self._rng)
-        entry.next_attempt = trio.current_time() + delay
+        delay = schedule_retry(entry, exc, self._retry_initial, self._retry_max, self._rng)
         try:
             await self._save(entry)
         except OSError as disk:  # a full disk: say so, the retry still happens

@@ -7,6 +7,9 @@ that both treat every answer of the vault alike.
 from __future__ import annotations
 
 import random
+from typing import Protocol
+
+import trio
 
 from vaultfs.client import backoff
 from vaultfs.errors import (
@@ -21,7 +24,7 @@ from vaultfs.errors import (
     VaultError,
 )
 
-__all__ = ["NOT_PROCESSED", "PERMANENT", "describe", "retry_delay"]
+__all__ = ["NOT_PROCESSED", "PERMANENT", "Retried", "describe", "retry_delay", "schedule_retry"]
 
 #: Refusals that retrying cannot cure: the content goes to lost+found.
 PERMANENT: tuple[type[VaultError], ...] = (
@@ -52,4 +55,23 @@ def retry_delay(
     delay = backoff(initial, failures - 1, maximum, rng)
     if isinstance(exc, ApiLimitExceeded) and exc.retry_after:
         delay = max(delay, exc.retry_after)
+    return delay
+
+
+class Retried(Protocol):
+    """An entry the worker tries again: a draft's or an upload's."""
+
+    failures: int
+    #: trio time of the next try
+    next_attempt: float
+
+
+def schedule_retry(
+    entry: Retried, exc: BaseException, initial: float, maximum: float, rng: random.Random
+) -> float:
+    """Count ``exc`` as the entry's next failure in a row and set when it is tried
+    again; returns the delay."""
+    entry.failures += 1
+    delay = retry_delay(exc, entry.failures, initial, maximum, rng)
+    entry.next_attempt = trio.current_time() + delay
     return delay

@@ -10,15 +10,8 @@ holds it (status, ``wait_idle``, ``flush_now``, its worker); what a name in the 
 means is ``write.files_in``'s. The behaviour is described for users in
 docs/writing.md ("Uploads").
 
-```
-<spool>/uploads/               mode 0700
-  <n>.data                     the content, exactly as closed (mode 0600)
-  <n>.json                     its record (an ``UploadRecord``), replaced atomically
-```
-
-Files are named by number only; the name the vault knows the file by is in the
-record and travels as data in the upload (never a local file name: a vault's names
-may be longer than a local file system takes).
+An entry's record and files, and the layout of ``<spool>/uploads/``, are
+``upload_files``'; the record type and its targets are imported from there.
 
 An entry is never ``editing``: it is made when the file is closed, whole. It is
 ``pending`` (nothing sent, or the vault said it did nothing) or ``uploading`` (sent,
@@ -30,13 +23,9 @@ idempotent, and a rendition POST refused as existing is sent again as a PUT.
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import logging
 import math
-import os
 import random
-import shutil
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
@@ -45,9 +34,10 @@ from typing import Any
 
 import trio
 
-from vaultfs.bridge.write.spool import lost, store
+from vaultfs.bridge.write.spool import lost, store, upload_files
 from vaultfs.bridge.write.spool.entry import PENDING, UPLOADING
-from vaultfs.bridge.write.spool.failures import NOT_PROCESSED, PERMANENT, describe, retry_delay
+from vaultfs.bridge.write.spool.failures import NOT_PROCESSED, PERMANENT, describe, schedule_retry
+from vaultfs.bridge.write.spool.upload_files import ATTACHMENT, RENDITION, UploadRecord
 from vaultfs.client import VaultClient
 from vaultfs.errors import (
     InvalidData,
@@ -55,61 +45,12 @@ from vaultfs.errors import (
     VaultError,
 )
 
-__all__ = ["ATTACHMENT", "RENDITION", "UPLOADS", "Upload", "UploadRecord", "Uploads"]
+__all__ = ["ATTACHMENT", "RENDITION", "Upload", "UploadRecord", "Uploads"]
 
 log = logging.getLogger(__name__)
 
-RENDITION = "rendition"
-ATTACHMENT = "attachment"
-#: the directory in the spool
-UPLOADS = "uploads"
-
 #: Background uploads at once.
 _BACKGROUND = 4
-_COPY_CHUNK = 1 << 20
-
-
-@dataclass
-class UploadRecord:
-    """One file to upload (the ``<n>.json``)."""
-
-    number: int
-    doc_id: int
-    #: ``rendition`` or ``attachment``
-    target: str
-    #: the name the upload carries (an attachment is known by it in the vault)
-    filename: str
-    rendition_type: str | None = None
-    #: the version a rendition belongs to; None: the latest (the document's endpoint)
-    major: int | None = None
-    minor: int | None = None
-    #: a rendition of this type existed when the file was written: PUT rather than POST
-    replace: bool = False
-    md5: str = ""
-    state: str = PENDING
-    attempts: int = 0
-    last_error: str | None = None
-    created: float = 0.0
-    updated: float = 0.0
-
-    @classmethod
-    def from_json(cls, data: Any) -> UploadRecord:
-        """The record ``data`` (a parsed ``<n>.json``) holds; ValueError naming what is
-        wrong when it is not one this spool wrote."""
-        record = cls(**store.checked_fields(cls, data))
-        if record.target not in (RENDITION, ATTACHMENT):
-            raise ValueError(f"unknown target {record.target!r}")
-        if record.target == RENDITION and record.rendition_type is None:
-            raise ValueError("a rendition without its type")
-        return record
-
-    def where(self) -> str:
-        """The file as the user named it, for the status and the log."""
-        if self.target == ATTACHMENT:
-            return f"attachments/{self.filename}"
-        if self.major is not None:
-            return f"versions/{self.major}.{self.minor}/renditions/{self.filename}"
-        return f"renditions/{self.filename}"
 
 
 @dataclass
@@ -128,103 +69,6 @@ class Upload:
 Uploaded = Callable[[UploadRecord], Awaitable[None]]
 
 
-def _record_path(directory: Path, number: int) -> Path:
-    return directory / f"{number}.json"
-
-
-def _data_path(directory: Path, number: int) -> Path:
-    return directory / f"{number}.data"
-
-
-def _write_record(directory: Path, record: UploadRecord) -> None:
-    record.updated = time.time()
-    store.write_json_atomically(_record_path(directory, record.number), asdict(record))
-
-
-def _create(directory: Path, record: UploadRecord, source: Path) -> None:
-    """Copy ``source`` into ``<n>.data`` (hashing it), fsync it, then write the record:
-    a record only ever names whole content. Blocking: run in a worker thread."""
-    path = _data_path(directory, record.number)
-    md5 = hashlib.md5(usedforsecurity=False)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, store.FILE_MODE)
-        try:
-            os.fchmod(fd, store.FILE_MODE)
-            with open(source, "rb", buffering=0) as f:
-                while chunk := f.read(_COPY_CHUNK):
-                    md5.update(chunk)
-                    view = memoryview(chunk)
-                    while view:
-                        view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        record.md5 = md5.hexdigest()
-        _write_record(directory, record)
-    except BaseException:
-        path.unlink(missing_ok=True)
-        raise
-
-
-def _remove(directory: Path, number: int) -> None:
-    """The record first: it is what makes the content an entry."""
-    _record_path(directory, number).unlink(missing_ok=True)
-    _data_path(directory, number).unlink(missing_ok=True)
-    store.fsync_dir(directory)
-
-
-def _scan(directory: Path) -> tuple[list[UploadRecord], list[store.Unusable]]:
-    """The entries on disk, and the records that cannot be used (their content is
-    kept for ``lost.set_aside``); content without a record (a copy that never
-    completed: the file it came from was still in the scratch directory) is deleted."""
-    records: list[UploadRecord] = []
-    unusable: list[store.Unusable] = []
-    for path in sorted(directory.iterdir()):
-        if path.name.endswith(".upload"):  # what earlier versions sent the content as
-            shutil.rmtree(path, ignore_errors=True)
-        elif path.name.endswith(".json.tmp"):
-            path.unlink()
-        elif path.suffix == ".json" and path.is_file():
-            number = _number_of(path)
-            content = _data_path(directory, number) if number is not None else None
-            content = content if content is not None and content.is_file() else None
-            data: Any = None
-            try:
-                data = json.loads(path.read_bytes())
-                record = UploadRecord.from_json(data)
-                if record.number != number:
-                    raise ValueError(f"number {record.number} in the record of {path.stem}")
-            except (OSError, ValueError, TypeError, RecursionError) as exc:
-                filename = data.get("filename") if isinstance(data, dict) else None
-                name = filename if isinstance(filename, str) else None
-                label = f"upload-{path.stem}"
-                unusable.append(store.Unusable(path, content, label, name, str(exc)))
-                continue
-            if content is None:
-                log.error("uploads: %s record without content, dropped", path.name)
-                path.unlink()
-                continue
-            records.append(record)
-    kept = {bad.content for bad in unusable}
-    for path in directory.glob("*.data"):
-        number = _number_of(path)
-        if (
-            number is not None
-            and path not in kept
-            and path.is_file()
-            and not _record_path(directory, number).exists()
-        ):
-            log.warning("uploads: orphan content %s (no record) removed", path.name)
-            path.unlink()
-    return records, unusable
-
-
-def _number_of(path: Path) -> int | None:
-    """The number an upload's file is named by (``3.json``: 3), None for another name."""
-    stem = path.name.split(".", 1)[0]
-    return int(stem) if stem.isascii() and stem.isdigit() and str(int(stem)) == stem else None
-
-
 class Uploads:
     """The upload entries of one spool; ``run`` (started by the spool's) retries."""
 
@@ -238,7 +82,7 @@ class Uploads:
         retry_max: float = 300.0,
     ) -> None:
         self.spool_dir = spool_dir
-        self.directory = spool_dir / UPLOADS
+        self.directory = spool_dir / upload_files.UPLOADS
         self.client = client
         self._on_uploaded = on_uploaded
         self._retry_initial = retry_initial
@@ -250,7 +94,7 @@ class Uploads:
         self.on_change: list[Callable[[], None]] = []
         store.ensure_private_dir(spool_dir)
         store.ensure_private_dir(self.directory)
-        records, unusable = _scan(self.directory)
+        records, unusable = upload_files.scan(self.directory)
         lost.set_all_aside(spool_dir, unusable)
         for record in records:
             log.info(
@@ -259,7 +103,9 @@ class Uploads:
                 record.doc_id,
                 record.state,
             )
-            self._entries[record.number] = Upload(record, _data_path(self.directory, record.number))
+            self._entries[record.number] = Upload(
+                record, upload_files.data_path(self.directory, record.number)
+            )
         self._next = max(self._entries, default=0) + 1
 
     # --- queries -----------------------------------------------------------------
@@ -293,9 +139,11 @@ class Uploads:
         record.created = time.time()
         record.state = PENDING
         with trio.CancelScope(shield=True):  # the copy is the user's content: finish it
-            await trio.to_thread.run_sync(_create, self.directory, record, source)
+            await trio.to_thread.run_sync(upload_files.create, self.directory, record, source)
         # The worker leaves it alone until the first try is over (or was cancelled).
-        entry = Upload(record, _data_path(self.directory, record.number), next_attempt=math.inf)
+        entry = Upload(
+            record, upload_files.data_path(self.directory, record.number), next_attempt=math.inf
+        )
         self._entries[record.number] = entry
         log.info("uploads: %s of doc %d spooled (%s)", record.where(), record.doc_id, record.md5)
         if unless_md5 is not None and record.md5 == unless_md5:
@@ -369,10 +217,8 @@ class Uploads:
             await send(*args, replace=False, filename=name)  # deleted since: added anew
 
     async def _failed(self, entry: Upload, exc: BaseException) -> None:
-        entry.failures += 1
         entry.record.last_error = describe(exc)
-        delay = retry_delay(exc, entry.failures, self._retry_initial, self._retry_max, self._rng)
-        entry.next_attempt = trio.current_time() + delay
+        delay = schedule_retry(entry, exc, self._retry_initial, self._retry_max, self._rng)
         try:
             await self._save(entry)
         except OSError as disk:
@@ -395,7 +241,7 @@ class Uploads:
                 lost.keep_in_lost, self.spool_dir, entry.path, str(record.doc_id),
                 record.filename, why,
             )  # fmt: skip
-            await trio.to_thread.run_sync(_remove, self.directory, record.number)
+            await trio.to_thread.run_sync(upload_files.remove, self.directory, record.number)
         self._entries.pop(record.number, None)
         self._notify()
         log.error(
@@ -407,12 +253,12 @@ class Uploads:
         )
 
     async def _save(self, entry: Upload) -> None:
-        await trio.to_thread.run_sync(_write_record, self.directory, entry.record)
+        await trio.to_thread.run_sync(upload_files.write_record, self.directory, entry.record)
         self._notify()
 
     async def _forget(self, entry: Upload) -> None:
         with trio.CancelScope(shield=True):
-            await trio.to_thread.run_sync(_remove, self.directory, entry.record.number)
+            await trio.to_thread.run_sync(upload_files.remove, self.directory, entry.record.number)
         self._entries.pop(entry.record.number, None)
         self._notify()
 
