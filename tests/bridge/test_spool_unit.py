@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from trio.testing import MockClock
 
-from vaultfs.bridge.write.spool import store
+from vaultfs.bridge.write.spool import durable, store
 from vaultfs.bridge.write.spool.entry import SpoolEntry
 from vaultfs.bridge.write.spool.spool import Spool, start_from
 from vaultfs.client import VaultClient
@@ -674,7 +674,7 @@ MakeEntry = Callable[[Path | None], SpoolEntry]
 def hashed_entry(directory: Path, initial: Path | None) -> SpoolEntry:
     """An entry made as a check-out makes it (without the vault: only its content
     matters here); the caller closes it."""
-    store.ensure_private_dir(directory)
+    durable.ensure_private_dir(directory)
     record = store.EntryRecord(doc_id=DOC, filename="a.bin", base_md5=None, state="editing")
     fd, running_md5 = store.create_entry(directory, record, initial)
     return SpoolEntry(directory, record, fd, running_md5)

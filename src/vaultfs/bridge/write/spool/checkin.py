@@ -19,7 +19,7 @@ from collections.abc import Callable
 import trio
 
 from vaultfs.bridge.tree.tree import latest_version
-from vaultfs.bridge.write.spool import store
+from vaultfs.bridge.write.spool import lock_marks
 from vaultfs.bridge.write.spool.conflict import conflict
 from vaultfs.bridge.write.spool.entry import EDITING, PENDING, UNLOCKING, UPLOADING, SpoolEntry
 from vaultfs.bridge.write.spool.failures import NOT_PROCESSED, PERMANENT, describe
@@ -139,12 +139,12 @@ class SpoolCheckIn(SpoolLocking):
             except CheckInConflict as exc:
                 # Not ours to replace, nor (any more) ours to unlock.
                 await self._to_lost_and_found(entry, reason=describe(exc))
-                await self._run_sync(store.drop_lock_mark, self.directory, entry.doc_id)
+                await self._run_sync(lock_marks.drop, self.directory, entry.doc_id)
                 raise
             except PERMANENT as exc:
                 await self._to_lost_and_found(entry, reason=describe(exc))
                 if isinstance(exc, InvalidDocument):  # gone, and its lock with it
-                    await self._run_sync(store.drop_lock_mark, self.directory, entry.doc_id)
+                    await self._run_sync(lock_marks.drop, self.directory, entry.doc_id)
                 else:
                     await self._unlock_quietly(entry.doc_id)
                 raise
@@ -163,7 +163,7 @@ class SpoolCheckIn(SpoolLocking):
             await self._failed(entry, exc)
             log.warning("spool: doc %d draft is in; unlock will be retried", entry.doc_id)
             return
-        await self._run_sync(store.drop_lock_mark, self.directory, entry.doc_id)
+        await self._run_sync(lock_marks.drop, self.directory, entry.doc_id)
         done = CheckIn(entry.checked_in, entry.record.base_md5, entry.size(), entry.mtime_ns)
         await self._remove(entry)
         log.info("spool: doc %d checked in and unlocked", entry.doc_id)

@@ -33,7 +33,7 @@ import trio
 
 from vaultfs import errors
 from vaultfs.bridge.tree.index import SORT
-from vaultfs.bridge.write.spool import store
+from vaultfs.bridge.write.spool import durable
 from vaultfs.client import VaultClient, backoff
 
 __all__ = [
@@ -79,11 +79,11 @@ class CreateRecord:
     ) -> CreateRecord:
         """Record a create before it is sent: ``fields`` carry its marker."""
         record = cls(directory, fields[MARKER_FIELD])
-        store.ensure_private_dir(record.meta.parent)
+        durable.ensure_private_dir(record.meta.parent)
         with contextlib.suppress(FileNotFoundError):
             record.content.unlink()
         os.link(content, record.content)  # the content is durable: fsync'd at close
-        store.write_json_atomically(
+        durable.write_json_atomically(
             record.meta, {"fields": fields, "filename": filename, "recorded": time.time()}
         )
         return record

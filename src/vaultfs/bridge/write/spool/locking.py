@@ -1,7 +1,7 @@
 """The spool's locks on the vault: taking one, releasing one, and releasing at start
 the locks an earlier daemon left.
 
-Every lock is recorded (``store.mark_lock``) before it is asked for and the mark dropped
+Every lock is recorded (``lock_marks.mark``) before it is asked for and the mark dropped
 once it is released, so ``_release_stale_locks`` finds every lock no entry took over.
 A refused lock is followed by asking who holds it: the vault refuses a second lock even
 to its holder.
@@ -14,7 +14,7 @@ import logging
 
 import trio
 
-from vaultfs.bridge.write.spool import store
+from vaultfs.bridge.write.spool import lock_marks
 from vaultfs.bridge.write.spool.bookkeeping import SpoolBookkeeping
 from vaultfs.bridge.write.spool.failures import PERMANENT, describe
 from vaultfs.client import backoff, surely_not_sent
@@ -72,7 +72,7 @@ class SpoolLocking(SpoolBookkeeping):
             log.warning("spool: doc %d unlock failed: %s", doc_id, describe(exc))
             if not isinstance(exc, PERMANENT):
                 return False
-        await self._run_sync(store.drop_lock_mark, self.directory, doc_id)
+        await self._run_sync(lock_marks.drop, self.directory, doc_id)
         return True
 
     async def _release_stale_locks(self) -> None:
@@ -80,7 +80,7 @@ class SpoolLocking(SpoolBookkeeping):
         over (it died between the lock and the entry, or before the unlock), trying
         again with the backoff while the vault cannot be reached."""
         for failures in itertools.count(1):
-            stale = [d for d in store.lock_marks(self.directory) if d not in self._entries]
+            stale = [d for d in lock_marks.marked(self.directory) if d not in self._entries]
             left = []
             for doc_id in stale:
                 if doc_id in self._entries or doc_id in self._checkouts:

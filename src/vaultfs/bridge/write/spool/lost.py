@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from vaultfs.bridge.tree.nodes import LOST_AND_FOUND
-from vaultfs.bridge.write.spool import creates, store
+from vaultfs.bridge.write.spool import creates, durable, store
 
 __all__ = [
     "QUARANTINE",
@@ -62,7 +62,7 @@ def _lost_name(label: str, filename: str, n: int) -> str:
     """``<label>-<filename>``, `` (n)`` before the extension from the second on, cut
     to ``_MAX_LOST_NAME`` bytes with a hash of the whole name when it is longer."""
     # The file name comes from the vault or a user: keep it inside lost+found.
-    safe = store.safe_filename(readable(filename))
+    safe = durable.safe_filename(readable(filename))
     stem, dot, ext = safe.rpartition(".")
     if not stem or len(ext.encode()) > _MAX_EXT:  # no extension, ".bashrc", or no real one
         stem, dot, ext = safe, "", ""
@@ -88,7 +88,7 @@ def keep_in_lost(
     Returns the content's new path. Blocking: run in a worker thread.
     """
     lost_dir = directory / LOST_AND_FOUND
-    store.ensure_private_dir(lost_dir)
+    durable.ensure_private_dir(lost_dir)
     n = 1
     while True:
         target = lost_dir / _lost_name(label, filename, n)
@@ -101,9 +101,9 @@ def keep_in_lost(
             except FileExistsError:
                 pass
         n += 1
-    os.chmod(target, store.FILE_MODE)
+    os.chmod(target, durable.FILE_MODE)
     try:
-        store.write_json_atomically(why_path, {**why, "content": target.name})
+        durable.write_json_atomically(why_path, {**why, "content": target.name})
     except OSError as exc:
         # A full disk: the content is kept all the same (a link took no space), and
         # the reason goes to the log; the status lists the file without it.
@@ -112,7 +112,7 @@ def keep_in_lost(
         with contextlib.suppress(OSError):
             why_path.with_name(why_path.name + ".tmp").unlink()
     source.unlink()
-    store.fsync_dir(source.parent)
+    durable.fsync_dir(source.parent)
     return target
 
 
@@ -201,10 +201,10 @@ def set_aside(directory: Path, bad: store.Unusable) -> Path | None:
     was, its content (what a user wrote) to lost+found, where the status shows it.
     Returns where the content went (None: it had none). Blocking."""
     quarantine = directory / QUARANTINE
-    store.ensure_private_dir(quarantine)
+    durable.ensure_private_dir(quarantine)
     kept = quarantine / f"{bad.record.name}.{time.time_ns()}"
     os.rename(bad.record, kept)
-    store.fsync_dir(bad.record.parent)
+    durable.fsync_dir(bad.record.parent)
     log.error("spool: record %s cannot be used (%s); set aside as %s", bad.record, bad.reason, kept)
     if bad.content is None:
         return None
@@ -296,7 +296,7 @@ def _readable_or_none(name: Any) -> str | None:
 def remove_lost(directory: Path, name: str) -> None:
     """Delete a lost+found file and its ``.json`` (the user has rescued it)."""
     lost_dir = directory / LOST_AND_FOUND
-    if store.safe_filename(name) != name or name.endswith(".json"):
+    if durable.safe_filename(name) != name or name.endswith(".json"):
         raise FileNotFoundError(name)
     (lost_dir / name).unlink()
     with contextlib.suppress(FileNotFoundError):

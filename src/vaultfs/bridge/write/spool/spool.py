@@ -29,7 +29,7 @@ Before anything is uploaded, one call verifies that the check-in replaces only w
 the edit started from: the document is still checked out and its latest version is
 the one the edit began with. Otherwise the content goes to lost+found as a conflict
 and nothing in the vault is replaced (``conflict``). Every lock is recorded before it
-is asked for (``store.mark_lock``) and the record removed once it is released, so a
+is asked for (``lock_marks.mark``) and the record removed once it is released, so a
 restart releases every lock that no entry took over (``_release_stale_locks``).
 """
 
@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from vaultfs.bridge.write.spool import lost, store
+from vaultfs.bridge.write.spool import durable, lock_marks, lost, store
 from vaultfs.bridge.write.spool.entry import EDITING, PENDING, SpoolEntry
 from vaultfs.bridge.write.spool.interface import (
     CheckedIn,
@@ -114,7 +114,7 @@ class Spool(SpoolWorker):
         self._changed = trio.Event()
         self._nursery: trio.Nursery | None = None
         self._background = trio.CapacityLimiter(_BACKGROUND_UPLOADS)
-        store.ensure_private_dir(directory)
+        durable.ensure_private_dir(directory)
         for record in lost.usable_entries(directory):
             self._load(record)
         lost.rescue_scratch(directory)
@@ -200,7 +200,7 @@ class Spool(SpoolWorker):
     async def _check_out(self, doc_id: int, start: StartFrom) -> SpoolEntry:
         # Recorded before the lock is asked for: a daemon that dies from here on leaves
         # a mark, and the next start releases the lock unless an entry took it over.
-        await self._run_sync(store.mark_lock, self.directory, doc_id)
+        await self._run_sync(lock_marks.mark, self.directory, doc_id)
         locked_at = time.time()
         held = took_lock = False
         try:
@@ -227,7 +227,7 @@ class Spool(SpoolWorker):
                 if held:  # no entry holds the lock: leave the vault unlocked
                     await self._unlock_quietly(doc_id)
                 else:
-                    store.drop_lock_mark(self.directory, doc_id)
+                    lock_marks.drop(self.directory, doc_id)
             raise
         entry = SpoolEntry(self.directory, record, fd, md5)
         self._entries[doc_id] = entry

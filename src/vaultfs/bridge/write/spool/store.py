@@ -1,7 +1,8 @@
 """The spool's files on disk: entry records and content files.
 
-Owns the layout of the spool directory and every blocking file operation of the
-spool (the caller runs the slow ones in a worker thread):
+Owns the layout of the spool directory and the blocking file operations on its
+entries (the caller runs the slow ones in a worker thread); the durable-file steps they
+are made of are ``durable``'s:
 
 ```
 <spool>/                      mode 0700
@@ -9,9 +10,7 @@ spool (the caller runs the slow ones in a worker thread):
   <doc_id>.json               its record (mode 0600), replaced atomically
   <doc_id>.<n>.gone           content checked in, to be deleted (see ``retire_entry``)
   scratch/<n>                 the mount's scratch files (see ``bridge.scratch``)
-  locks/<doc_id>              a lock this mount is taking or holds (written before the
-                              lock is asked for, removed once it is released): what a
-                              restart releases when no entry took it over
+  locks/<doc_id>              a lock this mount is taking or holds (see ``lock_marks``)
   uploads/<n>.data, <n>.json  renditions and attachments (see ``uploads``)
   lost+found/                 mode 0700
     <doc_id>-<filename>       content that could not be checked in
@@ -39,12 +38,19 @@ import logging
 import os
 import shutil
 import time
-from dataclasses import MISSING, asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from vaultfs.bridge.write.spool.durable import (
+    FILE_MODE,
+    checked_fields,
+    fsync_dir,
+    number_named,
+    write_json_atomically,
+)
+
 __all__ = [
-    "FILE_MODE",
     "SCRATCH",
     "SCRATCH_XATTR",
     "STATES",
@@ -53,17 +59,10 @@ __all__ = [
     "create_entry",
     "data_path",
     "discard",
-    "drop_lock_mark",
-    "ensure_private_dir",
-    "fsync_dir",
-    "lock_marks",
-    "mark_lock",
     "md5_of",
     "remove_entry",
     "retire_entry",
-    "safe_filename",
     "scan",
-    "write_json_atomically",
     "write_record",
 ]
 
@@ -74,8 +73,6 @@ SCRATCH = "scratch"
 #: rescue it (written by ``write.scratch``)
 SCRATCH_XATTR = "user.vaultfs.scratch"
 
-_DIR_MODE = 0o700
-FILE_MODE = 0o600
 #: what earlier versions named content while uploading it: removed at start
 _UPLOAD_SUFFIX = ".upload"
 #: the states a record may be in (``entry`` names them)
@@ -131,41 +128,6 @@ class EntryRecord:
         return record
 
 
-#: JSON types each annotation of a record accepts (``bool`` is no ``int`` here)
-_JSON_TYPES: dict[str, tuple[type, ...]] = {
-    "int": (int,),
-    "str": (str,),
-    "bool": (bool,),
-    "float": (float, int),
-    "str | None": (str, type(None)),
-    "int | None": (int, type(None)),
-}
-
-
-def checked_fields(cls: Any, data: Any) -> dict[str, Any]:
-    """The fields of dataclass ``cls`` that ``data`` (parsed JSON) gives, each of the
-    type the dataclass says, and every field without a default; ValueError otherwise.
-    Unknown keys are ignored (a newer version may add some)."""
-    if not isinstance(data, dict):
-        raise ValueError(f"a record is a JSON object, not {type(data).__name__}")
-    found: dict[str, Any] = {}
-    for spec in fields(cls):
-        if spec.name not in data:
-            if spec.default is MISSING and spec.default_factory is MISSING:
-                raise ValueError(f"no {spec.name}")
-            continue
-        value: Any = data[spec.name]
-        found[spec.name] = value
-        allowed = _JSON_TYPES.get(str(spec.type))
-        if allowed is None:
-            continue  # a type these checks do not cover: the record's own code reads it
-        if not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed):
-            raise ValueError(f"{spec.name} is {value!r}")
-        if allowed[0] is float and isinstance(value, int):
-            found[spec.name] = float(value)
-    return found
-
-
 @dataclass(frozen=True)
 class Unusable:
     """A record a start cannot use, to be set aside (``lost.set_aside``)."""
@@ -181,40 +143,12 @@ class Unusable:
     reason: str
 
 
-def ensure_private_dir(path: Path) -> None:
-    """Create ``path`` (mode 0700) or tighten an existing one to 0700."""
-    path.mkdir(mode=_DIR_MODE, parents=True, exist_ok=True)
-    os.chmod(path, _DIR_MODE)
-
-
 def data_path(directory: Path, doc_id: int) -> Path:
     return directory / f"{doc_id}.data"
 
 
 def record_path(directory: Path, doc_id: int) -> Path:
     return directory / f"{doc_id}.json"
-
-
-def fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def write_json_atomically(path: Path, data: dict[str, Any]) -> None:
-    """tmp + fsync + rename + fsync(dir): after a crash the file is old or new, whole."""
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
-    try:
-        os.fchmod(fd, FILE_MODE)
-        os.write(fd, json.dumps(data, indent=1, sort_keys=True).encode())
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    fsync_dir(path.parent)
 
 
 def write_record(directory: Path, record: EntryRecord) -> None:
@@ -297,40 +231,6 @@ def retire_entry(directory: Path, doc_id: int) -> Path:
     return gone
 
 
-_LOCKS = "locks"
-
-
-def mark_lock(directory: Path, doc_id: int) -> None:
-    """Record, durably, that this mount is about to lock ``doc_id`` (before asking)."""
-    folder = directory / _LOCKS
-    folder.mkdir(mode=_DIR_MODE, exist_ok=True)
-    fd = os.open(folder / str(doc_id), os.O_WRONLY | os.O_CREAT, FILE_MODE)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    fsync_dir(folder)
-
-
-def drop_lock_mark(directory: Path, doc_id: int) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        (directory / _LOCKS / str(doc_id)).unlink()
-
-
-def lock_marks(directory: Path) -> list[int]:
-    """The documents this mount asked a lock of and never recorded as released."""
-    folder = directory / _LOCKS
-    if not folder.is_dir():
-        return []
-    marks = []
-    for path in folder.iterdir():
-        if path.name.isdigit():
-            marks.append(int(path.name))
-        else:
-            path.unlink()  # not ours to keep
-    return sorted(marks)
-
-
 def discard(path: Path) -> None:
     path.unlink(missing_ok=True)
 
@@ -404,11 +304,5 @@ def _file_or_none(path: Path | None) -> Path | None:
 
 def _doc_id_of(path: Path) -> int:
     """The number a spool file is named by (``12.json``: 12), -1 for any other name."""
-    stem = path.name.split(".", 1)[0]
-    return int(stem) if stem.isascii() and stem.isdigit() and str(int(stem)) == stem else -1
-
-
-def safe_filename(filename: str) -> str:
-    """``filename`` (from the vault, or typed by a user) as one harmless path component."""
-    safe = filename.replace("/", "_").replace("\0", "_")
-    return "content" if safe in ("", ".", "..") else safe
+    number = number_named(path)
+    return -1 if number is None else number

@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from vaultfs.bridge.write.spool import store
+from vaultfs.bridge.write.spool import durable, store
 from vaultfs.bridge.write.spool.entry import PENDING
 
 __all__ = [
@@ -81,7 +81,7 @@ class UploadRecord:
     def from_json(cls, data: Any) -> UploadRecord:
         """The record ``data`` (a parsed ``<n>.json``) holds; ValueError naming what is
         wrong when it is not one this spool wrote."""
-        record = cls(**store.checked_fields(cls, data))
+        record = cls(**durable.checked_fields(cls, data))
         if record.target not in (RENDITION, ATTACHMENT):
             raise ValueError(f"unknown target {record.target!r}")
         if record.target == RENDITION and record.rendition_type is None:
@@ -107,7 +107,7 @@ def data_path(directory: Path, number: int) -> Path:
 
 def write_record(directory: Path, record: UploadRecord) -> None:
     record.updated = time.time()
-    store.write_json_atomically(record_path(directory, record.number), asdict(record))
+    durable.write_json_atomically(record_path(directory, record.number), asdict(record))
 
 
 def create(directory: Path, record: UploadRecord, source: Path) -> None:
@@ -116,9 +116,9 @@ def create(directory: Path, record: UploadRecord, source: Path) -> None:
     path = data_path(directory, record.number)
     md5 = hashlib.md5(usedforsecurity=False)
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, store.FILE_MODE)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, durable.FILE_MODE)
         try:
-            os.fchmod(fd, store.FILE_MODE)
+            os.fchmod(fd, durable.FILE_MODE)
             with open(source, "rb", buffering=0) as f:
                 while chunk := f.read(_COPY_CHUNK):
                     md5.update(chunk)
@@ -139,7 +139,7 @@ def remove(directory: Path, number: int) -> None:
     """The record first: it is what makes the content an entry."""
     record_path(directory, number).unlink(missing_ok=True)
     data_path(directory, number).unlink(missing_ok=True)
-    store.fsync_dir(directory)
+    durable.fsync_dir(directory)
 
 
 def scan(directory: Path) -> tuple[list[UploadRecord], list[store.Unusable]]:
@@ -154,7 +154,7 @@ def scan(directory: Path) -> tuple[list[UploadRecord], list[store.Unusable]]:
         elif path.name.endswith(".json.tmp"):
             path.unlink()
         elif path.suffix == ".json" and path.is_file():
-            number = number_of(path)
+            number = durable.number_named(path)
             content = data_path(directory, number) if number is not None else None
             content = content if content is not None and content.is_file() else None
             data: Any = None
@@ -176,7 +176,7 @@ def scan(directory: Path) -> tuple[list[UploadRecord], list[store.Unusable]]:
             records.append(record)
     kept = {bad.content for bad in unusable}
     for path in directory.glob("*.data"):
-        number = number_of(path)
+        number = durable.number_named(path)
         if (
             number is not None
             and path not in kept
@@ -186,9 +186,3 @@ def scan(directory: Path) -> tuple[list[UploadRecord], list[store.Unusable]]:
             log.warning("uploads: orphan content %s (no record) removed", path.name)
             path.unlink()
     return records, unusable
-
-
-def number_of(path: Path) -> int | None:
-    """The number an upload's file is named by (``3.json``: 3), None for another name."""
-    stem = path.name.split(".", 1)[0]
-    return int(stem) if stem.isascii() and stem.isdigit() and str(int(stem)) == stem else None

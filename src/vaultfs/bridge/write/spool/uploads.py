@@ -34,7 +34,7 @@ from typing import Any
 
 import trio
 
-from vaultfs.bridge.write.spool import lost, store, upload_files
+from vaultfs.bridge.write.spool import durable, lost, upload_files
 from vaultfs.bridge.write.spool.entry import PENDING, UPLOADING
 from vaultfs.bridge.write.spool.failures import NOT_PROCESSED, PERMANENT, describe, schedule_retry
 from vaultfs.bridge.write.spool.upload_files import ATTACHMENT, RENDITION, UploadRecord
@@ -92,8 +92,8 @@ class Uploads:
         self._changed = trio.Event()
         #: called on every change of an entry (the spool's ``wait_idle`` listens)
         self.on_change: list[Callable[[], None]] = []
-        store.ensure_private_dir(spool_dir)
-        store.ensure_private_dir(self.directory)
+        durable.ensure_private_dir(spool_dir)
+        durable.ensure_private_dir(self.directory)
         records, unusable = upload_files.scan(self.directory)
         lost.set_all_aside(spool_dir, unusable)
         for record in records:
