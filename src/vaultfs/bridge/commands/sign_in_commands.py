@@ -6,12 +6,16 @@ from __future__ import annotations
 import argparse
 import getpass
 import sys
+from typing import TYPE_CHECKING
 
 from vaultfs import errors
 from vaultfs.bridge.commands.credentials import CredentialError, store_in_keyring
 from vaultfs.bridge.commands.log_options import log_level, logging_arguments
 from vaultfs.bridge.daemon.logs import setup_logging
 from vaultfs.profiles import ProfileError, load_profile
+
+if TYPE_CHECKING:
+    from vaultfs.bridge.commands.signin import SsoSettings
 
 __all__ = ["register"]
 
@@ -71,13 +75,18 @@ def _set_password(args: argparse.Namespace) -> int:
     return 0
 
 
-def _who(args: argparse.Namespace, command: str) -> tuple[str, str, dict[str, str]] | None:
-    """(url, user, oauth settings) of a profile or of --url and --user."""
+def _who(args: argparse.Namespace, command: str) -> tuple[str, str, SsoSettings] | None:
+    """(url, user, single sign-on settings) of a profile or of --url and --user, once
+    the command's logging is set up."""
+    # Imported here: single sign-on (Authlib) is for the commands that sign in.
+    from vaultfs.bridge.commands.signin import SsoSettings
+
+    setup_logging(log_level(args), args.log_file)
     if args.target is not None:
         profile = load_profile(args.target)
-        return profile.url, profile.user, dict(profile.oauth)
+        return profile.url, profile.user, SsoSettings.from_table(dict(profile.oauth))
     if args.url and args.user:
-        return args.url.rstrip("/"), args.user, {}
+        return args.url.rstrip("/"), args.user, SsoSettings.from_table({})
     print(f"vaultfs {command}: name a profile, or give --url and --user", file=sys.stderr)
     return None
 
@@ -85,13 +94,11 @@ def _who(args: argparse.Namespace, command: str) -> tuple[str, str, dict[str, st
 def _login(args: argparse.Namespace) -> int:
     from vaultfs.bridge.commands import signin
 
-    setup_logging(log_level(args), args.log_file)
     try:
         who = _who(args, "login")
         if who is None:
             return 2
-        url, user, oauth = who
-        settings = signin.SsoSettings.from_table(oauth)
+        url, user, settings = who
         discovery = signin.how_user_signs_in(url, user, settings)
         if not discovery.sso:
             print(
@@ -116,13 +123,11 @@ def _login(args: argparse.Namespace) -> int:
 def _logout(args: argparse.Namespace) -> int:
     from vaultfs.bridge.commands import signin
 
-    setup_logging(log_level(args), args.log_file)
     try:
         who = _who(args, "logout")
         if who is None:
             return 2
-        url, user, oauth = who
-        settings = signin.SsoSettings.from_table(oauth)
+        url, user, settings = who
         revoked, found = signin.sign_out(url, user, settings)
     except (ProfileError, CredentialError) as exc:
         print(f"vaultfs logout: {exc}", file=sys.stderr)
