@@ -16,7 +16,7 @@ from vaultfs.wire import PAGE_LIMIT, parse_datetime
 from .. import formats, versions
 from ..envelope import success
 from ..permissions import Permission
-from ..storage import changes, documents, search
+from ..storage import changes, crosslinks, deletions, documents, search
 from ..storage.db import now_ms
 from .common import (
     MAX_ID,
@@ -161,7 +161,7 @@ async def create_document(request: Request, *, binder: bool = False) -> Response
     vault = state(request)
     body = await form(request, files=frozenset({"file"}), with_text=True)
     check_numbers(body.fields, _NUMBER_FIELDS)
-    link = [name for name in changes.CROSSLINK_FIELDS if name in body.fields]
+    link = [name for name in crosslinks.CROSSLINK_FIELDS if name in body.fields]
     if link and not version_at_least(request, versions.CROSSLINK):
         # Before CrossLinks existed these were just unknown fields.
         raise InvalidData(f"Invalid field [{link[0]}]: no such field on this document type")
@@ -233,7 +233,7 @@ async def delete_document(request: Request) -> Response:
     who = caller(request, Permission.DELETE)
     vault = state(request)
     doc_id = path_int(request, "doc_id", "document id")
-    await vault.db.write(changes.delete_document, who, doc_id, vault.db.tick())
+    await vault.db.write(deletions.delete_document, who, doc_id, vault.db.tick())
     return success(id=doc_id)
 
 
@@ -242,7 +242,7 @@ async def delete_version(request: Request) -> Response:
     vault = state(request)
     doc_id = path_int(request, "doc_id", "document id")
     await vault.db.write(
-        changes.delete_version, who, doc_id, *version_path(request), vault.db.tick()
+        deletions.delete_version, who, doc_id, *version_path(request), vault.db.tick()
     )
     return success(id=doc_id)
 

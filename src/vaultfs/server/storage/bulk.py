@@ -21,7 +21,7 @@ from typing import Any
 
 from vaultfs.errors import InvalidData, InvalidDocument, MalformedUrl, ParameterRequired, VaultError
 
-from . import changes, renditions, search
+from . import changes, deletions, form_fields, renditions, search
 from .content import StoredFile
 from .documents import latest_version
 from .metadata import classification_of, leaf_fields, resolve_status
@@ -205,7 +205,7 @@ def version_row(
     editable = {k: v for k, v in row.items() if k not in ignored and v != ""}
     values: dict[str, Any] = json.loads(latest["fields"])
     specs = leaf_fields(conn, where)
-    values.update(changes.parse_fields(specs, editable, creating=False))
+    values.update(form_fields.parse_fields(specs, editable, creating=False))
     status = row.get("status__v", "").strip()
     status = resolve_status(conn, doc["lifecycle"], status) if status else latest["status"]
     name = row.get("name__v", "").strip() or latest["name"]
@@ -260,7 +260,7 @@ def delete_version_row(
     doc_id = _doc_id(conn, caller.vault_id, item.row, by_external)
     major, minor = _version(item.row)
     try:
-        changes.delete_version(conn, caller, doc_id, major, minor, now)
+        deletions.delete_version(conn, caller, doc_id, major, minor, now)
     except InvalidDocument as exc:
         raise InvalidData(exc.message) from None
     return {"id": doc_id, "major_version_number__v": major, "minor_version_number__v": minor}

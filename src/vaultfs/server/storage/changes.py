@@ -1,15 +1,15 @@
-"""Changing documents: create, update fields, new draft versions, delete.
+"""Changing documents: create, update fields, reclassify, new draft versions.
 
 Each function runs inside the one write transaction of its request (see db.py), so a
 request that fails half-way changes nothing. Files arrive as ``StoredFile`` (already
 in the blob store). ``now`` comes from ``Database.tick`` so that modification times
-strictly increase.
+strictly increase. The parts a create is made of are in ``form_fields`` (which fields a
+form sets) and ``crosslinks`` (a CrossLink's source); deletes are ``deletions``'.
 """
 
 from __future__ import annotations
 
 import json
-import posixpath
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,21 +17,19 @@ from vaultfs.errors import InvalidData, OperationNotAllowed, ParameterRequired
 
 from . import access, metadata
 from .content import StoredFile
-from .documents import get_document, get_version, latest_version
-from .fields import FieldSpec, is_list, parse_value
+from .crosslinks import crosslink_of
+from .documents import get_version, latest_version
+from .fields import is_list
+from .form_fields import check_required, default_name, name_default, parse_fields
 from .sql import Conn, Row
 from .users import SessionUser
 
 __all__ = [
     "CREATE_PARAMETERS",
-    "CROSSLINK_FIELDS",
     "check_not_locked_by_other",
     "create_document",
     "create_version",
-    "delete_document",
-    "delete_version",
     "insert_version",
-    "parse_fields",
     "reclassify",
     "touch_version",
     "update_fields",
@@ -39,20 +37,6 @@ __all__ = [
 
 #: Parameters of a create that are not fields.
 CREATE_PARAMETERS = frozenset({"file", "suppressRendition"})
-#: Fields that make a CrossLink document (create only).
-CROSSLINK_FIELDS = (
-    "source_vault_id__v",
-    "source_document_id__v",
-    "source_binding_rule__v",
-    "bound_source_major_version__v",
-    "bound_source_minor_version__v",
-)
-#: Binding rules of CrossLinks: label -> whether it binds a specific version.
-_BINDING_RULES = {
-    "Latest version": False,
-    "Latest Steady State version": False,
-    "Specific Document version": True,
-}
 _CLASSIFYING = ("type__v", "subtype__v", "classification__v", "lifecycle__v")
 
 
@@ -70,107 +54,6 @@ def touch_version(conn: Conn, doc_id: int, major: int, minor: int, user_id: int,
         " AND minor = ?",
         (now, user_id, doc_id, major, minor),
     )
-
-
-def _name_default(where: metadata.Classification) -> str | None:
-    for node in reversed(where.path):
-        if node.name_default:
-            return node.name_default
-    return None
-
-
-def _default_name(rule: str, file: StoredFile | None) -> str | None:
-    """Apply a name defaulting rule; ``{filename}`` is the file name without extension."""
-    if "{filename}" in rule:
-        if file is None:
-            return None
-        stem = posixpath.splitext(file.filename)[0] or file.filename
-        return rule.replace("{filename}", stem)[:100]
-    return rule
-
-
-def parse_fields(
-    specs: Mapping[str, FieldSpec], form: Mapping[str, str], *, creating: bool
-) -> dict[str, Any]:
-    """Parsed editable field values of a form; INVALID_DATA names a field that is not."""
-    values: dict[str, Any] = {}
-    for name, text in form.items():
-        spec = specs.get(name)
-        if spec is None:
-            raise InvalidData(f"Invalid field [{name}]: no such field on this document type")
-        allowed = spec["editable"] and (creating or not spec["setOnCreateOnly"])
-        if not allowed:
-            raise InvalidData(f"Field [{name}] is not editable")
-        values[name] = None if text == "" else parse_value(spec, text)
-    return values
-
-
-def _check_required(
-    specs: Mapping[str, FieldSpec], values: Mapping[str, Any], *, lifecycle_given: bool
-) -> None:
-    """PARAMETER_REQUIRED naming every required field without a value."""
-    missing = [
-        name
-        for name, spec in specs.items()
-        if spec["required"] and not spec["systemAttribute"] and values.get(name) in (None, [])
-    ]
-    if not lifecycle_given:
-        missing.insert(0, "lifecycle__v")
-    if missing:
-        raise ParameterRequired.naming(missing)
-
-
-def _crosslink(
-    conn: Conn, given: dict[str, str], file: StoredFile | None
-) -> tuple[int, int, str, int | None, int | None] | None:
-    """The validated CrossLink fields of a create (popped from ``given``), or None."""
-    link = {name: given.pop(name) for name in CROSSLINK_FIELDS if name in given}
-    if not link:
-        return None
-    for name in CROSSLINK_FIELDS[:3]:
-        if name not in link:
-            raise ParameterRequired(f"Missing required parameter [{name}] of a CrossLink")
-    if file is not None:
-        raise InvalidData("A CrossLink document takes its content from its source: no [file]")
-    numbers: dict[str, int] = {}
-    for name, text in link.items():
-        if name != "source_binding_rule__v":
-            if not (text.isascii() and text.strip().isdigit()):
-                raise InvalidData(f"Invalid value for [{name}]: '{text}' is not a number")
-            numbers[name] = int(text)
-    given_rule = link["source_binding_rule__v"].strip().lower()
-    rule = next((r for r in _BINDING_RULES if r.lower() == given_rule), None)
-    if rule is None:
-        raise InvalidData(
-            f"Invalid value for [source_binding_rule__v]: '{given_rule}' (Latest version, "
-            "Latest Steady State version or Specific Document version)"
-        )
-    vault_id, source_id = numbers["source_vault_id__v"], numbers["source_document_id__v"]
-    source = conn.execute(
-        "SELECT id FROM documents WHERE id = ? AND vault_id = ?", (source_id, vault_id)
-    ).fetchone()
-    if source is None:
-        raise InvalidData(
-            f"Invalid value for [source_document_id__v]: no document [{source_id}] in vault "
-            f"[{vault_id}]"
-        )
-    access.check(conn, source_id, changes=False)  # a hidden source does not exist either
-    major = minor = None
-    if _BINDING_RULES[rule]:
-        if "bound_source_major_version__v" not in numbers:
-            raise ParameterRequired("Missing required parameter [bound_source_major_version__v]")
-        major = numbers["bound_source_major_version__v"]
-        minor = numbers.get("bound_source_minor_version__v", 0)
-        exists = conn.execute(
-            "SELECT 1 FROM versions WHERE doc_id = ? AND major = ? AND minor = ?",
-            (source_id, major, minor),
-        ).fetchone()
-        if exists is None:
-            raise InvalidData(
-                f"Invalid value for [bound_source_major_version__v]: document [{source_id}] "
-                f"has no version [{major}.{minor}]"
-            )
-    return vault_id, source_id, rule, major, minor
 
 
 def create_document(
@@ -192,7 +75,7 @@ def create_document(
         for k, v in form.items()
         if v != "" and k not in CREATE_PARAMETERS and access.parse_role_key(k) is None
     }
-    link = _crosslink(conn, given, file)
+    link = crosslink_of(conn, given, file)
     where = metadata.resolve_classification(
         conn, given.get("type__v"), given.get("subtype__v"), given.get("classification__v")
     )
@@ -205,10 +88,10 @@ def create_document(
             default = spec["defaultValue"]
             values[name] = default if is_list(spec) else default[0]
     if not values.get("name__v"):
-        rule = _name_default(where)
+        rule = name_default(where)
         if rule is not None:
-            values["name__v"] = _default_name(rule, file)
-    _check_required(specs, values, lifecycle_given="lifecycle__v" in given)
+            values["name__v"] = default_name(rule, file)
+    check_required(specs, values, lifecycle_given="lifecycle__v" in given)
     lifecycle = metadata.resolve_lifecycle(conn, given["lifecycle__v"], lifecycles)
     status = (
         metadata.resolve_status(conn, lifecycle, values.pop("status__v"))
@@ -360,7 +243,7 @@ def reclassify(
     )
     values: dict[str, Any] = {**json.loads(ver["fields"]), **changes}
     values["name__v"] = values.pop("name__v", None) or ver["name"]
-    _check_required(specs, values, lifecycle_given="lifecycle__v" in given)
+    check_required(specs, values, lifecycle_given="lifecycle__v" in given)
     lifecycle = metadata.resolve_lifecycle(
         conn, given["lifecycle__v"], where.leaf.lifecycles or where.type.lifecycles
     )
@@ -444,58 +327,3 @@ def create_version(
         (major, minor, doc_id),
     )
     return major, minor
-
-
-def _record_deletion(
-    conn: Conn,
-    vault_id: int,
-    doc_id: int,
-    versions: list[tuple[int, int]],
-    now: int,
-) -> None:
-    conn.executemany(
-        "INSERT INTO deletions (doc_id, vault_id, major, minor, deleted_ms) VALUES (?, ?, ?, ?, ?)",
-        [(doc_id, vault_id, major, minor, now) for major, minor in versions],
-    )
-
-
-def delete_document(conn: Conn, caller: SessionUser, doc_id: int, now: int) -> None:
-    """Delete a document with all its versions, renditions and attachments.
-
-    Deleted files stay in the blob directory until the sweep at the next start (a
-    concurrent upload of the same content may be about to reference them).
-    """
-    doc = get_document(conn, caller.vault_id, doc_id)
-    check_not_locked_by_other(doc, caller)
-    rows = conn.execute("SELECT major, minor FROM versions WHERE doc_id = ?", (doc_id,))
-    _record_deletion(conn, caller.vault_id, doc_id, [(r[0], r[1]) for r in rows], now)
-    conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
-
-
-def delete_version(
-    conn: Conn, caller: SessionUser, doc_id: int, major: int, minor: int, now: int
-) -> None:
-    doc, _ = get_version(conn, caller.vault_id, doc_id, major, minor)
-    check_not_locked_by_other(doc, caller)
-    others = conn.execute(
-        "SELECT major, minor FROM versions WHERE doc_id = ? AND NOT (major = ? AND minor = ?)"
-        " ORDER BY major DESC, minor DESC",
-        (doc_id, major, minor),
-    ).fetchall()
-    if not others:
-        raise InvalidData(
-            f"Version [{major}.{minor}] is the only version of document [{doc_id}]; "
-            "delete the document instead"
-        )
-    conn.execute(
-        "DELETE FROM versions WHERE doc_id = ? AND major = ? AND minor = ?",
-        (doc_id, major, minor),
-    )
-    _record_deletion(conn, caller.vault_id, doc_id, [(major, minor)], now)
-    new_latest = others[0]
-    conn.execute(
-        "UPDATE documents SET latest_major = ?, latest_minor = ? WHERE id = ?",
-        (new_latest["major"], new_latest["minor"], doc_id),
-    )
-    # The latest version's record shows the change of the version list.
-    touch_version(conn, doc_id, new_latest["major"], new_latest["minor"], caller.user.id, now)
