@@ -23,7 +23,7 @@ from starlette.responses import Response
 
 from vaultfs.errors import MalformedUrl, MethodNotSupported
 
-from . import demo
+from . import demo, demo_metadata
 from .config import ServerConfig
 from .envelope import error_response
 from .limits import (
@@ -127,7 +127,9 @@ def _add_second_demo_vault(db: Database, blobs: ContentStore) -> None:
     def store(data: bytes, filename: str) -> StoredFile:
         return StoredFile(blob=blobs.put_bytes(data), filename=filename)
 
-    db.write_sync(vaults.add_second_demo_vault, store, demo.DEMO_VAULT_ID, admin, members, now_ms())
+    db.write_sync(
+        vaults.add_second_demo_vault, store, demo_metadata.DEMO_VAULT_ID, admin, members, now_ms()
+    )
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
