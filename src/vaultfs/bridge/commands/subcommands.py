@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, BinaryIO
 import trio
 
 from vaultfs import errors
-from vaultfs.bridge.commands import control, install_helper, lifecycle, manage, sync
+from vaultfs.bridge.commands import control, install_helper, lifecycle, manage, search, sync
 from vaultfs.bridge.commands.credentials import CredentialError, find_password, store_in_keyring
 from vaultfs.bridge.daemon.config import MountConfig, default_cache_dir
 from vaultfs.bridge.daemon.logs import setup_logging, stderr_is_journal
@@ -133,6 +133,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     manage.register(sub)
     sync.register(sub)
     lifecycle.register(sub)
+    search.register(sub)
 
     demo = sub.add_parser("demo", help="start a local demo vault and mount it")
     demo.add_argument("mountpoint", nargs="?", type=Path, default=Path.home() / "vaultfs-demo")

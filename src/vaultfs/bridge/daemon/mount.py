@@ -98,6 +98,8 @@ async def run_mount(config: MountConfig, ready: Callable[[], None] | None = None
         await client.login(max_retries=_LOGIN_RETRIES)
         index = DocumentIndex(client)
         tree = Tree(client, index, TypeCatalog(client))
+        # A search's or a view's answer is kept for a poll interval, like the index.
+        tree.queries.results.ttl = config.poll_interval
         blobs = BlobCache(config.cache_dir / "content", config.cache_size)
         spool = _make_spool(config, client, tree, blobs)
         options = Options(

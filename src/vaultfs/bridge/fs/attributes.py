@@ -3,8 +3,8 @@
 Owns how a node's record becomes ``stat`` data: directories (writable where names may
 be made), vault files (exact sizes once the content cache knows them, the record's
 estimate until then, reported through ``estimated`` so that the kernel is corrected
-when the size is learned), scratch and lost+found files, the status file and
-relationship links, and how
+when the size is learned), scratch and lost+found files, the status file,
+relationship links and the search folders and views, and how
 long the kernel may keep each: long for the vault's nodes (``fs.freshness`` tells the
 kernel of their changes), short for the mount's own (scratch files, new folders,
 ``.vaultfs``). Times are the vault's and
@@ -121,11 +121,19 @@ class Attributes:
     async def _of(self, key: NodeKey, ino: int) -> Attr:
         if nodes.is_file(key):
             return await self._file(key, ino)
-        if key[0] in nodes.LINKS:  # a relationship: its size is its text's
-            size, created = await self._tree.relationships.link_stat(key)
+        if key[0] in nodes.LINKS:  # a relationship or a document found: its text's size
+            links = self._tree.queries if key[0] in nodes.QUERY_NODES else self._tree.relationships
+            size, created = await links.link_stat(key)
             return self._attr(ino, stat.S_IFLNK | 0o777, size, _ns(created), _ns(created))
         kind = nodes.kind(key)
         mtime = ctime = 0
+        if kind in nodes.QUERY_NODES:  # a search's folder or a view: as of its answer
+            answered = self._tree.queries.answered(key)
+            mtime = ctime = int(answered * 1e9) if answered else self._started_ns
+            writable = self._tree.queries.writable(key) and not self._options.read_only
+            return self._attr(
+                ino, stat.S_IFDIR | (0o755 if writable else 0o555), BLOCK, mtime, ctime
+            )
         if kind == Kind.NEWDIR:
             mtime = ctime = self._namespace.new_folder(key).ctime_ns
         elif kind == Kind.ROOT or kind in FOLDERS:

@@ -8,7 +8,8 @@ class. It raises ``vaultfs.errors`` classes; turning those into FUSE replies is
 ``daemon.fuse_ops``' job. Check-out and check-in are ``write.editing``'s, what new and
 changed names mean is ``write.namespace``'s, field changes are ``write.fields``',
 lifecycle actions and events (their xattrs, ``.events.jsonl``) are ``lifecycle``'s;
-relationship links (readlink, symlink, unlink in ``relationships/``) ``write.linking``'s.
+relationship links (readlink, symlink, unlink in ``relationships/``) ``write.linking``'s;
+the search folders and views (their links, ``Favorites``) ``tree.search_folders``'.
 """
 
 from __future__ import annotations
@@ -449,6 +450,8 @@ class FileSystem:
         if kind in (Kind.VER, Kind.VSRC):
             doc_id, (major, minor) = nodes.doc_id(key), nodes.version(key)
             return await self.tree.version_record(doc_id, major, minor)
+        if kind in nodes.QUERY_NODES:
+            return await self.tree.queries.fields(key)
         return {}
 
     async def listxattr(self, ino: int) -> list[str]:
@@ -520,6 +523,9 @@ class FileSystem:
         if parent_key[0] == Kind.RELT:
             await self.links.unlink(parent_key, name)
             return
+        if parent_key[0] in nodes.QUERY_NODES:  # Favorites: unmark; the rest: EPERM
+            await self.tree.queries.unlink(parent_key, name)
+            return
         await self.namespace.unlink(parent_key, name)
 
     async def symlink(self, parent: int, name: str, target: str) -> Attr:
@@ -528,13 +534,18 @@ class FileSystem:
         await self._ready()
         parent_key = self._key(parent)
         self.names.check(parent_key, name, directory=False)
-        key = await self.links.symlink(parent_key, name, target)
+        if parent_key[0] in nodes.QUERY_NODES:  # ln -s into Favorites: mark
+            key = await self.tree.queries.symlink(parent_key, name, target, self.options.mountpoint)
+        else:
+            key = await self.links.symlink(parent_key, name, target)
         return await self._entry(key, parent, name)
 
     async def readlink(self, ino: int) -> str:
         key = self._key(ino)
         if key[0] not in nodes.LINKS:
             raise errors.InvalidData("not a symbolic link")
+        if key[0] in nodes.QUERY_NODES:
+            return await self.tree.queries.link_text(key)
         return await self.tree.relationships.link_text(key)
 
     async def rmdir(self, parent: int, name: str) -> None:

@@ -115,6 +115,8 @@ class DisplayPaths:
             return (Kind.LOST,), str(key[1])
         if kind in (Kind.SCRATCH, Kind.NEWDIR):
             return self._local(key)
+        if kind in nodes.QUERY_NODES:
+            return None  # a search or a view: shown by its key
         if kind in nodes.FOLDERS:
             parent = {Kind.TYPE: ROOT, Kind.SUB: (Kind.TYPE, *key[1:2])}.get(
                 Kind(kind), (Kind.SUB, *key[1:3])

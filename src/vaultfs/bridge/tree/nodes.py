@@ -16,6 +16,9 @@ hashable and compare by value, so the same node always has the same key; a kind 
     (RELS, id)  (RELT, id, type)  (RLINK, id, rel_id)       relationships/, a type, a link
     (SCRATCH, n)  (NEWDIR, n)                               a scratch file, a mkdir'ed folder
     (LOST,)  (LOSTF, name)                                  .vaultfs/lost+found and its files
+    (SEARCH,)  (SEARCHES, form)                             .search, .search/all|content
+    (QUERY, form, words)  (QLINK, form, words, id)          a search's folder, a found link
+    (VIEW, filter)  (VLINK, filter, id)                     a view (Favorites…), its links
 
 This module owns the kinds and the sets of kinds that share a behaviour; the other
 modules ask it rather than compare kinds among themselves.
@@ -42,8 +45,10 @@ __all__ = [
     "LOST_AND_FOUND",
     "NEW_DOCUMENT_DIRS",
     "NEW_FIELD_NODES",
+    "QUERY_NODES",
     "RELATIONSHIP_DIRS",
     "ROOT",
+    "SEARCH_DIR",
     "UPLOADED_FILES",
     "UPLOAD_DIRS",
     "VERSION_NODES",
@@ -87,6 +92,12 @@ class Kind(StrEnum):
     LOST = "lost"
     LOSTF = "lostf"
     EVENTS = "events"
+    SEARCH = "search"
+    SEARCHES = "searches"
+    QUERY = "query"
+    QLINK = "qlink"
+    VIEW = "view"
+    VLINK = "vlink"
 
 
 #: a node: its kind, then what names it within that kind
@@ -97,6 +108,8 @@ ROOT: NodeKey = (Kind.ROOT,)
 CONTROL_DIR = ".vaultfs"
 #: a document directory's events file (``lifecycle.events``); reachable by name only
 EVENTS_FILE = ".events.jsonl"
+#: the root's search directory (``tree.queries``); reachable by name, never listed
+SEARCH_DIR = ".search"
 #: the name of lost+found, in ``.vaultfs`` and in the spool directory alike
 LOST_AND_FOUND = "lost+found"
 
@@ -129,8 +142,11 @@ DOCUMENT_DIRS = frozenset(
 )
 #: the relationships of a document (``tree.relationships``): its directory, a type's
 RELATIONSHIP_DIRS = frozenset({Kind.RELS, Kind.RELT})
-#: nodes that are symbolic links (a relationship)
-LINKS = frozenset({Kind.RLINK})
+#: nodes that are symbolic links (a relationship, a search's or a view's document)
+LINKS = frozenset({Kind.RLINK, Kind.QLINK, Kind.VLINK})
+#: the search folders and views (``tree.queries``): their results change with no
+#: index change, so they are the mount's own nodes for the kernel (short timeouts)
+QUERY_NODES = frozenset({Kind.SEARCH, Kind.SEARCHES, Kind.QUERY, Kind.QLINK, Kind.VIEW, Kind.VLINK})
 #: directories whose listing needs the document's details (``Tree.details``)
 DETAILS_DIRS = frozenset({Kind.VERS, Kind.RENDS, Kind.ATTS})
 #: directories a file written into is uploaded from (``write.files_in``)
@@ -152,7 +168,16 @@ VERSION_NODES = frozenset({Kind.VER, Kind.VSRC, Kind.VRENDS, Kind.VREND})
 #: name of theirs may outlive its node on purpose (a scratch file that became a document);
 #: a document's events file too (nothing announces new events: short timeouts)
 LOCAL_NODES = frozenset(
-    {Kind.CTL, Kind.STATUS, Kind.LOST, Kind.LOSTF, Kind.SCRATCH, Kind.NEWDIR, Kind.EVENTS}
+    {
+        Kind.CTL,
+        Kind.STATUS,
+        Kind.LOST,
+        Kind.LOSTF,
+        Kind.SCRATCH,
+        Kind.NEWDIR,
+        Kind.EVENTS,
+        *QUERY_NODES,
+    }
 )
 #: a document's directory and its fixed subdirectories (their ctime is the document's)
 DOCUMENT_DIR_NODES = frozenset({Kind.DOC, Kind.VERS, Kind.RENDS, Kind.ATTS, Kind.RELS})

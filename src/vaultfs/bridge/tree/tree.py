@@ -5,7 +5,9 @@ the document index and the type metadata (folders rebuilt once per index generat
 and the per-document details (versions, renditions, attachments)
 and per-version records, fetched lazily and cached until the index sees the
 document change. Names come from ``filenames.assign_names``; nothing here does I/O on
-disk. What a document's ``relationships/`` holds is ``relationships``' (``self.relationships``).
+disk. What a document's ``relationships/`` holds is ``relationships``' (``self.relationships``);
+the search folders and views (``.search``, ``Favorites``…) are ``search_folders``'
+(``self.queries``).
 """
 
 from __future__ import annotations
@@ -26,12 +28,15 @@ from vaultfs.bridge.tree.nodes import (
     CONTROL_DIR,
     DOC_DIR_NAMES,
     FOLDERS,
+    QUERY_NODES,
     ROOT,
+    SEARCH_DIR,
     Kind,
     NodeKey,
     folder_of,
 )
 from vaultfs.bridge.tree.relationships import Relationships
+from vaultfs.bridge.tree.search_folders import SearchFolders, view_names
 from vaultfs.client import VaultClient
 from vaultfs.wire import format_datetime
 
@@ -98,6 +103,7 @@ class Tree:
         self._listings: dict[NodeKey, tuple[int, dict[str, NodeKey]]] = {}
         index.on_change.append(self.invalidate)
         self.relationships = Relationships(self, client)
+        self.queries = SearchFolders(self, client)
         #: doc id -> (md5, mtime) of the content this mount last checked in: shown as
         #: the file's mtime while the vault's latest is that content (the vault's
         #: modification time moves with locks and fields, and an editor would take
@@ -295,6 +301,10 @@ class Tree:
         meet its ever-changing status file."""
         if key == ROOT and name == CONTROL_DIR:
             return (Kind.CTL,)
+        if key == ROOT and name == SEARCH_DIR:  # not listed either: see search_folders
+            return (Kind.SEARCH,)
+        if key[0] in QUERY_NODES:
+            return await self.queries.lookup(key, name)
         if key[0] == Kind.DOC and name == nodes.EVENTS_FILE:  # not listed either: see events
             self.record(nodes.doc_id(key))
             return (Kind.EVENTS, nodes.doc_id(key))
@@ -324,7 +334,10 @@ class Tree:
         return None
 
     async def children(self, key: NodeKey) -> dict[str, NodeKey]:
-        """Name -> child key of directory ``key`` (cached per index generation)."""
+        """Name -> child key of directory ``key`` (cached per index generation; a
+        search's or a view's answer for as long as ``search_results`` keeps it)."""
+        if key[0] in QUERY_NODES:
+            return await self.queries.children(key)
         cached = self._listings.get(key)
         if cached is not None and cached[0] == self.index.generation:
             return cached[1]
@@ -414,9 +427,12 @@ class Tree:
                 Sibling(str(record.get("name__v") or doc_id), str(doc_id), (1, f"{doc_id:020d}"))
             )
             keys.append((Kind.DOC, doc_id))
-        reserved = {CONTROL_DIR} if key == ROOT else set()
+        reserved = {CONTROL_DIR, SEARCH_DIR} if key == ROOT else set()
         names = assign_names(siblings, reserved=reserved)
-        return dict(zip(names, keys, strict=True))
+        listing = dict(zip(names, keys, strict=True))
+        if key == ROOT:
+            listing.update(view_names(set(listing)))
+        return listing
 
     async def _folder_labels(self, key: NodeKey, children: list[str]) -> dict[str, str]:
         """API name -> label for the child folders of ``key`` that are named by API name.
@@ -437,6 +453,10 @@ class Tree:
         except (errors.InvalidData, errors.MalformedUrl, errors.InvalidDocument) as exc:
             log.info("no labels for the folders in %s: %s", nodes.folder_path(key), exc)
         return {}
+
+    async def document_path(self, doc_id: int) -> list[str]:
+        """The names from the mount's root to the document's directory."""
+        return await self.relationships.document_path(doc_id)
 
     async def type_api_name(self, value: str) -> str:
         if _API_NAME.search(value):
