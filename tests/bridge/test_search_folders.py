@@ -86,6 +86,10 @@ async def core(vault: SearchingVault, tmp_path: Path) -> AsyncIterator[FileSyste
         nursery.cancel_scope.cancel()
 
 
+def highlight(terms: list[str], major: int, minor: int) -> dict[str, Any]:
+    return {"highlight": terms, "major_version_number__v": major, "minor_version_number__v": minor}
+
+
 def test_rows_become_documents_with_the_versions_every_word_was_found_in() -> None:
     rows = [
         {"id": 7, "major_version_number__v": 0, "minor_version_number__v": 2},
@@ -95,10 +99,8 @@ def test_rows_become_documents_with_the_versions_every_word_was_found_in() -> No
             "major_version_number__v": 0,
             "minor_version_number__v": 1,
             "term_highlights": [
-                {"highlight": ["Budget", "2026"], "major_version_number__v": 0,
-                 "minor_version_number__v": 3},  # fmt: skip
-                {"highlight": ["budget"], "major_version_number__v": 0,
-                 "minor_version_number__v": 4},  # fmt: skip
+                highlight(["Budget", "2026"], 0, 3),
+                highlight(["budget"], 0, 4),
             ],
         },
     ]
