@@ -181,6 +181,8 @@ async def test_nothing_but_favourites_is_written_and_a_vault_without_them_says_s
         await core.unlink(search, "Budget 2026")
     with pytest.raises(errors.OperationNotPermitted):
         await core.symlink(search, "x", "../../Reference/Minutes")
+    with pytest.raises(errors.OperationNotPermitted):
+        await core.rename(search, "Budget 2026", search, "Other", 0)
     mine = await walk(core, "My Documents")
     with pytest.raises(errors.OperationNotPermitted):
         await core.symlink(mine, "x", "../Reference/Minutes")

@@ -560,6 +560,8 @@ class FileSystem:
         old_key, new_key = self._key(old), self._key(new)
         if flags & _RENAME_EXCHANGE:
             raise errors.Unsupported("exchanging names is not supported")
+        if old_key[0] in nodes.QUERY_NODES or new_key[0] in nodes.QUERY_NODES:
+            raise errors.OperationNotPermitted("a search's or a view's links are its answer")
         source = await self.namespace.child(old_key, old_name)
         moved_dir = source is not None and not nodes.is_file(source)
         self.names.check(new_key, new_name, directory=moved_dir)
