@@ -15,15 +15,11 @@ import pytest
 import trio
 
 from vaultfs import errors
-from vaultfs.bridge.content.blobcache import BlobCache
-from vaultfs.bridge.daemon.build import build_filesystem
-from vaultfs.bridge.fs.filesystem import FileSystem, Options
+from vaultfs.bridge.daemon.build import build_daemon
+from vaultfs.bridge.fs.filesystem import FileSystem
 from vaultfs.bridge.fs.inodes import ROOT_INODE
-from vaultfs.bridge.tree.index import DocumentIndex, TypeCatalog
-from vaultfs.bridge.tree.nodes import Kind
-from vaultfs.bridge.tree.search_folders import view_names
+from vaultfs.bridge.fs.options import Options
 from vaultfs.bridge.tree.search_results import Hit, SearchResults, hits_of
-from vaultfs.bridge.tree.tree import Tree
 from vaultfs.client import DocumentPage
 
 from .fakevault import FakeVault
@@ -76,13 +72,16 @@ def vault() -> SearchingVault:
 
 @pytest.fixture
 async def core(vault: SearchingVault, tmp_path: Path) -> AsyncIterator[FileSystem]:
-    index = DocumentIndex(vault)  # type: ignore[arg-type]
-    await index.build()
-    tree = Tree(vault, index, TypeCatalog(vault))  # type: ignore[arg-type]
-    blobs = BlobCache(tmp_path / "cache", 1 << 30)
+    daemon = build_daemon(
+        vault,  # type: ignore[arg-type]
+        Options(url="http://vault", mountpoint="/m"),
+        content_dir=tmp_path / "cache",
+        cache_size=1 << 30,
+    )
+    await daemon.index.build()
     async with trio.open_nursery() as nursery:
-        await nursery.start(blobs.run)
-        yield build_filesystem(tree, blobs, Options(url="http://vault", mountpoint="/m"))
+        await nursery.start(daemon.blobs.run)
+        yield daemon.filesystem
         nursery.cancel_scope.cancel()
 
 
@@ -199,9 +198,18 @@ async def test_nothing_but_favourites_is_written_and_a_vault_without_them_says_s
     assert vault.calls["set_favorite"] == 1
 
 
-def test_a_type_named_like_a_view_keeps_its_name() -> None:
-    assert view_names({"Favorites", "General"}) == {
-        "Favorites [view]": (Kind.VIEW, "Favorites"),
-        "My Documents": (Kind.VIEW, "My Documents"),
-        "Recent Documents": (Kind.VIEW, "Recent Documents"),
-    }
+async def test_a_type_named_like_a_view_keeps_its_name(
+    vault: SearchingVault, tmp_path: Path
+) -> None:
+    vault.types["favorites__c"] = ("Favorites", {})
+    vault.add("Liked", b"x", type_="favorites__c")
+    daemon = build_daemon(
+        vault,  # type: ignore[arg-type]
+        Options(url="http://vault"),
+        content_dir=tmp_path / "cache",
+        cache_size=1 << 30,
+    )
+    await daemon.index.build()
+    root = await listdir(daemon.filesystem, ROOT_INODE)
+    assert {"Favorites", "Favorites [view]", "My Documents", "Recent Documents"} <= set(root)
+    assert "Liked" in await listdir(daemon.filesystem, await walk(daemon.filesystem, "Favorites"))

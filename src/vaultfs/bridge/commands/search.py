@@ -4,7 +4,7 @@ vault finds for WORDS, without downloading a file.
 The command asks the mount's daemon through the mount itself, so it needs no
 credentials and no pyfuse3: it lists ``<mount>/.search/all/WORDS`` (or
 ``.search/content/WORDS`` with ``--content``), the daemon's search folder
-(``tree.search_folders``), reads each link's document directory and prints those at
+(``nodes.search``), reads each link's document directory and prints those at
 or below PATH, one per line (NUL-terminated with ``-0``, for ``xargs -0``), as PATH
 plus the rest of the path, as ``grep -rl`` would. Exit codes: 0 something matched,
 1 nothing did, 2 a usage error (PATH not on a vaultfs mount, a word with ``/``).
@@ -19,7 +19,7 @@ from pathlib import Path
 
 __all__ = ["mount_root", "register", "search_paths"]
 
-#: the mount's search directory and its two forms (``tree.search_folders``)
+#: the mount's search directory and its two forms (``nodes.search``)
 _SEARCH_DIR = ".search"
 _CONTROL_DIR = ".vaultfs"
 

@@ -25,7 +25,7 @@ import trio
 from vaultfs import errors
 from vaultfs.bridge.content.blobcache import BlobCache
 from vaultfs.bridge.content.sources import content_of
-from vaultfs.bridge.tree.nodes import Kind
+from vaultfs.bridge.tree import keys
 from vaultfs.bridge.tree.tree import Tree
 
 __all__ = ["AHEAD", "Prefetcher"]
@@ -128,7 +128,7 @@ class Prefetcher:
         record = self._tree.index.get(doc_id)
         if record is None or not record.get("filename__v"):
             return
-        content = await content_of(self._tree, (Kind.SRC, doc_id))
+        content = await content_of(self._tree, keys.source(doc_id))
         if (
             content.estimate >= SMALL
             or self._blobs.is_cached(content.key)

@@ -84,18 +84,21 @@ class Freshness:
         invalidate_attr: Callable[[int], None] = no_invalidation,
         invalidate_entry: Callable[[int, str, int], None] = no_entry_invalidation,
         generation: Callable[[], int] = lambda: 0,
+        is_local: Callable[[NodeKey], bool] = lambda key: False,
     ) -> None:
         """``child(parent key, name)``: the node a name stands for now;
         ``invalidate_attr``/``invalidate_entry``: tell the kernel to forget an inode's
         attributes / a name in a directory (``invalidate_entry(parent, name, deleted)``:
         ``deleted``, when not 0, the inode the name was given for, which is gone from
         there: watchers are told of a delete); ``generation``: the index's generation,
-        which moves once per batch of changes."""
+        which moves once per batch of changes; ``is_local(key)``: a node of the mount
+        alone (its family's answer), never followed."""
         self._inodes = inodes
         self._child = child
         self.invalidate_attr = invalidate_attr
         self._invalidate_entry = invalidate_entry
         self._generation = generation
+        self._is_local = is_local
         self._folders_told: int | None = None
         #: inode -> (parent inode, name) the kernel was last given it under. A node has
         #: one path at a time, so one name per inode (a name it had before is stale)
@@ -127,7 +130,7 @@ class Freshness:
         """
         if key[0] == Kind.SCRATCH and parent in self._folders:
             self._new_files[ino] = (parent, name)
-        if key[0] in LOCAL_NODES:
+        if key[0] in LOCAL_NODES or self._is_local(key):
             return
         if key[0] in FOLDERS:
             self._folders.add(ino)
@@ -152,7 +155,7 @@ class Freshness:
         self._folders.discard(ino)
         self._in_folders.discard(ino)
         self.exact(ino)
-        doc_id = _document_of(key)
+        doc_id = None if self._is_local(key) else _document_of(key)
         if doc_id is not None:
             inos = self._by_doc.get(doc_id)
             if inos is not None and ino in inos:

@@ -1,7 +1,7 @@
 """What the vault answers to a search or a named filter, asked through the client and
 kept for a poll interval.
 
-Owns the calls behind the search folders and the views (``tree.search_folders``):
+Owns the calls behind the search folders and the views (``nodes.search``):
 
 * a search is ``GET /objects/documents?search=WORDS&scope=all|contents&versionscope=all``
   in pages of 200 (one call per 200 matching versions): every version counts, so words

@@ -25,11 +25,11 @@ import trio
 from vaultfs import errors
 from vaultfs.bridge.content.blobcache import BlobCache
 from vaultfs.bridge.content.sources import content_of
-from vaultfs.bridge.tree import nodes
+from vaultfs.bridge.names.scratch import Scratch, ScratchFile, is_temporary_name
+from vaultfs.bridge.tree import keys, nodes
 from vaultfs.bridge.tree.filenames import unescape
 from vaultfs.bridge.tree.nodes import Kind, NodeKey
 from vaultfs.bridge.tree.tree import Tree
-from vaultfs.bridge.write.scratch import Scratch, ScratchFile, is_temporary_name
 from vaultfs.bridge.write.spool.store import SCRATCH_XATTR
 from vaultfs.bridge.write.spool.uploads import ATTACHMENT, RENDITION, UploadRecord
 
@@ -52,10 +52,10 @@ def _parent_of(key: NodeKey) -> NodeKey:
     """The directory of a rendition or attachment file."""
     doc_id = nodes.doc_id(key)
     if key[0] == Kind.REND:
-        return (Kind.RENDS, doc_id)
+        return keys.renditions(doc_id)
     if key[0] == Kind.VREND:
-        return (Kind.VRENDS, doc_id, *nodes.version(key))
-    return (Kind.ATTS, doc_id)
+        return keys.version_renditions(doc_id, *nodes.version(key))
+    return keys.attachments(doc_id)
 
 
 def _unlabel(scratch: ScratchFile) -> None:
@@ -167,13 +167,13 @@ class FilesIn:
             details = await self.tree.details(doc_id)
             attachments = details.attachments.items()
             ids = [i for i, a in attachments if a.get("filename__v") == record.filename]
-            return (Kind.ATT, doc_id, ids[0]) if ids else None
+            return keys.attachment(doc_id, ids[0]) if ids else None
         assert record.rendition_type is not None
         key: NodeKey
         if parent[0] == Kind.VRENDS:
-            key = (Kind.VREND, doc_id, *nodes.version(parent), record.rendition_type)
+            key = keys.version_rendition(doc_id, *nodes.version(parent), record.rendition_type)
         else:
-            key = (Kind.REND, doc_id, record.rendition_type)
+            key = keys.rendition(doc_id, record.rendition_type)
         return key if key in (await self.tree.children(parent)).values() else None
 
     # --- deleting ------------------------------------------------------------------

@@ -20,10 +20,11 @@ from __future__ import annotations
 from typing import Any
 
 from vaultfs import errors
+from vaultfs.bridge.names.scratch import ScratchFile
 from vaultfs.bridge.tree import xattrs
+from vaultfs.bridge.tree.keys import typed
 from vaultfs.bridge.tree.nodes import FOLDERS, Kind, NodeKey
 from vaultfs.bridge.write.fields import form_value
-from vaultfs.bridge.write.scratch import ScratchFile
 
 __all__ = ["MISSING", "NewFields"]
 
@@ -39,7 +40,7 @@ def _ancestors(folder: NodeKey) -> list[NodeKey]:
     first (a mkdir'd folder's files take the folder they were made in)."""
     if folder[0] not in FOLDERS:
         return []
-    return [(kind, *folder[1:n]) for kind, n in _LEVELS if n <= len(folder)]
+    return [typed((kind, *folder[1:n])) for kind, n in _LEVELS if n <= len(folder)]
 
 
 class NewFields:

@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vaultfs.bridge.tree import nodes
+from vaultfs.bridge.tree import keys, nodes
 from vaultfs.bridge.tree.nodes import Kind, NodeKey
 from vaultfs.bridge.write.spool.store import SCRATCH_XATTR
 from vaultfs.bridge.write.writers import Writers
@@ -116,7 +116,7 @@ class ScratchFile:
 
     @property
     def key(self) -> NodeKey:
-        return (Kind.SCRATCH, self.number)
+        return keys.scratch(self.number)
 
     def size(self) -> int:
         return os.fstat(self.fd).st_size
@@ -166,7 +166,7 @@ class NewFolder:
 
     @property
     def key(self) -> NodeKey:
-        return (Kind.NEWDIR, self.number)
+        return keys.new_folder(self.number)
 
 
 class Scratch:
