@@ -22,6 +22,7 @@ from typing import Any
 
 from vaultfs.bridge.content.blobcache import BlobCache
 from vaultfs.bridge.content.prefetch import Prefetcher
+from vaultfs.bridge.content.sources import Contents
 from vaultfs.bridge.fs.attributes import Attributes
 from vaultfs.bridge.fs.filesystem import FileSystem
 from vaultfs.bridge.fs.freshness import Freshness, no_entry_invalidation, no_invalidation
@@ -145,14 +146,15 @@ def build_daemon(
     registry = families(spool.directory if spool is not None else None)
     tree = Tree(client, index, catalog, registry)
     blobs = BlobCache(content_dir, cache_size)
+    contents = Contents(tree, client)
     the_spool = _spool(client, tree, blobs, spool) if spool is not None else None
     scratch = creator = files_in = None
     if the_spool is not None:
         # The spool has rescued what an earlier daemon left to become documents.
         scratch = Scratch(empty_private_dir(the_spool.directory / spool_store.SCRATCH))
         creator = Creator(tree, client, blobs, the_spool)
-        files_in = FilesIn(tree, blobs, the_spool.uploads)
-    editing = Editing(tree, blobs, the_spool)
+        files_in = FilesIn(tree, client, blobs, contents, the_spool.uploads)
+    editing = Editing(tree, blobs, contents, the_spool)
     overlay = Overlay(tree, scratch, allow_delete=options.allow_delete)
     new_documents = NewDocuments(
         tree, editing, overlay, NewFields(), creator=creator, files_in=files_in
@@ -165,6 +167,7 @@ def build_daemon(
         invalidate_attr=invalidate_attr,
         invalidate_entry=invalidate_entry,
         generation=lambda: index.generation,
+        is_local=registry.is_local,
     )
     # Every change the index learns of (poll, save, field change, check-in) and every
     # exact size the content cache learns is pushed to the kernel's caches.
@@ -189,6 +192,7 @@ def build_daemon(
         tree=tree,
         registry=registry,
         blobs=blobs,
+        contents=contents,
         overlay=overlay,
         editing=editing,
         new_documents=new_documents,
@@ -196,11 +200,13 @@ def build_daemon(
         links=Linker(tree, client, options.mountpoint),
         life=LifeAttributes(LifecycleActions(tree, client), DocumentEvents(tree, client)),
         report=report,
-        attributes=Attributes(tree, blobs, options, started=started, estimated=freshness.estimated),
+        attributes=Attributes(
+            tree, blobs, contents, options, started=started, estimated=freshness.estimated
+        ),
         freshness=freshness,
         handles=handles,
-        opener=Opener(tree, blobs, handles, new_documents, freshness, invalidate_attr),
-        prefetch=Prefetcher(tree, blobs),
+        opener=Opener(contents, blobs, handles, new_documents, freshness, invalidate_attr),
+        prefetch=Prefetcher(tree, blobs, contents, client),
     )
     filesystem = FileSystem(parts, inodes, handles, NameRules(catalog))
     return Daemon(index, tree, blobs, the_spool, filesystem)
