@@ -22,6 +22,7 @@ from typing import Any
 
 from vaultfs.bridge.content.blobcache import BlobCache
 from vaultfs.bridge.content.prefetch import Prefetcher
+from vaultfs.bridge.content.sources import Contents
 from vaultfs.bridge.fs.attributes import Attributes
 from vaultfs.bridge.fs.filesystem import FileSystem
 from vaultfs.bridge.fs.freshness import Freshness, no_entry_invalidation, no_invalidation
@@ -91,7 +92,7 @@ class Daemon:
     filesystem: FileSystem
 
 
-def families(spool_dir: Path | None, poll_interval: float = 30.0) -> Registry:
+def families(client: VaultClient, spool_dir: Path | None, poll_interval: float = 30.0) -> Registry:
     """The node families, one line each (``bridge.nodes``); ``poll_interval``: the
     index's, for how long a search's answer is kept."""
     return Registry(
@@ -105,7 +106,7 @@ def families(spool_dir: Path | None, poll_interval: float = 30.0) -> Registry:
             Relationships(),
             Control(spool_dir),
             Local(),
-            Search(poll_interval),
+            Search(client, poll_interval),
         ]
     )
 
@@ -145,17 +146,20 @@ def build_daemon(
     started = time.time()
     index = DocumentIndex(client)
     catalog = TypeCatalog(client)
-    registry = families(spool.directory if spool is not None else None, options.poll_interval)
+    registry = families(
+        client, spool.directory if spool is not None else None, options.poll_interval
+    )
     tree = Tree(client, index, catalog, registry)
     blobs = BlobCache(content_dir, cache_size)
+    contents = Contents(tree, client)
     the_spool = _spool(client, tree, blobs, spool) if spool is not None else None
     scratch = creator = files_in = None
     if the_spool is not None:
         # The spool has rescued what an earlier daemon left to become documents.
         scratch = Scratch(empty_private_dir(the_spool.directory / spool_store.SCRATCH))
         creator = Creator(tree, client, blobs, the_spool)
-        files_in = FilesIn(tree, blobs, the_spool.uploads)
-    editing = Editing(tree, blobs, the_spool)
+        files_in = FilesIn(tree, client, blobs, contents, the_spool.uploads)
+    editing = Editing(tree, blobs, contents, the_spool)
     overlay = Overlay(tree, scratch, allow_delete=options.allow_delete)
     new_documents = NewDocuments(
         tree, editing, overlay, NewFields(), creator=creator, files_in=files_in
@@ -193,6 +197,7 @@ def build_daemon(
         tree=tree,
         registry=registry,
         blobs=blobs,
+        contents=contents,
         overlay=overlay,
         editing=editing,
         new_documents=new_documents,
@@ -200,11 +205,13 @@ def build_daemon(
         links=Linker(tree, client, options.mountpoint),
         life=LifeAttributes(LifecycleActions(tree, client), DocumentEvents(tree, client)),
         report=report,
-        attributes=Attributes(tree, blobs, options, started=started, estimated=freshness.estimated),
+        attributes=Attributes(
+            tree, blobs, contents, options, started=started, estimated=freshness.estimated
+        ),
         freshness=freshness,
         handles=handles,
-        opener=Opener(tree, blobs, handles, new_documents, freshness, invalidate_attr),
-        prefetch=Prefetcher(tree, blobs),
+        opener=Opener(contents, blobs, handles, new_documents, freshness, invalidate_attr),
+        prefetch=Prefetcher(tree, blobs, contents, client),
     )
     filesystem = FileSystem(parts, inodes, handles, NameRules(catalog))
     return Daemon(index, tree, blobs, the_spool, filesystem)

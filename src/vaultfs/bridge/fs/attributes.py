@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from vaultfs.bridge.content.blobcache import BlobCache
-from vaultfs.bridge.content.sources import content_of
+from vaultfs.bridge.content.sources import Contents
 from vaultfs.bridge.fs.options import Options
 from vaultfs.bridge.tree.keys import NodeKey
 from vaultfs.bridge.tree.tree import Tree
@@ -64,6 +64,7 @@ class Attributes:
         self,
         tree: Tree,
         blobs: BlobCache,
+        contents: Contents,
         options: Options,
         *,
         started: float,
@@ -73,6 +74,7 @@ class Attributes:
         of ``ino``, whose content is ``content key``."""
         self._tree = tree
         self._blobs = blobs
+        self._contents = contents
         self._options = options
         self.started_ns = int(started * 1e9)
         self._estimated = estimated
@@ -151,7 +153,7 @@ class Attributes:
         if entry is not None:
             attr.size, attr.timeout = entry.size(), 0
             return attr
-        content = await content_of(self._tree, key)
+        content = await self._contents.of(key)
         exact = self._blobs.exact_size(content.key)
         if exact is None:
             # The normal timeout all the same (a tree walk would otherwise stat every

@@ -29,6 +29,7 @@ from vaultfs.bridge.fs.new_names import MAX_NAME_BYTES, NameRules
 from vaultfs.bridge.fs.opening import Opened
 from vaultfs.bridge.fs.options import Options
 from vaultfs.bridge.names.scratch import makes_document
+from vaultfs.bridge.nodes.family import Change, Move
 from vaultfs.bridge.nodes.parts import Parts
 from vaultfs.bridge.tree import nodes, xattrs
 from vaultfs.bridge.tree.keys import ROOT, FolderKey, Kind, NodeKey, typed
@@ -238,8 +239,8 @@ class FileSystem:
         mtime_ns: int | None = None,
     ) -> Attr:
         key = self._key(ino)
-        family = self.registry.of(key)
-        await family.setattr(self.parts, key, size, fh, mode=mode, mtime_ns=mtime_ns)
+        change = Change(size, fh, mode, mtime_ns)
+        await self.registry.of(key).setattr(self.parts, key, change)
         return await self._attributes(key, ino)
 
     # --- extended attributes -----------------------------------------------------
@@ -343,8 +344,8 @@ class FileSystem:
         target = await self.overlay.child(new_key, new_name)
         if source == target:
             return
-        family = self.registry.of(source)
-        await family.rename(self.parts, source, target, old_key, new_key, new_name)
+        move = Move(source, target, old_key, new_key, new_name)
+        await self.registry.of(source).rename(self.parts, move)
 
     # --- the file system ---------------------------------------------------------
 

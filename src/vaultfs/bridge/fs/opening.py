@@ -14,12 +14,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from vaultfs.bridge.content.blobcache import BlobCache, BlobHandle
-from vaultfs.bridge.content.sources import content_of
+from vaultfs.bridge.content.sources import Contents
 from vaultfs.bridge.fs.freshness import Freshness
 from vaultfs.bridge.fs.handles import CachedContent, HandleTable, OpenFile, ScratchOpen
 from vaultfs.bridge.names.scratch import ScratchFile
 from vaultfs.bridge.tree.keys import NodeKey
-from vaultfs.bridge.tree.tree import Tree
 from vaultfs.bridge.write.new_documents import NewDocuments
 
 __all__ = ["Opened", "Opener"]
@@ -35,14 +34,14 @@ class Opened:
 class Opener:
     def __init__(
         self,
-        tree: Tree,
+        contents: Contents,
         blobs: BlobCache,
         handles: HandleTable,
         new_documents: NewDocuments,
         freshness: Freshness,
         invalidate_attr: Callable[[int], None],
     ) -> None:
-        self._tree = tree
+        self._contents = contents
         self._blobs = blobs
         self._handles = handles
         self._new_documents = new_documents
@@ -69,7 +68,7 @@ class Opener:
     ) -> Opened:
         """The vault's content of file ``key`` read through the cache; ``sized`` is told
         its exact size when known at open."""
-        content = await content_of(self._tree, key)
+        content = await self._contents.of(key)
         blob = await self._blobs.open(content.key, content.fetch)
         if not blob.complete:
             # Wait for the response to begin: its length is the exact size.
@@ -87,7 +86,7 @@ class Opener:
     async def exact_size_known(self, key: NodeKey) -> BlobHandle | None:
         """The vault's content of ``key`` opened, when its exact size is not known yet
         (the download's first answer tells it: the call a read would make anyway)."""
-        content = await content_of(self._tree, key)
+        content = await self._contents.of(key)
         if self._blobs.exact_size(content.key) is not None:
             return None
         blob = await self._blobs.open(content.key, content.fetch)
@@ -103,7 +102,7 @@ class Opener:
         """Opens the vault's content of ``key`` for reading (through the cache)."""
 
         async def open_vault() -> BlobHandle:
-            content = await content_of(self._tree, key)
+            content = await self._contents.of(key)
             return await self._blobs.open(content.key, content.fetch)
 
         return open_vault

@@ -18,7 +18,7 @@ from vaultfs.bridge.fs.attributes import Attr
 from vaultfs.bridge.fs.handles import Snapshot
 from vaultfs.bridge.fs.opening import Opened
 from vaultfs.bridge.fs.paths import DisplayPaths
-from vaultfs.bridge.nodes.family import Family
+from vaultfs.bridge.nodes.family import Family, Move
 from vaultfs.bridge.nodes.parts import Parts, is_writing
 from vaultfs.bridge.tree import keys
 from vaultfs.bridge.tree.filenames import Sibling, assign_names, unescape
@@ -109,19 +109,11 @@ class Documents(Family):
         parts.tree.index.forget(doc_id)
         parts.overlay.forget_document(doc_id)
 
-    async def rename(
-        self,
-        parts: Parts,
-        source: NodeKey,
-        target: NodeKey | None,
-        old: NodeKey,
-        new: NodeKey,
-        new_name: str,
-    ) -> None:
-        if source.kind != Kind.DOC or target is not None or new != old:
-            await super().rename(parts, source, target, old, new, new_name)
+    async def rename(self, parts: Parts, move: Move) -> None:
+        if move.source.kind != Kind.DOC or move.target is not None or move.new != move.old:
+            await super().rename(parts, move)
             return
-        doc_id = source.doc_id
-        await parts.client.update_document(doc_id, {"name__v": unescape(new_name)})
+        doc_id = move.source.doc_id
+        await parts.client.update_document(doc_id, {"name__v": unescape(move.new_name)})
         parts.tree.invalidate(doc_id)
         await parts.tree.reload(doc_id)

@@ -14,6 +14,7 @@ tells the family's kinds apart.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from vaultfs import errors
@@ -26,7 +27,30 @@ if TYPE_CHECKING:
     from vaultfs.bridge.nodes.parts import Parts
     from vaultfs.bridge.tree.tree import Tree
 
-__all__ = ["Family", "NodeFamily"]
+__all__ = ["Change", "Family", "Move", "NodeFamily"]
+
+
+@dataclass(frozen=True)
+class Change:
+    """What a setattr(2) asks: a new size (through open file ``fh``: ftruncate), mode
+    or modification time; None: unchanged."""
+
+    size: int | None
+    fh: int | None = None
+    mode: int | None = None
+    mtime_ns: int | None = None
+
+
+@dataclass(frozen=True)
+class Move:
+    """A rename(2): ``source``, named ``old_name`` in ``old``, to ``new_name`` in
+    ``new``, where ``target`` is (None: nothing is)."""
+
+    source: NodeKey
+    target: NodeKey | None
+    old: NodeKey
+    new: NodeKey
+    new_name: str
 
 
 class NodeFamily(Protocol):
@@ -73,17 +97,8 @@ class NodeFamily(Protocol):
 
     async def open(self, parts: Parts, key: NodeKey, ino: int, flags: int) -> Opened: ...
 
-    async def setattr(
-        self,
-        parts: Parts,
-        key: NodeKey,
-        size: int | None,
-        fh: int | None,
-        *,
-        mode: int | None,
-        mtime_ns: int | None,
-    ) -> None:
-        """truncate(2) (through open file ``fh``: ftruncate), chmod, utimes."""
+    async def setattr(self, parts: Parts, key: NodeKey, change: Change) -> None:
+        """truncate(2) (through an open file: ftruncate), chmod, utimes."""
         ...
 
     async def readlink(self, parts: Parts, key: NodeKey) -> str: ...
@@ -120,17 +135,8 @@ class NodeFamily(Protocol):
         """rmdir(2) of ``key``, ``name`` in ``parent``."""
         ...
 
-    async def rename(
-        self,
-        parts: Parts,
-        source: NodeKey,
-        target: NodeKey | None,
-        old: NodeKey,
-        new: NodeKey,
-        new_name: str,
-    ) -> None:
-        """rename(2) of ``source`` (in ``old``) to ``new_name`` in ``new``, where
-        ``target`` is (None: nothing is)."""
+    async def rename(self, parts: Parts, move: Move) -> None:
+        """rename(2) of ``move.source`` (asked of the source's family)."""
         ...
 
 
@@ -169,18 +175,9 @@ class Family:
         parts.writable()
         raise errors.AccessDenied("only a document's latest source file is writable")
 
-    async def setattr(
-        self,
-        parts: Parts,
-        key: NodeKey,
-        size: int | None,
-        fh: int | None,
-        *,
-        mode: int | None,
-        mtime_ns: int | None,
-    ) -> None:
+    async def setattr(self, parts: Parts, key: NodeKey, change: Change) -> None:
         # Times and modes of vault files are the vault's: changes are accepted and ignored.
-        if size is not None:
+        if change.size is not None:
             parts.writable()
             raise errors.AccessDenied("only a document's latest source file is writable")
 
@@ -220,13 +217,5 @@ class Family:
             raise errors.NotADirectory(name)
         raise errors.OperationNotPermitted(f"{name} cannot be removed")
 
-    async def rename(
-        self,
-        parts: Parts,
-        source: NodeKey,
-        target: NodeKey | None,
-        old: NodeKey,
-        new: NodeKey,
-        new_name: str,
-    ) -> None:
+    async def rename(self, parts: Parts, move: Move) -> None:
         raise errors.OperationNotPermitted("only files and new folders can be renamed")

@@ -19,7 +19,7 @@ from vaultfs.bridge.fs.attributes import Attr
 from vaultfs.bridge.fs.opening import Opened
 from vaultfs.bridge.fs.paths import DisplayPaths
 from vaultfs.bridge.names.scratch import ScratchFile, makes_document
-from vaultfs.bridge.nodes.family import Family
+from vaultfs.bridge.nodes.family import Change, Family, Move
 from vaultfs.bridge.nodes.parts import Parts
 from vaultfs.bridge.tree import keys, nodes
 from vaultfs.bridge.tree.keys import Kind, LocalKey, NodeKey
@@ -55,26 +55,17 @@ class Local(Family):
             return await super().open(parts, key, ino, flags)
         return parts.opener.scratch(parts.overlay.scratch_file(key), flags)
 
-    async def setattr(
-        self,
-        parts: Parts,
-        key: NodeKey,
-        size: int | None,
-        fh: int | None,
-        *,
-        mode: int | None,
-        mtime_ns: int | None,
-    ) -> None:
+    async def setattr(self, parts: Parts, key: NodeKey, change: Change) -> None:
         if key.kind == Kind.NEWDIR:
-            await super().setattr(parts, key, size, fh, mode=mode, mtime_ns=mtime_ns)
+            await super().setattr(parts, key, change)
             return
         scratch = parts.overlay.scratch_file(key)
-        if size is not None:
-            scratch.truncate(size)
-        if mode is not None:
-            scratch.mode = stat.S_IMODE(mode)
-        if mtime_ns is not None:
-            scratch.mtime_ns = mtime_ns
+        if change.size is not None:
+            scratch.truncate(change.size)
+        if change.mode is not None:
+            scratch.mode = stat.S_IMODE(change.mode)
+        if change.mtime_ns is not None:
+            scratch.mtime_ns = change.mtime_ns
 
     async def fields(self, parts: Parts, key: NodeKey) -> dict[str, Any]:
         if key.kind == Kind.NEWDIR:
@@ -109,23 +100,15 @@ class Local(Family):
             raise errors.DirectoryNotEmpty(name)
         store.unname(key)
 
-    async def rename(
-        self,
-        parts: Parts,
-        source: NodeKey,
-        target: NodeKey | None,
-        old: NodeKey,
-        new: NodeKey,
-        new_name: str,
-    ) -> None:
+    async def rename(self, parts: Parts, move: Move) -> None:
         store = parts.overlay.store()
-        scratch = store.file(source)
+        scratch = store.file(move.source)
         if scratch is not None:
-            await _rename_scratch(parts, scratch, target, new, new_name)
-        elif source.kind == Kind.NEWDIR and target is None and new == old:
-            store.rename(source, new, new_name)
+            await _rename_scratch(parts, scratch, move.target, move.new, move.new_name)
+        elif move.source.kind == Kind.NEWDIR and move.target is None and move.new == move.old:
+            store.rename(move.source, move.new, move.new_name)
         else:
-            await super().rename(parts, source, target, old, new, new_name)
+            await super().rename(parts, move)
 
 
 async def _rename_scratch(

@@ -17,6 +17,7 @@ from vaultfs import errors
 if TYPE_CHECKING:
     from vaultfs.bridge.content.blobcache import BlobCache
     from vaultfs.bridge.content.prefetch import Prefetcher
+    from vaultfs.bridge.content.sources import Contents
     from vaultfs.bridge.fs.attributes import Attributes
     from vaultfs.bridge.fs.freshness import Freshness
     from vaultfs.bridge.fs.handles import HandleTable
@@ -50,6 +51,7 @@ class Parts:
     tree: Tree
     registry: Registry
     blobs: BlobCache
+    contents: Contents
     overlay: Overlay
     editing: Editing
     new_documents: NewDocuments

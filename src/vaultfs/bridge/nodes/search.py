@@ -47,6 +47,7 @@ from vaultfs.bridge.tree.filenames import Sibling, assign_names
 from vaultfs.bridge.tree.keys import ROOT, Kind, NodeKey
 from vaultfs.bridge.tree.search_results import Answer, Hit, SearchResults
 from vaultfs.bridge.tree.tree import Tree
+from vaultfs.client import VaultClient
 
 __all__ = [
     "CONTENT_FORM",
@@ -93,6 +94,9 @@ class SearchKey(NodeKey):
 
     __slots__ = ()
     KINDS = frozenset(SearchKind)
+    #: a link names a document, yet the node is the answer's: no document's change is
+    #: told to the kernel for it (the family's nodes are local, short timeouts)
+    OF_DOCUMENT = False
 
     @property
     def doc_id(self) -> int:
@@ -115,17 +119,20 @@ class Search(Family):
     file_kinds = _LINKS
     local_kinds = SearchKey.KINDS
 
-    def __init__(self, poll_interval: float = 30.0) -> None:
-        """``poll_interval``: how long an answer is kept (the index's poll interval)."""
+    def __init__(self, client: VaultClient, poll_interval: float = 30.0) -> None:
+        """``client``: who asks the vault; ``poll_interval``: how long an answer is
+        kept (the index's poll interval)."""
+        self._client = client
         self._poll_interval = poll_interval
         self._results: SearchResults | None = None
 
     def results(self, tree: Tree) -> SearchResults:
-        """The answers (made at the first use: the tree brings the client)."""
+        """The answers (made at the first use: an answer is dropped when the tree's
+        index changes)."""
         if self._results is None:
             index = tree.index
             self._results = SearchResults(
-                tree.client, lambda: index.generation, ttl=self._poll_interval
+                self._client, lambda: index.generation, ttl=self._poll_interval
             )
         return self._results
 

@@ -19,14 +19,13 @@ from typing import Any
 import trio
 
 from vaultfs import errors
-from vaultfs.bridge.content.sources import content_of
 from vaultfs.bridge.fs.attributes import Attr
 from vaultfs.bridge.fs.handles import SourceEdit
 from vaultfs.bridge.fs.opening import Opened
 from vaultfs.bridge.fs.paths import DisplayPaths
 from vaultfs.bridge.lifecycle.states import is_steady
 from vaultfs.bridge.names.scratch import is_temporary_name
-from vaultfs.bridge.nodes.family import Family
+from vaultfs.bridge.nodes.family import Change, Family, Move
 from vaultfs.bridge.nodes.parts import Parts, is_writing
 from vaultfs.bridge.tree import keys
 from vaultfs.bridge.tree.keys import Kind, NodeKey, SourceKey
@@ -101,25 +100,16 @@ class Sources(Family):
         opener.invalidate_attr(ino)
         return opener.direct(SourceEdit(editing, handle, opener.vault_reader(key), vault))
 
-    async def setattr(
-        self,
-        parts: Parts,
-        key: NodeKey,
-        size: int | None,
-        fh: int | None,
-        *,
-        mode: int | None,
-        mtime_ns: int | None,
-    ) -> None:
+    async def setattr(self, parts: Parts, key: NodeKey, change: Change) -> None:
         # Its times and mode are the vault's: changes are accepted and ignored.
-        if size is None:
+        if change.size is None:
             return
         parts.writable()
-        handle = parts.handles.file(fh) if fh is not None else None
+        handle = parts.handles.file(change.fh) if change.fh is not None else None
         if isinstance(handle, SourceEdit):  # ftruncate(2)
-            await handle.truncate(size)
+            await handle.truncate(change.size)
         else:
-            await parts.editing.truncate(key.doc_id, size)
+            await parts.editing.truncate(key.doc_id, change.size)
 
     async def fields(self, parts: Parts, key: NodeKey) -> dict[str, Any]:
         return parts.tree.record(key.doc_id)
@@ -128,15 +118,8 @@ class Sources(Family):
         parts.overlay.deleting()
         parts.overlay.hide(key)  # the document goes with rmdir of its directory
 
-    async def rename(
-        self,
-        parts: Parts,
-        source: NodeKey,
-        target: NodeKey | None,
-        old: NodeKey,
-        new: NodeKey,
-        new_name: str,
-    ) -> None:
+    async def rename(self, parts: Parts, move: Move) -> None:
+        source, target, new, new_name = move.source, move.target, move.new, move.new_name
         doc_id = source.doc_id
         if new != keys.document(doc_id):
             raise errors.CrossDevice("a source file stays in its document directory")
@@ -160,7 +143,7 @@ class Sources(Family):
         if entry is not None:
             path: Path | None = entry.path
         else:
-            content = await content_of(parts.tree, source)
+            content = await parts.contents.of(source)
             path = await parts.blobs.cached_path(content.key, content.fetch)
         await trio.to_thread.run_sync(store.copy_of, new, new_name, path, 0o644)
         parts.overlay.hide(source)

@@ -105,6 +105,9 @@ class NodeKey(tuple[str | int, ...]):
     __slots__ = ()
     #: the kinds of node of this family
     KINDS: ClassVar[frozenset[str]] = frozenset()
+    #: whether the family's nodes belong to one document (its id is ``doc_id``): a
+    #: change of the document changes them
+    OF_DOCUMENT: ClassVar[bool] = False
 
     def __new__(cls, kind: str, *names: str | int) -> Self:
         return super().__new__(cls, (kind, *names))
@@ -149,6 +152,7 @@ class DocumentKey(NodeKey):
     """A document's directory and its ``.events.jsonl``: ``(DOC, id)``, ``(EVENTS, id)``."""
 
     __slots__ = ()
+    OF_DOCUMENT = True
     KINDS = frozenset({Kind.DOC, Kind.EVENTS})
 
 
@@ -156,6 +160,7 @@ class SourceKey(NodeKey):
     """A document's latest source file: ``(SRC, id)``."""
 
     __slots__ = ()
+    OF_DOCUMENT = True
     KINDS = frozenset({Kind.SRC})
 
 
@@ -164,6 +169,7 @@ class VersionKey(NodeKey):
     ``(VER, id, M, m)``, ``(VSRC, id, M, m)``."""
 
     __slots__ = ()
+    OF_DOCUMENT = True
     KINDS = frozenset({Kind.VERS, Kind.VER, Kind.VSRC})
 
     @property
@@ -176,6 +182,7 @@ class RenditionKey(NodeKey):
     ``(VRENDS, id, M, m)``, ``(VREND, id, M, m, rtype)``."""
 
     __slots__ = ()
+    OF_DOCUMENT = True
     KINDS = frozenset({Kind.RENDS, Kind.REND, Kind.VRENDS, Kind.VREND})
 
     @property
@@ -191,6 +198,7 @@ class AttachmentKey(NodeKey):
     """``attachments/`` and an attachment: ``(ATTS, id)``, ``(ATT, id, attachment id)``."""
 
     __slots__ = ()
+    OF_DOCUMENT = True
     KINDS = frozenset({Kind.ATTS, Kind.ATT})
 
     @property
@@ -203,6 +211,7 @@ class RelationshipKey(NodeKey):
     ``(RELT, id, type)``, ``(RLINK, id, relationship id)``."""
 
     __slots__ = ()
+    OF_DOCUMENT = True
     KINDS = frozenset({Kind.RELS, Kind.RELT, Kind.RLINK})
 
 

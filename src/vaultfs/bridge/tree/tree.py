@@ -102,7 +102,7 @@ class Tree:
     def __init__(
         self, client: VaultClient, index: DocumentIndex, catalog: TypeCatalog, lister: Lister
     ) -> None:
-        self.client = client
+        self._client = client
         self.index = index
         self._lister = lister
         self.catalog = catalog
@@ -160,7 +160,7 @@ class Tree:
             if cached is not None and cached.stamp == stamp:
                 return cached
             try:
-                response = await self.client.get_document(doc_id)
+                response = await self._client.get_document(doc_id)
             except errors.InvalidDocument:
                 self.index.forget(doc_id)
                 raise
@@ -172,7 +172,7 @@ class Tree:
         """Read a document the bridge just changed (one call) into the index and the
         details cache, so the tree shows the change at once."""
         try:
-            response = await self.client.get_document(doc_id)
+            response = await self._client.get_document(doc_id)
         except errors.InvalidDocument:
             self.index.forget(doc_id)
             raise
@@ -236,7 +236,7 @@ class Tree:
         refs = [a for a in response.get("attachments") or [] if isinstance(a, dict)]
         if refs and not all("filename__v" in a for a in refs):
             # get_document names attachments by id only: one more call for their files.
-            refs = await self.client.list_attachments(doc_id)
+            refs = await self._client.list_attachments(doc_id)
         for attachment in refs:
             try:
                 attachments[int(attachment["id"])] = attachment
@@ -255,7 +255,7 @@ class Tree:
         key = (doc_id, major, minor)
         cached = self._versions.get(key)
         if cached is None:
-            response = await self.client.get_version(doc_id, major, minor)
+            response = await self._client.get_version(doc_id, major, minor)
             cached = response.get("document") or {}
             self._versions[key] = cached
             renditions = response.get("renditions")
@@ -274,7 +274,7 @@ class Tree:
             await self.version_record(doc_id, major, minor)
             cached = details.version_renditions.get((major, minor))
         if cached is None:
-            cached = await self.client.list_renditions(doc_id, major, minor)
+            cached = await self._client.list_renditions(doc_id, major, minor)
             details.version_renditions[(major, minor)] = cached
         return cached
 

@@ -23,8 +23,8 @@ import trio
 
 from vaultfs import errors
 from vaultfs.bridge.content.blobcache import BlobCache
-from vaultfs.bridge.content.sources import content_of
-from vaultfs.bridge.tree import keys, nodes
+from vaultfs.bridge.content.sources import source_key
+from vaultfs.bridge.tree import nodes
 from vaultfs.bridge.tree.nodes import Kind, NodeKey
 from vaultfs.bridge.tree.tree import Tree
 from vaultfs.bridge.write.spool.creates import MARKER_FIELD, CreateRecord, new_marker, send_create
@@ -83,7 +83,7 @@ class Creator:
             # Only a size that held during the whole upload is the content's (a writer
             # may append meanwhile: a draft of what it wrote follows, ``namespace``).
             if (await trio.Path(content).stat()).st_size == size:
-                key = (await content_of(self.tree, keys.source(doc_id))).key
+                key = source_key(doc_id, self.tree.record(doc_id))
                 self.blobs.remember_size(key, size)
         except errors.VaultError as exc:  # it exists; the next poll shows it
             log.warning("reading new document %d failed: %s", doc_id, exc)

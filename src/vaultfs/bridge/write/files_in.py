@@ -24,7 +24,7 @@ import trio
 
 from vaultfs import errors
 from vaultfs.bridge.content.blobcache import BlobCache
-from vaultfs.bridge.content.sources import content_of
+from vaultfs.bridge.content.sources import Contents
 from vaultfs.bridge.names.scratch import Scratch, ScratchFile, is_temporary_name
 from vaultfs.bridge.tree import keys, nodes
 from vaultfs.bridge.tree.filenames import unescape
@@ -32,6 +32,7 @@ from vaultfs.bridge.tree.nodes import Kind, NodeKey
 from vaultfs.bridge.tree.tree import Tree
 from vaultfs.bridge.write.spool.store import SCRATCH_XATTR
 from vaultfs.bridge.write.spool.uploads import ATTACHMENT, RENDITION, UploadRecord
+from vaultfs.client import VaultClient
 
 if TYPE_CHECKING:
     from vaultfs.bridge.write.spool.uploads import Upload, Uploads
@@ -66,9 +67,18 @@ def _unlabel(scratch: ScratchFile) -> None:
 
 
 class FilesIn:
-    def __init__(self, tree: Tree, blobs: BlobCache, uploads: Uploads | None) -> None:
+    def __init__(
+        self,
+        tree: Tree,
+        client: VaultClient,
+        blobs: BlobCache,
+        contents: Contents,
+        uploads: Uploads | None,
+    ) -> None:
         self.tree = tree
+        self.client = client
         self.blobs = blobs
+        self.contents = contents
         self.uploads = uploads
 
     # --- names ---------------------------------------------------------------------
@@ -119,7 +129,7 @@ class FilesIn:
         parent, name = _parent_of(key), await self._name_of(key)
         source: Path | None = None
         if not truncate:
-            content = await content_of(self.tree, key)
+            content = await self.contents.of(key)
             source = await self.blobs.cached_path(content.key, content.fetch)
         shadow = await trio.to_thread.run_sync(scratch.copy_of, parent, name, source, 0o644)
         shadow.dirty = False  # the vault's content: a close without a write sends nothing
@@ -182,7 +192,7 @@ class FilesIn:
         """``rm`` of a rendition or attachment: deleted in the vault (an attachment
         with all its versions)."""
         doc_id = nodes.doc_id(key)
-        client = self.tree.client
+        client = self.client
         if key[0] == Kind.ATT:
             await client.delete_attachment(doc_id, nodes.number(key))
         elif key[0] == Kind.VREND:
