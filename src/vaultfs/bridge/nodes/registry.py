@@ -33,6 +33,11 @@ class Registry:
         #: names at the root that listings leave out (``.vaultfs``)
         self.root_names: Mapping[str, NodeKey] = root_names
 
+    @property
+    def families(self) -> tuple[NodeFamily, ...]:
+        """The registered families, in their order of registration."""
+        return tuple(self._families.values())
+
     def of(self, key: tuple[str | int, ...]) -> NodeFamily:
         """The family of node ``key``."""
         return self._families[type(typed(key))]
