@@ -31,13 +31,12 @@ from vaultfs.bridge.fs.inodes import InodeTable
 from vaultfs.bridge.fs.new_names import NameRules
 from vaultfs.bridge.fs.opening import Opener
 from vaultfs.bridge.fs.options import Options
+from vaultfs.bridge.fs.overlay import Overlay
 from vaultfs.bridge.fs.paths import DisplayPaths
 from vaultfs.bridge.fs.status import StatusReport
 from vaultfs.bridge.lifecycle.actions import LifecycleActions
 from vaultfs.bridge.lifecycle.attributes import LifeAttributes
 from vaultfs.bridge.lifecycle.events import DocumentEvents
-from vaultfs.bridge.names.overlay import Overlay
-from vaultfs.bridge.names.scratch import Scratch, empty_private_dir
 from vaultfs.bridge.nodes.attachments import Attachments
 from vaultfs.bridge.nodes.control import Control
 from vaultfs.bridge.nodes.documents import Documents
@@ -60,6 +59,7 @@ from vaultfs.bridge.write.files_in import FilesIn, show_upload
 from vaultfs.bridge.write.linking import Linker
 from vaultfs.bridge.write.new_documents import NewDocuments
 from vaultfs.bridge.write.new_fields import NewFields
+from vaultfs.bridge.write.scratch import Scratch, empty_private_dir
 from vaultfs.bridge.write.spool import store as spool_store
 from vaultfs.bridge.write.spool.spool import Spool
 from vaultfs.bridge.write.spool.uploads import Uploads

@@ -6,7 +6,7 @@ symlink/readlink, statfs) and what they share: inode references, the handle tabl
 the order of the checks every operation makes (a writable mount, an index read, a name
 that may be made). What a node does is its family's (``bridge.nodes``): each operation
 finds the family of the key it acts on once, in the registry, and asks it. Names go
-through the overlay (``names.overlay``). It raises ``vaultfs.errors`` classes; turning
+through the overlay (``overlay``). It raises ``vaultfs.errors`` classes; turning
 those into FUSE replies is ``daemon.fuse_ops``' job. Every part is given by the
 builder (``daemon.build``).
 """
@@ -28,11 +28,11 @@ from vaultfs.bridge.fs.inodes import InodeTable
 from vaultfs.bridge.fs.new_names import MAX_NAME_BYTES, NameRules
 from vaultfs.bridge.fs.opening import Opened
 from vaultfs.bridge.fs.options import Options
-from vaultfs.bridge.names.scratch import makes_document
 from vaultfs.bridge.nodes.family import Change, Move
 from vaultfs.bridge.nodes.parts import Parts
 from vaultfs.bridge.tree import nodes, xattrs
 from vaultfs.bridge.tree.keys import ROOT, FolderKey, Kind, NodeKey, typed
+from vaultfs.bridge.write.scratch import makes_document
 
 __all__ = ["Attr", "FileSystem", "Opened", "Options", "no_entry_invalidation", "no_invalidation"]
 

@@ -17,10 +17,10 @@ import trio
 
 from vaultfs import errors
 from vaultfs.bridge.content.blobcache import BlobHandle
-from vaultfs.bridge.names.scratch import ScratchFile
 from vaultfs.bridge.tree.nodes import NodeKey
 from vaultfs.bridge.write.editing import EditHandle, Editing
 from vaultfs.bridge.write.new_documents import NewDocuments
+from vaultfs.bridge.write.scratch import ScratchFile
 
 __all__ = [
     "CachedContent",

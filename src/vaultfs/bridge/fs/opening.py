@@ -17,9 +17,9 @@ from vaultfs.bridge.content.blobcache import BlobCache, BlobHandle
 from vaultfs.bridge.content.sources import Contents
 from vaultfs.bridge.fs.freshness import Freshness
 from vaultfs.bridge.fs.handles import CachedContent, HandleTable, OpenFile, ScratchOpen
-from vaultfs.bridge.names.scratch import ScratchFile
 from vaultfs.bridge.tree.keys import NodeKey
 from vaultfs.bridge.write.new_documents import NewDocuments
+from vaultfs.bridge.write.scratch import ScratchFile
 
 __all__ = ["Opened", "Opener"]
 

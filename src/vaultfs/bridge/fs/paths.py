@@ -22,8 +22,8 @@ from vaultfs.bridge.tree.nodes import folder_of
 from vaultfs.bridge.tree.tree import Tree
 
 if TYPE_CHECKING:
-    from vaultfs.bridge.names.scratch import Scratch
     from vaultfs.bridge.nodes.registry import Registry
+    from vaultfs.bridge.write.scratch import Scratch
 
 __all__ = ["DisplayPaths"]
 

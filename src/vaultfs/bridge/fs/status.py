@@ -29,13 +29,13 @@ from vaultfs.bridge.content.blobcache import BlobCache
 from vaultfs.bridge.fs.inodes import InodeTable
 from vaultfs.bridge.fs.options import Options
 from vaultfs.bridge.fs.paths import DisplayPaths
-from vaultfs.bridge.names.scratch import is_upload, makes_document
 from vaultfs.bridge.tree import keys
 from vaultfs.bridge.tree.index import DocumentIndex
 from vaultfs.bridge.tree.keys import typed
 from vaultfs.bridge.tree.nodes import CONTROL_DIR, LOST_AND_FOUND
 from vaultfs.bridge.write.editing import Editing
 from vaultfs.bridge.write.new_documents import NewDocuments
+from vaultfs.bridge.write.scratch import is_upload, makes_document
 from vaultfs.client import VaultClient
 
 __all__ = ["StatusReport"]

@@ -1,6 +1,6 @@
 """The mount's pending files: scratch files and the folders made with mkdir.
 
-A scratch file (``names.scratch``) is any new name in a document directory or a type
+A scratch file (``write.scratch``) is any new name in a document directory or a type
 folder, and a file written in ``renditions/`` or ``attachments/``; its content stays on
 this machine until it is renamed over a document's source file (a check-in), becomes a
 new document or upload when its last writer closes it (``write.new_documents``), or is
@@ -18,12 +18,12 @@ from vaultfs import errors
 from vaultfs.bridge.fs.attributes import Attr
 from vaultfs.bridge.fs.opening import Opened
 from vaultfs.bridge.fs.paths import DisplayPaths
-from vaultfs.bridge.names.scratch import ScratchFile, makes_document
 from vaultfs.bridge.nodes.family import Change, Family, Move
 from vaultfs.bridge.nodes.parts import Parts
 from vaultfs.bridge.tree import keys, nodes
 from vaultfs.bridge.tree.keys import Kind, LocalKey, NodeKey
 from vaultfs.bridge.tree.tree import Tree
+from vaultfs.bridge.write.scratch import ScratchFile, makes_document
 
 __all__ = ["Local"]
 
@@ -35,7 +35,7 @@ class Local(Family):
 
     async def children(self, tree: Tree, key: NodeKey) -> dict[str, NodeKey]:
         if key.kind == Kind.NEWDIR:
-            return {}  # its files are the overlay's (``names.overlay``)
+            return {}  # its files are the overlay's (``fs.overlay``)
         return await super().children(tree, key)
 
     def step(self, paths: DisplayPaths, key: NodeKey) -> tuple[NodeKey, str] | None:

@@ -23,9 +23,9 @@ if TYPE_CHECKING:
     from vaultfs.bridge.fs.handles import HandleTable
     from vaultfs.bridge.fs.opening import Opener
     from vaultfs.bridge.fs.options import Options
+    from vaultfs.bridge.fs.overlay import Overlay
     from vaultfs.bridge.fs.status import StatusReport
     from vaultfs.bridge.lifecycle.attributes import LifeAttributes
-    from vaultfs.bridge.names.overlay import Overlay
     from vaultfs.bridge.nodes.registry import Registry
     from vaultfs.bridge.tree.tree import Tree
     from vaultfs.bridge.write.editing import Editing

@@ -38,6 +38,11 @@ class Registry:
         #: names at the root listed after the vault's (``Favorites``)
         self.root_listed: Mapping[str, NodeKey] = root_listed
 
+    @property
+    def families(self) -> tuple[NodeFamily, ...]:
+        """The registered families, in their order of registration."""
+        return tuple(self._families.values())
+
     def of(self, key: tuple[str | int, ...]) -> NodeFamily:
         """The family of node ``key``."""
         return self._families[type(typed(key))]

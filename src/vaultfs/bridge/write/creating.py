@@ -6,7 +6,7 @@ type, subtype and classification (from the folder), the lifecycle (the first of 
 leaf's ``availableLifecycles``) and every other required field from its metadata
 default, or from what the user gave (``new_fields``). A required field that none of
 these gives makes the create wait before any call changes the vault: the file stays
-a pending new document (``namespace``). A create whose answer is lost is reconciled
+a pending new document (``new_documents``). A create whose answer is lost is reconciled
 through a marker before it is sent again (``_send``). Whatever else fails, the
 content is moved to the spool's lost+found: nothing a user wrote is dropped, and no
 half-made document is left.
@@ -81,7 +81,7 @@ class Creator:
         try:
             await self.tree.reload(doc_id)
             # Only a size that held during the whole upload is the content's (a writer
-            # may append meanwhile: a draft of what it wrote follows, ``namespace``).
+            # may append meanwhile: a draft of what it wrote follows, ``new_documents``).
             if (await trio.Path(content).stat()).st_size == size:
                 key = source_key(doc_id, self.tree.record(doc_id))
                 self.blobs.remember_size(key, size)

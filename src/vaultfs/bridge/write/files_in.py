@@ -8,7 +8,8 @@ or replaced, an attachment or a new version of it) and what ``rm`` deletes. Whil
 is written the file is a scratch file (``write.scratch``), also when it replaces a
 file the vault has (``shadow``); the close of its last writer hands the content to
 the spool (``spool.uploads``), which keeps it durable until the vault has it.
-``namespace`` calls this module for those names; users read docs/bridge.md
+The node families of renditions and attachments (``nodes.uploads``) and
+``new_documents`` call this module for those names; users read docs/bridge.md
 ("Adding renditions and attachments").
 """
 
@@ -25,11 +26,11 @@ import trio
 from vaultfs import errors
 from vaultfs.bridge.content.blobcache import BlobCache
 from vaultfs.bridge.content.sources import Contents
-from vaultfs.bridge.names.scratch import Scratch, ScratchFile, is_temporary_name
 from vaultfs.bridge.tree import keys, nodes
 from vaultfs.bridge.tree.filenames import unescape
 from vaultfs.bridge.tree.nodes import Kind, NodeKey
 from vaultfs.bridge.tree.tree import Tree
+from vaultfs.bridge.write.scratch import Scratch, ScratchFile, is_temporary_name
 from vaultfs.bridge.write.spool.store import SCRATCH_XATTR
 from vaultfs.bridge.write.spool.uploads import ATTACHMENT, RENDITION, UploadRecord
 from vaultfs.client import VaultClient

@@ -13,17 +13,11 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Protocol
 
 import trio
 
 from vaultfs import errors
-from vaultfs.bridge.names.overlay import Overlay
-from vaultfs.bridge.names.scratch import (
-    ScratchFile,
-    is_upload,
-    makes_document,
-    new_document_name,
-)
 from vaultfs.bridge.tree import keys, nodes
 from vaultfs.bridge.tree.filenames import unescape
 from vaultfs.bridge.tree.keys import Kind, NodeKey
@@ -32,11 +26,32 @@ from vaultfs.bridge.write.creating import Creator
 from vaultfs.bridge.write.editing import Editing
 from vaultfs.bridge.write.files_in import FilesIn
 from vaultfs.bridge.write.new_fields import NewFields
+from vaultfs.bridge.write.scratch import (
+    Scratch,
+    ScratchFile,
+    is_upload,
+    makes_document,
+    new_document_name,
+)
 from vaultfs.bridge.write.spool import store as spool_store
 
-__all__ = ["NewDocuments"]
+__all__ = ["Names", "NewDocuments"]
 
 log = logging.getLogger(__name__)
+
+
+class Names(Protocol):
+    """What this module asks of the overlay of names (``fs.overlay.Overlay``)."""
+
+    #: node the kernel still knows -> the node it now stands for
+    aliases: dict[NodeKey, NodeKey]
+
+    @property
+    def scratch(self) -> Scratch | None: ...
+
+    def store(self) -> Scratch: ...
+
+    def unshadow(self, scratch_key: NodeKey) -> None: ...
 
 
 class NewDocuments:
@@ -44,7 +59,7 @@ class NewDocuments:
         self,
         tree: Tree,
         editing: Editing,
-        overlay: Overlay,
+        overlay: Names,
         new_fields: NewFields,
         *,
         creator: Creator | None,

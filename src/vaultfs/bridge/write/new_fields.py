@@ -12,7 +12,7 @@ extended attributes, before or after the first close:
 * ``getfattr -n user.vault.missing_fields new.txt``: what is still missing (JSON).
 
 Owns those values and their xattr view; when the document is made is
-``namespace``'s decision (it asks ``given`` and retries the create after a change).
+``new_documents``' decision (it asks ``given`` and retries the create after a change).
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ from __future__ import annotations
 from typing import Any
 
 from vaultfs import errors
-from vaultfs.bridge.names.scratch import ScratchFile
 from vaultfs.bridge.tree import xattrs
 from vaultfs.bridge.tree.keys import typed
 from vaultfs.bridge.tree.nodes import FOLDERS, Kind, NodeKey
 from vaultfs.bridge.write.fields import form_value
+from vaultfs.bridge.write.scratch import ScratchFile
 
 __all__ = ["MISSING", "NewFields"]
 

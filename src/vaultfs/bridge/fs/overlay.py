@@ -1,12 +1,14 @@
 """The overlay of names: what ``lookup`` and ``readdir`` see on top of the tree.
 
 Owns the names a mount shows beyond the vault's tree (``tree.Tree``, whose listings
-the node families make): the scratch files and new folders (``scratch``), the entries
+the node families make): the scratch files and new folders (``write.scratch``), the entries
 hidden for a minute (by an ``rm -r`` walk, or by a rename of a source file away), the
 versions deleted by the removal of their file (their directory's rmdir then finds
 nothing and succeeds), and the aliases a rename or a new document leaves behind (the
 kernel keeps the inode it knew, which now stands for another node). Every lookup and
-listing of the file system goes through ``child`` and ``children``.
+listing of the file system goes through ``child`` and ``children``. What a name
+becomes when written or removed is the node families' (``bridge.nodes``) and
+``write.new_documents``'.
 """
 
 from __future__ import annotations
@@ -14,10 +16,10 @@ from __future__ import annotations
 import time
 
 from vaultfs import errors
-from vaultfs.bridge.names.scratch import NewFolder, Scratch, ScratchFile
 from vaultfs.bridge.tree import keys
 from vaultfs.bridge.tree.keys import Kind, NodeKey
 from vaultfs.bridge.tree.tree import Tree, parse_version
+from vaultfs.bridge.write.scratch import NewFolder, Scratch, ScratchFile
 
 __all__ = ["Overlay"]
 

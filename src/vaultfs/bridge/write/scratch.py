@@ -13,7 +13,8 @@ files that were to become new documents: their name is kept with the content (th
 first (``lost.rescue_scratch``), so a crash of the daemon loses none of them.
 
 Owns the names (directory key + name -> scratch file), the content files and the
-attributes; the decisions what a scratch file means are ``core``'s and ``editing``'s.
+attributes; what a scratch file means is its family's (``nodes.local``) and, once
+closed, ``new_documents``'.
 """
 
 from __future__ import annotations
