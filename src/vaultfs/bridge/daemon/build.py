@@ -92,9 +92,12 @@ class Daemon:
     filesystem: FileSystem
 
 
-def families(client: VaultClient, spool_dir: Path | None, poll_interval: float = 30.0) -> Registry:
-    """The node families, one line each (``bridge.nodes``); ``poll_interval``: the
-    index's, for how long a search's answer is kept."""
+def families(
+    spool_dir: Path | None, client: VaultClient | None = None, poll_interval: float = 30.0
+) -> Registry:
+    """The node families, one line each (``bridge.nodes``). ``client``: who the search
+    folders ask (None: a registry that only tells the families apart, whose searches
+    fail); ``poll_interval``: the index's, how long a search's answer is kept."""
     return Registry(
         [
             Folders(),
@@ -147,7 +150,7 @@ def build_daemon(
     index = DocumentIndex(client)
     catalog = TypeCatalog(client)
     registry = families(
-        client, spool.directory if spool is not None else None, options.poll_interval
+        spool.directory if spool is not None else None, client, options.poll_interval
     )
     tree = Tree(client, index, catalog, registry)
     blobs = BlobCache(content_dir, cache_size)

@@ -119,9 +119,9 @@ class Search(Family):
     file_kinds = _LINKS
     local_kinds = SearchKey.KINDS
 
-    def __init__(self, client: VaultClient, poll_interval: float = 30.0) -> None:
-        """``client``: who asks the vault; ``poll_interval``: how long an answer is
-        kept (the index's poll interval)."""
+    def __init__(self, client: VaultClient | None, poll_interval: float = 30.0) -> None:
+        """``client``: who asks the vault (None: nobody, a search fails with EIO);
+        ``poll_interval``: how long an answer is kept (the index's poll interval)."""
         self._client = client
         self._poll_interval = poll_interval
         self._results: SearchResults | None = None
@@ -129,6 +129,8 @@ class Search(Family):
     def results(self, tree: Tree) -> SearchResults:
         """The answers (made at the first use: an answer is dropped when the tree's
         index changes)."""
+        if self._client is None:
+            raise errors.VaultUnavailable("this registry of families has no vault to ask")
         if self._results is None:
             index = tree.index
             self._results = SearchResults(
