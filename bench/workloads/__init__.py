@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from ..context import Context
 from ..results import Row
-from . import content, cp, grep, listing, read, servers
+from . import content, cp, grep, listing, read, search, servers
 
 __all__ = ["WORKLOADS"]
 
@@ -18,6 +18,7 @@ WORKLOADS: dict[str, Callable[[Context], list[Row]]] = {
     "read": read.run,
     "listing": listing.run,
     "grep": grep.run,
+    "search": search.run,
     "cp": cp.run,
     "servers": servers.run,
     "content": content.run,

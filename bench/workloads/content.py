@@ -3,7 +3,7 @@ downloaded in MiB/s, with the files in an S3-compatible bucket against the direc
 
 Apart from the mount: two vaults of their own, one process on SQLite each, one with
 the files in its data directory (the reference column, the default) and one with the
-files in a bucket of moto's S3 server on loopback (tests/server/s3server.py), both
+files in a bucket of moto's S3 server on loopback (vaultfs.testing.s3_server), both
 measured in the same run. Creates are small files sent by ``_CLIENTS`` threads; the
 large file is ``cp_bytes``, sent once and read back ``repeats`` times (the median is
 reported). moto is a Python server that keeps objects in memory: against a real

@@ -97,6 +97,7 @@ class FakeVault:
         self.required: dict[str, list[str]] = {"reference__c": []}
         #: doc id -> user id holding its lock
         self.locks: dict[int, int] = {}
+        self.favorites: set[int] = set()
         #: the fields of every create_document call
         self.created: list[dict[str, str]] = []
         #: relationship types (API records) every document type offers
@@ -262,13 +263,22 @@ class FakeVault:
         sort: str | None = None,
         versionscope: str | None = None,
         search: str | None = None,
+        scope: str | None = None,
+        named_filter: str | None = None,
     ) -> DocumentPage:
         self._call("list_documents")
+        # the index's pages only; the search folders' queries have fakes of their own
+        assert search is None and scope is None and named_filter is None
         records = [v[-1].record for v in self.docs.values()]
         assert sort == "version_modified_date__v desc"
         records.sort(key=lambda r: r["version_modified_date__v"], reverse=True)
         page = [dict(r) for r in records[start : start + limit]]
         return DocumentPage(documents=page, size=len(records), start=start, limit=limit)
+
+    async def set_favorite(self, doc_id: int, favorite: bool) -> None:
+        self._call("set_favorite")
+        self._doc(doc_id)
+        (self.favorites.add if favorite else self.favorites.discard)(doc_id)
 
     async def get_document(self, doc_id: int) -> dict[str, Any]:
         self._call("get_document")

@@ -12,6 +12,7 @@ import pytest
 from vaultfs import errors
 from vaultfs.bridge.fs.filesystem import FileSystem
 from vaultfs.bridge.fs.inodes import ROOT_INODE
+from vaultfs.bridge.nodes.search import VIEWS
 
 from .fakevault import FakeVault
 from .fsdriver import listdir, read_all, walk
@@ -19,7 +20,8 @@ from .fsdriver import listdir, read_all, walk
 
 async def test_the_tree_follows_types_subtypes_and_disambiguates(core: FileSystem) -> None:
     root = await listdir(core, ROOT_INODE)
-    assert set(root) == {"Promotional Piece", "Reference"}  # .vaultfs: by name only
+    # .vaultfs and .search: by name only; the views are listed (nodes.search)
+    assert set(root) == {"Promotional Piece", "Reference", *VIEWS}
     assert all(stat.S_ISDIR(mode) for mode in root.values())
     assert set(await listdir(core, await walk(core, "Promotional Piece"))) == {"Brochure"}
     assert set(await listdir(core, await walk(core, "Promotional Piece", "Brochure"))) == {

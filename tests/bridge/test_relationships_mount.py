@@ -72,7 +72,8 @@ def doc_dir(mount: MountProcess, name: str) -> Path:
 
     def find() -> Path | None:
         for folder in mount.mountpoint.rglob(name):
-            if (folder / "versions").is_dir():
+            # not a view's link to it (My Documents/<name>): its own directory
+            if (folder / "versions").is_dir() and not folder.is_symlink():
                 return folder
         return None
 

@@ -197,21 +197,41 @@ class VaultClient(LifecycleCalls, RelationshipCalls):
         sort: str | None = None,
         versionscope: str | None = None,
         search: str | None = None,
+        scope: str | None = None,
+        named_filter: str | None = None,
     ) -> DocumentPage:
+        """GET /objects/documents: one page. ``search`` keywords match fields, or with
+        ``scope`` ``contents`` the file text only, ``all`` both; ``named_filter`` is
+        ``My Documents``, ``Recent Documents`` or ``Favorites``. A record carries its
+        ``term_highlights`` (the versions whose text matched) when the vault sent any,
+        beside the record or in it."""
         params = {
             "start": start or None,
             "limit": limit,
             "sort": sort,
             "versionscope": versionscope,
             "search": search,
+            "scope": scope,
+            "named_filter": named_filter,
         }
         body = await self._http.call(Call("GET", "/objects/documents", params=params))
-        documents = [item["document"] for item in body.get("documents") or []]
+        documents = [_listed(item) for item in body.get("documents") or []]
+        details = body.get("responseDetails")
+        total = details.get("total") if isinstance(details, dict) else None
         return DocumentPage(
             documents=documents,
             size=int(body.get("size", len(documents))),
             start=int(body.get("start", start)),
             limit=int(body.get("limit", limit)),
+            total=int(total) if isinstance(total, int) else None,
+        )
+
+    async def set_favorite(self, doc_id: int, favorite: bool) -> None:
+        """POST (mark) or DELETE (unmark) /objects/documents/{id}/favorite: the
+        caller's ``Favorites``."""
+        method = "POST" if favorite else "DELETE"
+        await self._http.call(
+            Call(method, "/objects/documents/{id}/favorite", path_args={"id": doc_id})
         )
 
     async def get_document(self, doc_id: int) -> dict[str, Any]:
@@ -522,6 +542,15 @@ def _of_version(
             raise ValueError("give both major and minor, or neither")
         return template, {"id": doc_id}
     return template + "/versions/{major}/{minor}", {"id": doc_id, "major": major, "minor": minor}
+
+
+def _listed(item: dict[str, Any]) -> dict[str, Any]:
+    """A list item's record, with the item's ``term_highlights`` when sent beside it."""
+    record: dict[str, Any] = item["document"]
+    highlights = item.get("term_highlights")
+    if highlights is not None and "term_highlights" not in record:
+        record = {**record, "term_highlights": highlights}
+    return record
 
 
 def _record(body: dict[str, Any]) -> dict[str, Any]:

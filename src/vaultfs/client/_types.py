@@ -39,6 +39,8 @@ class DocumentPage:
     size: int
     start: int
     limit: int
+    #: how many records match in all (``responseDetails.total``), when the vault said
+    total: int | None = None
 
 
 class Download(Protocol):

@@ -4,7 +4,7 @@
 
 Owns the bridge's part of the command line: it registers each sub-command, the ones
 in a module of their own (``mount_command``; ``sign_in_commands``: set-password, login,
-logout; ``manage``, ``sync``, ``lifecycle``) and the two small ones here, ``demo`` and
+logout; ``manage``, ``sync``, ``lifecycle``, ``search``) and the two small ones here, ``demo`` and
 ``install-helper``.
 """
 
@@ -19,6 +19,7 @@ from vaultfs.bridge.commands import (
     lifecycle,
     manage,
     mount_command,
+    search,
     sign_in_commands,
     sync,
 )
@@ -34,6 +35,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     manage.register(sub)
     sync.register(sub)
     lifecycle.register(sub)
+    search.register(sub)
 
     demo = sub.add_parser("demo", help="start a local demo vault and mount it")
     demo.add_argument("mountpoint", nargs="?", type=Path, default=Path.home() / "vaultfs-demo")

@@ -23,6 +23,8 @@ class Options:
     attr_timeout: float = 3600.0
     #: the same for nodes of this mount alone (scratch files, new folders, .vaultfs)
     local_timeout: float = 1.0
+    #: seconds between index polls (a search's or a view's answer is kept as long)
+    poll_interval: float = 30.0
     #: longest an operation waits for the first index build
     index_wait: float = 60.0
     uid: int = field(default_factory=os.getuid)
