@@ -4,6 +4,14 @@ Each operation unpacks the kernel's arguments, calls the core, and builds the re
 inside one error-translation context: ``vaultfs.errors`` and ``OSError`` become the
 errno of ``errors.errno_for``; anything unexpected is logged with its context and
 becomes EIO. Nothing but ``pyfuse3.FUSEError`` (and trio's cancellation) escapes.
+
+With a pyfuse3 that offers it (``capabilities``), directories of the vault are opened
+with ``cache_readdir`` and ``keep_cache``: the kernel keeps their listings, and a warm
+walk sends an OPENDIR and a RELEASEDIR per directory, no READDIRPLUS. The kernel drops
+a kept listing itself when this mount creates, links, renames or deletes in the
+directory; for every other change the listing goes with the directory's attributes:
+``invalidate_attr`` (called for the inodes of each document the index learns a change
+of, and for every folder) drops the kept listing of a directory it was given for.
 """
 
 from __future__ import annotations
@@ -21,10 +29,13 @@ from typing import Any
 import pyfuse3
 
 from vaultfs import errors
+from vaultfs.bridge.daemon.capabilities import Capabilities, detect
 from vaultfs.bridge.fs.filesystem import Attr, FileSystem
+from vaultfs.bridge.tree.nodes import LOCAL_NODES
 
 __all__ = [
     "FuseOps",
+    "capabilities",
     "close",
     "default_options",
     "init",
@@ -45,10 +56,22 @@ _ORDINARY = frozenset(
 )
 
 
+def capabilities() -> Capabilities:
+    """What of the installed pyfuse3 the mount uses (see ``capabilities``)."""
+    offered = set(getattr(pyfuse3, "features", ()))
+    if not hasattr(pyfuse3.FileInfo(), "cache_readdir"):
+        offered.discard("cache_readdir")
+    return detect(offered)
+
+
 class FuseOps(pyfuse3.Operations):
-    def __init__(self, core: FileSystem) -> None:
+    def __init__(self, core: FileSystem, using: Capabilities | None = None) -> None:
         super().__init__()
         self.core = core
+        self.using = capabilities() if using is None else using
+        if self.using.xattr_namespaces:
+            # The only namespace with attributes here: pyfuse3 answers other names.
+            self.xattr_namespaces = (b"user.",)
         self._logged: dict[tuple[str, Any], float] = {}
         #: open file handle -> its inode, so that a log line about a read, a write or a
         #: close names the file
@@ -135,6 +158,8 @@ class FuseOps(pyfuse3.Operations):
     async def forget(self, inode_list: Sequence[tuple[int, int]]) -> None:
         for ino, nlookup in inode_list:
             self.core.forget(ino, nlookup)
+            if ino in _kept and self.core.inodes.key(ino) is None:
+                _kept.discard(ino)  # the kernel dropped the inode, and its listing
 
     async def getattr(
         self, inode: int, ctx: pyfuse3.RequestContext | None = None
@@ -175,9 +200,21 @@ class FuseOps(pyfuse3.Operations):
 
     # --- directories -------------------------------------------------------------
 
-    async def opendir(self, inode: int, ctx: pyfuse3.RequestContext) -> int:
+    async def opendir(
+        self, inode: int, ctx: pyfuse3.RequestContext
+    ) -> int | pyfuse3.FileInfo:
         with self._errors("opendir", inode):
-            return await self.core.opendir(inode)
+            # Opened as before (the listing is built, refusals are the open's), so
+            # that the kernel holding a listing changes nothing else.
+            fh = await self.core.opendir(inode)
+            key = self.core.inodes.key(inode)
+            if not self.using.cache_readdir or key is None or key[0] in LOCAL_NODES:
+                # The mount's own directories change with nothing announcing it: their
+                # listings are never kept.
+                return fh
+            _kept.add(inode)
+            # Both flags: without keep_cache the kernel drops the listing at every open.
+            return pyfuse3.FileInfo(fh=fh, keep_cache=True, cache_readdir=True)
 
     async def readdir(self, fh: int, start_id: int, token: pyfuse3.ReaddirToken) -> None:
         with self._errors("readdir"):
@@ -305,11 +342,18 @@ class FuseOps(pyfuse3.Operations):
             await self.core.setxattr(inode, os.fsdecode(name), None)
 
 
+#: directory inodes whose listings the kernel may keep (opened with cache_readdir)
+_kept: set[int] = set()
+
+
 def invalidate_attr(inode: int) -> None:
-    """Make the kernel ask for ``inode``'s attributes again. Attributes only: that never
-    waits for the kernel (no pages to write back), so it is safe inside a request."""
+    """Make the kernel ask for ``inode``'s attributes again, and list it again when it is
+    a directory whose listing it may keep. Attributes only for files: that never waits
+    for the kernel (no pages to write back), so it is safe inside a request. A kept
+    listing's pages are never locked while the kernel waits for this mount (it fills
+    them from a reply already received), so dropping them is safe there too."""
     try:
-        pyfuse3.invalidate_inode(inode, attr_only=True)
+        pyfuse3.invalidate_inode(inode, attr_only=inode not in _kept)
     except OSError as exc:  # the kernel forgot the inode already (or is not mounted)
         log.debug("invalidating inode %d: %s", inode, exc)
 
@@ -360,6 +404,8 @@ def _stop_notifier() -> None:
 
 
 def init(ops: FuseOps, mountpoint: str, options: set[str]) -> None:
+    log.info("pyfuse3 %s, kernel cache features: %s", pyfuse3.__version__, ops.using.describe())
+    _kept.clear()
     pyfuse3.init(ops, mountpoint, options)
 
 
