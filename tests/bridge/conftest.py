@@ -14,6 +14,7 @@ from tests.mountproc import MountProcess, can_mount
 from tests.vaultproc import VaultProcess
 from vaultfs.bridge.content.blobcache import BlobCache
 from vaultfs.bridge.daemon.build import build_filesystem
+from vaultfs.bridge.daemon.capabilities import ENVIRONMENT as PYFUSE3_FEATURES
 from vaultfs.bridge.fs.filesystem import FileSystem
 from vaultfs.bridge.fs.options import Options
 from vaultfs.bridge.tree.index import DocumentIndex, TypeCatalog
@@ -30,6 +31,18 @@ def _mount(url: str, root: Path, options: str = "") -> Iterator[MountProcess]:
         yield mount.start()
     finally:
         mount.stop()
+
+
+@pytest.fixture(params=["patched", "stock"])
+def pyfuse3_features(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Mounts this test starts use what the installed pyfuse3 offers (``patched``: the
+    kernel keeps listings) or behave exactly as with a stock pyfuse3 (``stock``), through
+    the daemon's environment. Listed before the mount fixtures (``usefixtures``)."""
+    if request.param == "stock":
+        monkeypatch.setenv(PYFUSE3_FEATURES, "none")
+    else:
+        monkeypatch.delenv(PYFUSE3_FEATURES, raising=False)
+    return str(request.param)
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,8 @@ from tests.conftest import login
 from tests.mountproc import MountProcess
 from tests.vaultproc import VaultProcess, wait_until
 
-pytestmark = pytest.mark.mount
+# Both ways: with the kernel keeping listings (patched pyfuse3) and without.
+pytestmark = [pytest.mark.mount, pytest.mark.usefixtures("pyfuse3_features")]
 
 API = "/api/v25.1"
 

@@ -22,6 +22,7 @@ import os
 import queue
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -42,6 +43,7 @@ __all__ = [
     "invalidate_attr",
     "invalidate_entry",
     "main",
+    "request_counts",
     "terminate",
 ]
 
@@ -91,6 +93,7 @@ class FuseOps(pyfuse3.Operations):
     ) -> Iterator[None]:
         """``ino`` (with ``name`` for an operation on a name in a directory), or the
         open file ``fh``, says what a log line is about; ``attribute``: an xattr's name."""
+        _requests[op] += 1
         try:
             yield
         except pyfuse3.FUSEError:
@@ -156,6 +159,7 @@ class FuseOps(pyfuse3.Operations):
             return self._entry(await self.core.lookup(parent_inode, os.fsdecode(name)))
 
     async def forget(self, inode_list: Sequence[tuple[int, int]]) -> None:
+        _requests["forget"] += 1
         for ino, nlookup in inode_list:
             self.core.forget(ino, nlookup)
             if ino in _kept and self.core.inodes.key(ino) is None:
@@ -200,9 +204,7 @@ class FuseOps(pyfuse3.Operations):
 
     # --- directories -------------------------------------------------------------
 
-    async def opendir(
-        self, inode: int, ctx: pyfuse3.RequestContext
-    ) -> int | pyfuse3.FileInfo:
+    async def opendir(self, inode: int, ctx: pyfuse3.RequestContext) -> int | pyfuse3.FileInfo:
         with self._errors("opendir", inode):
             # Opened as before (the listing is built, refusals are the open's), so
             # that the kernel holding a listing changes nothing else.
@@ -226,6 +228,7 @@ class FuseOps(pyfuse3.Operations):
                     break
 
     async def releasedir(self, fh: int) -> None:
+        _requests["releasedir"] += 1
         self.core.releasedir(fh)
 
     async def mkdir(
@@ -344,6 +347,14 @@ class FuseOps(pyfuse3.Operations):
 
 #: directory inodes whose listings the kernel may keep (opened with cache_readdir)
 _kept: set[int] = set()
+#: requests that reached Python, by operation: what a walk costs (``.vaultfs/status``)
+_requests: Counter[str] = Counter()
+
+
+def request_counts() -> dict[str, int]:
+    """The requests that reached the mount's Python code so far, by operation (a
+    getxattr answered inside pyfuse3 is not one)."""
+    return dict(_requests)
 
 
 def invalidate_attr(inode: int) -> None:
