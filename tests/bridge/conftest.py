@@ -33,15 +33,21 @@ def _mount(url: str, root: Path, options: str = "") -> Iterator[MountProcess]:
         mount.stop()
 
 
-@pytest.fixture(params=["patched", "stock"])
+#: the ways a mount may run (``vaultfs.bridge.daemon.capabilities``): what the installed
+#: pyfuse3 offers (with the project's patch: no OPENDIR, the kernel keeps listings), the
+#: other way of keeping listings, and exactly the stock pyfuse3's behaviour
+PYFUSE3_WAYS = {"default": None, "cache_readdir": "cache_readdir,xattr_namespaces", "stock": "none"}
+
+
+@pytest.fixture(params=sorted(PYFUSE3_WAYS))
 def pyfuse3_features(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Mounts this test starts use what the installed pyfuse3 offers (``patched``: the
-    kernel keeps listings) or behave exactly as with a stock pyfuse3 (``stock``), through
-    the daemon's environment. Listed before the mount fixtures (``usefixtures``)."""
-    if request.param == "stock":
-        monkeypatch.setenv(PYFUSE3_FEATURES, "none")
-    else:
+    """Mounts this test starts run each way of ``PYFUSE3_WAYS``, through the daemon's
+    environment. Listed before the mount fixtures (``usefixtures``)."""
+    setting = PYFUSE3_WAYS[request.param]
+    if setting is None:
         monkeypatch.delenv(PYFUSE3_FEATURES, raising=False)
+    else:
+        monkeypatch.setenv(PYFUSE3_FEATURES, setting)
     return str(request.param)
 
 

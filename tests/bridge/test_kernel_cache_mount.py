@@ -73,11 +73,11 @@ def test_the_start_names_the_features_in_use(
     deleting_mount: MountProcess, pyfuse3_features: str
 ) -> None:
     patched = "cache_readdir" in getattr(pyfuse3, "features", ())
-    expected = (
-        "cache_readdir, xattr_namespaces"
-        if patched and pyfuse3_features == "patched"
-        else "none (stock pyfuse3 behaviour)"
-    )
+    expected = {
+        "default": "no_opendir, xattr_namespaces",
+        "cache_readdir": "cache_readdir, xattr_namespaces",
+        "stock": "none (stock pyfuse3 behaviour)",
+    }[pyfuse3_features if patched else "stock"]
     wait_until(lambda: "kernel cache features" in deleting_mount.log(), what="the log line")
     assert f"kernel cache features: {expected}" in deleting_mount.log()
 

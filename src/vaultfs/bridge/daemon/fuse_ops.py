@@ -5,13 +5,16 @@ inside one error-translation context: ``vaultfs.errors`` and ``OSError`` become 
 errno of ``errors.errno_for``; anything unexpected is logged with its context and
 becomes EIO. Nothing but ``pyfuse3.FUSEError`` (and trio's cancellation) escapes.
 
-With a pyfuse3 that offers it (``capabilities``), directories of the vault are opened
-with ``cache_readdir`` and ``keep_cache``: the kernel keeps their listings, and a warm
-walk sends an OPENDIR and a RELEASEDIR per directory, no READDIRPLUS. The kernel drops
-a kept listing itself when this mount creates, links, renames or deletes in the
+With a pyfuse3 that offers it (``capabilities``), the kernel keeps directory listings:
+OPENDIR is answered ENOSYS (``no_opendir``), so that a warm walk sends no request for a
+directory at all, and readdir is given the directory's inode; or (``cache_readdir``)
+directories of the vault are opened with ``cache_readdir`` and ``keep_cache``, and a
+warm walk sends an OPENDIR and a RELEASEDIR per directory, no READDIRPLUS. The kernel
+drops a kept listing itself when this mount creates, links, renames or deletes in the
 directory; for every other change the listing goes with the directory's attributes:
 ``invalidate_attr`` (called for the inodes of each document the index learns a change
-of, and for every folder) drops the kept listing of a directory it was given for.
+of, and for every folder) drops the kept listing of a directory it was given for. The
+mount's own directories (``.vaultfs``, lost+found, a new folder) are never kept.
 """
 
 from __future__ import annotations
@@ -78,6 +81,8 @@ class FuseOps(pyfuse3.Operations):
         #: open file handle -> its inode, so that a log line about a read, a write or a
         #: close names the file
         self._fh_inodes: dict[int, int] = {}
+        #: without OPENDIR: directory inode -> the core's handle of the listing being read
+        self._reading: dict[int, int] = {}
 
     # --- error translation -------------------------------------------------------
 
@@ -205,6 +210,8 @@ class FuseOps(pyfuse3.Operations):
     # --- directories -------------------------------------------------------------
 
     async def opendir(self, inode: int, ctx: pyfuse3.RequestContext) -> int | pyfuse3.FileInfo:
+        if self.using.no_opendir:
+            raise pyfuse3.FUSEError(errno.ENOSYS)
         with self._errors("opendir", inode):
             # Opened as before (the listing is built, refusals are the open's), so
             # that the kernel holding a listing changes nothing else.
@@ -219,13 +226,46 @@ class FuseOps(pyfuse3.Operations):
             return pyfuse3.FileInfo(fh=fh, keep_cache=True, cache_readdir=True)
 
     async def readdir(self, fh: int, start_id: int, token: pyfuse3.ReaddirToken) -> None:
+        if self.using.no_opendir:
+            await self._readdir_by_inode(fh, start_id, token)
+            return
         with self._errors("readdir"):
+            self._reply_entries(await self.core.readdir(fh, start_id), token)
+
+    async def _readdir_by_inode(self, ino: int, start_id: int, token: pyfuse3.ReaddirToken) -> None:
+        """Without OPENDIR the kernel names the directory by its inode: the listing is
+        made at its first read and kept until a read finds its end."""
+        with self._errors("readdir", ino):
+            fh = self._reading.pop(ino, None) if start_id == 0 else self._reading.get(ino)
+            if start_id == 0 and fh is not None:
+                self.core.releasedir(fh)  # a listing not read to its end
+                fh = None
+            if fh is None:
+                fh = self._reading[ino] = await self.core.opendir(ino)
             entries = await self.core.readdir(fh, start_id)
-            for n, (next_id, name, _, attr) in enumerate(entries):
-                if not pyfuse3.readdir_reply(token, os.fsencode(name), self._entry(attr), next_id):
-                    # The kernel took no reference to these: give theirs back.
-                    self.core.entries_not_returned(entries[n:])
-                    break
+            if entries:
+                self._reply_entries(entries, token)
+                return
+            del self._reading[ino]
+            self.core.releasedir(fh)
+            key = self.core.inodes.key(ino)
+            if key is not None and key[0] in LOCAL_NODES:
+                # The mount's own directories change with nothing announcing it: the
+                # listing the kernel has by now is dropped before it learns it is
+                # complete (every page of it is written: this read came after them),
+                # so the next listing asks again.
+                _drop_listing(ino)
+            else:
+                _kept.add(ino)
+
+    def _reply_entries(
+        self, entries: list[tuple[int, str, Any, Attr]], token: pyfuse3.ReaddirToken
+    ) -> None:
+        for n, (next_id, name, _, attr) in enumerate(entries):
+            if not pyfuse3.readdir_reply(token, os.fsencode(name), self._entry(attr), next_id):
+                # The kernel took no reference to these: give theirs back.
+                self.core.entries_not_returned(entries[n:])
+                break
 
     async def releasedir(self, fh: int) -> None:
         _requests["releasedir"] += 1
@@ -349,6 +389,13 @@ class FuseOps(pyfuse3.Operations):
 _kept: set[int] = set()
 #: requests that reached Python, by operation: what a walk costs (``.vaultfs/status``)
 _requests: Counter[str] = Counter()
+
+
+def _drop_listing(inode: int) -> None:
+    try:
+        pyfuse3.invalidate_inode(inode, attr_only=False)
+    except OSError as exc:
+        log.debug("dropping the listing of inode %d: %s", inode, exc)
 
 
 def request_counts() -> dict[str, int]:
