@@ -73,12 +73,12 @@ def _preflight() -> None:
 
 
 def _clean(workdir: Path) -> None:
-    mountpoint = workdir / "mnt"
-    if os.path.ismount(mountpoint):
-        unmount(mountpoint)
-    if os.path.ismount(mountpoint):
-        _log(f"{mountpoint} is still mounted: leaving {workdir} in place")
-        return
+    for mountpoint in [workdir / "mnt", *(workdir / way / "mnt" for way in WAYS)]:
+        if os.path.ismount(mountpoint):
+            unmount(mountpoint)
+        if os.path.ismount(mountpoint):
+            _log(f"{mountpoint} is still mounted: leaving {workdir} in place")
+            return
     shutil.rmtree(workdir, ignore_errors=True)
 
 
@@ -126,9 +126,11 @@ def main(argv: list[str] | None = None) -> int:
         data = dataset.build(vault, sizes, workdir, _log)
         built = f"data set: built through the API in {data.seconds_to_build:.0f} s"
         _log(built)
-        ctx = Context(vault, data, sizes, workdir)
         for way in args.ways:
             _set_way(way)
+            # A directory of each way's own: its mounts, caches and local references.
+            ctx = Context(vault, data, sizes, workdir / way)
+            ctx.workdir.mkdir()
             for name in names:
                 if way != args.ways[0] and name not in _PER_WAY:
                     continue

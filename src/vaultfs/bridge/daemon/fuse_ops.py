@@ -77,6 +77,10 @@ class FuseOps(pyfuse3.Operations):
         if self.using.xattr_namespaces:
             # The only namespace with attributes here: pyfuse3 answers other names.
             self.xattr_namespaces = (b"user.",)
+            # Declaring POSIX ACLs makes the kernel ask for an inode's ACLs once and keep
+            # the answer (none) instead of sending the probes of every ``ls -l``; the
+            # kernel then leaves the umask to the file system (``create``).
+            self.enable_acl = True
         self._logged: dict[tuple[str, Any], float] = {}
         #: open file handle -> its inode, so that a log line about a read, a write or a
         #: close names the file
@@ -334,6 +338,8 @@ class FuseOps(pyfuse3.Operations):
         ctx: pyfuse3.RequestContext,
     ) -> tuple[pyfuse3.FileInfo, pyfuse3.EntryAttributes]:
         with self._errors("create", parent_inode, name):
+            if self.enable_acl:
+                mode &= ~ctx.umask
             opened, attr = await self.core.create(parent_inode, os.fsdecode(name), mode, flags)
             self._fh_inodes[opened.fh] = attr.ino
             info = pyfuse3.FileInfo(
