@@ -20,6 +20,7 @@ import pytest
 from tests.conftest import login
 from tests.mountproc import MountProcess, can_mount
 from tests.vaultproc import VaultProcess, wait_until
+from vaultfs.bridge.daemon.readahead import READ_AHEAD_KIB
 
 pytestmark = [pytest.mark.mount, pytest.mark.usefixtures("pyfuse3_features")]
 
@@ -86,6 +87,10 @@ def test_the_start_names_the_features_in_use(
     }[pyfuse3_features if patched else "stock"]
     wait_until(lambda: "kernel cache features" in deleting_mount.log(), what="the log line")
     assert f"kernel cache features: {expected}" in deleting_mount.log()
+    if os.geteuid() == 0:  # as root the mount raises the kernel's read-ahead (every way)
+        device = os.stat(deleting_mount.mountpoint).st_dev
+        knob = Path(f"/sys/class/bdi/{os.major(device)}:{os.minor(device)}/read_ahead_kb")
+        wait_until(lambda: int(knob.read_text()) >= READ_AHEAD_KIB, what="the read-ahead")
 
 
 def test_another_clients_documents_are_listed_within_one_poll(

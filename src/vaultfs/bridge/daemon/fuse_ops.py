@@ -31,9 +31,11 @@ from contextlib import contextmanager
 from typing import Any
 
 import pyfuse3
+import trio
 
 from vaultfs import errors
 from vaultfs.bridge.daemon.capabilities import Capabilities, detect
+from vaultfs.bridge.daemon.readahead import raise_read_ahead
 from vaultfs.bridge.fs.filesystem import Attr, FileSystem
 from vaultfs.bridge.tree.nodes import LOCAL_NODES
 
@@ -469,12 +471,28 @@ def _stop_notifier() -> None:
 
 def init(ops: FuseOps, mountpoint: str, options: set[str]) -> None:
     log.info("pyfuse3 %s, kernel cache features: %s", pyfuse3.__version__, ops.using.describe())
+    global _mountpoint
     _kept.clear()
+    _mountpoint = mountpoint
     pyfuse3.init(ops, mountpoint, options)
 
 
+_mountpoint: str | None = None
+
+
 async def main() -> None:
-    await pyfuse3.main()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_after_init)
+        await pyfuse3.main()
+        nursery.cancel_scope.cancel()
+
+
+async def _after_init() -> None:
+    """Once the kernel answers for the mount (INIT is done): the read-ahead."""
+    if _mountpoint is None or os.geteuid() != 0:
+        return
+    await trio.to_thread.run_sync(os.stat, _mountpoint, abandon_on_cancel=True)
+    raise_read_ahead(_mountpoint)
 
 
 def terminate() -> None:
