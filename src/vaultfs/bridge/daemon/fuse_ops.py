@@ -249,20 +249,19 @@ class FuseOps(pyfuse3.Operations):
             if fh is None:
                 fh = self._reading[ino] = await self.core.opendir(ino)
             entries = await self.core.readdir(fh, start_id)
-            if entries:
-                self._reply_entries(entries, token)
-                return
-            del self._reading[ino]
-            self.core.releasedir(fh)
+            if not entries:
+                del self._reading[ino]
+                self.core.releasedir(fh)
             key = self.core.inodes.key(ino)
             if key is not None and key[0] in LOCAL_NODES:
-                # The mount's own directories change with nothing announcing it: the
-                # listing the kernel has by now is dropped before it learns it is
-                # complete (every page of it is written: this read came after them),
-                # so the next listing asks again.
+                # The mount's own directories change with nothing announcing it: what
+                # the kernel kept of the listing so far is dropped before each answer
+                # (its pages are written by then: this read came after them), so the
+                # listing is never complete in the kernel and is asked for anew.
                 _drop_listing(ino)
             else:
-                _kept.add(ino)
+                _kept.add(ino)  # from the first part on: the kernel serves parts too
+            self._reply_entries(entries, token)
 
     def _reply_entries(
         self, entries: list[tuple[int, str, Any, Attr]], token: pyfuse3.ReaddirToken
