@@ -38,6 +38,7 @@ __all__ = ["MARKER_FIELD", "Creator"]
 log = logging.getLogger(__name__)
 
 
+
 def _text(default: Any) -> str:
     """A metadata default (a list of values) as the text a form sends."""
     values = default if isinstance(default, list) else [default]

@@ -570,7 +570,9 @@ class Spool:
         except (VaultError, OSError) as exc:  # shown at the next poll instead
             log.warning("spool: doc %d reading it after its check-in failed: %s", doc_id, exc)
 
-    async def _uploaded(self, entry: SpoolEntry, md5: str, version: tuple[int, int] | None) -> None:
+    async def _uploaded(
+        self, entry: SpoolEntry, md5: str, version: tuple[int, int] | None
+    ) -> None:
         # The vault's latest content is now ours: a reopen that changes nothing
         # before the unlock is done must not upload it again.
         entry.record.base_md5 = md5
