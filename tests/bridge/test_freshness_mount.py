@@ -14,7 +14,7 @@ from tests.conftest import login
 from tests.mountproc import MountProcess
 from tests.vaultproc import VaultProcess, wait_until
 
-# Both ways: with the kernel keeping listings (patched pyfuse3) and without.
+# Each way of PYFUSE3_WAYS (conftest): the kernel keeping listings two ways, and stock.
 pytestmark = [pytest.mark.mount, pytest.mark.usefixtures("pyfuse3_features")]
 
 API = "/api/v25.1"
