@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from vaultfs.bridge.commands.control import unmount
+from vaultfs.bridge.daemon.capabilities import ENVIRONMENT as PYFUSE3_FEATURES
 
 from . import dataset
 from .context import Context
@@ -29,6 +30,17 @@ __all__ = ["main"]
 
 _RESULTS = Path(__file__).parent / "results"
 
+#: the ways a mount can run (``vaultfs.bridge.daemon.capabilities``), by the name rows
+#: carry, and the daemon's ``VAULTFS_PYFUSE3_FEATURES`` for each (None: what pyfuse3
+#: offers, with the project's patch: no OPENDIR, listings kept by the kernel)
+WAYS = {
+    "patched": None,
+    "cache_readdir": "cache_readdir,xattr_namespaces",
+    "stock": "none",
+}
+#: workloads whose figures depend on the way (the others run once, the first way)
+_PER_WAY = frozenset({"read", "listing", "grep"})
+
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
@@ -36,6 +48,12 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--only", nargs="+", choices=sorted(WORKLOADS), metavar="NAME",
         help=f"run only these workloads ({', '.join(WORKLOADS)})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--ways", nargs="+", choices=sorted(WAYS), default=["patched", "stock"], metavar="WAY",
+        help="run the read, listing and grep workloads each of these ways: patched (what"
+        " the installed pyfuse3 offers), cache_readdir, stock (exactly the stock"
+        " pyfuse3's behaviour); default: patched stock",
     )  # fmt: skip
     parser.add_argument("--out", type=Path, help="result file (default: bench/results/...)")
     return parser.parse_args(argv)
@@ -54,12 +72,12 @@ def _preflight() -> None:
 
 
 def _clean(workdir: Path) -> None:
-    mountpoint = workdir / "mnt"
-    if os.path.ismount(mountpoint):
-        unmount(mountpoint)
-    if os.path.ismount(mountpoint):
-        _log(f"{mountpoint} is still mounted: leaving {workdir} in place")
-        return
+    for mountpoint in [workdir / "mnt", *(workdir / way / "mnt" for way in WAYS)]:
+        if os.path.ismount(mountpoint):
+            unmount(mountpoint)
+        if os.path.ismount(mountpoint):
+            _log(f"{mountpoint} is still mounted: leaving {workdir} in place")
+            return
     shutil.rmtree(workdir, ignore_errors=True)
 
 
@@ -74,6 +92,15 @@ def _load_note(before: str, loads: list[tuple[str, float]], cores: int) -> str:
         f" {load_average()}; 1-min load as each workload began (this run's own work"
         f" included): {during or 'none'}"
     )
+
+
+def _set_way(way: str) -> None:
+    """Mounts started from now on run ``way`` (they inherit the environment)."""
+    setting = WAYS[way]
+    if setting is None:
+        os.environ.pop(PYFUSE3_FEATURES, None)
+    else:
+        os.environ[PYFUSE3_FEATURES] = setting
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -98,15 +125,26 @@ def main(argv: list[str] | None = None) -> int:
         data = dataset.build(vault, sizes, workdir, _log)
         built = f"data set: built through the API in {data.seconds_to_build:.0f} s"
         _log(built)
-        ctx = Context(vault, data, sizes, workdir)
-        for name in names:
-            _log(f"workload {name}")
-            loads.append((name, os.getloadavg()[0]))
-            try:
-                report.rows += WORKLOADS[name](ctx)
-            except Exception as exc:  # one broken workload must not hide the others
-                _log(f"workload {name} failed: {exc!r}")
-                failed.append(f"workload `{name}` failed: {exc!r}")
+        for way in args.ways:
+            _set_way(way)
+            # A directory of each way's own: its mounts, caches and local references.
+            ctx = Context(vault, data, sizes, workdir / way)
+            ctx.workdir.mkdir()
+            for name in names:
+                if way != args.ways[0] and name not in _PER_WAY:
+                    continue
+                _log(f"workload {name} ({way})")
+                loads.append((f"{name} ({way})", os.getloadavg()[0]))
+                try:
+                    rows = WORKLOADS[name](ctx)
+                except Exception as exc:  # one broken workload must not hide the others
+                    _log(f"workload {name} failed: {exc!r}")
+                    failed.append(f"workload `{name}` ({way}) failed: {exc!r}")
+                    continue
+                for row in rows:
+                    if name in _PER_WAY and len(args.ways) > 1:
+                        row.workload = f"[{way}] {row.workload}"
+                report.rows += rows
     finally:
         vault.stop()
         _clean(workdir)
@@ -119,6 +157,9 @@ def main(argv: list[str] | None = None) -> int:
             if can_drop_caches()
             else "page cache NOT dropped (needs root): the server's files were warm"
         ),
+        "ways: "
+        + ", ".join(f"{w} ({PYFUSE3_FEATURES}={WAYS[w] or 'unset'})" for w in args.ways)
+        + "; each mount's log names the features it used",
         f"every figure is the median of {sizes.repeats} runs, except the cold listings (one"
         " run each)",
         "API calls: from the mount's .vaultfs/status (api_calls), logins left out",

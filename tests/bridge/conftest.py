@@ -11,6 +11,7 @@ import pytest
 import trio
 
 from vaultfs.bridge.daemon.build import build_daemon
+from vaultfs.bridge.daemon.capabilities import ENVIRONMENT as PYFUSE3_FEATURES
 from vaultfs.bridge.fs.filesystem import FileSystem
 from vaultfs.bridge.fs.options import Options
 from vaultfs.testing.mount_process import MountProcess, can_mount
@@ -27,6 +28,24 @@ def _mount(url: str, root: Path, options: str = "") -> Iterator[MountProcess]:
         yield mount.start()
     finally:
         mount.stop()
+
+
+#: the ways a mount may run (``vaultfs.bridge.daemon.capabilities``): what the installed
+#: pyfuse3 offers (with the project's patch: no OPENDIR, the kernel keeps listings), the
+#: other way of keeping listings, and exactly the stock pyfuse3's behaviour
+PYFUSE3_WAYS = {"default": None, "cache_readdir": "cache_readdir,xattr_namespaces", "stock": "none"}
+
+
+@pytest.fixture(params=sorted(PYFUSE3_WAYS))
+def pyfuse3_features(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Mounts this test starts run each way of ``PYFUSE3_WAYS``, through the daemon's
+    environment. Listed before the mount fixtures (``usefixtures``)."""
+    setting = PYFUSE3_WAYS[request.param]
+    if setting is None:
+        monkeypatch.delenv(PYFUSE3_FEATURES, raising=False)
+    else:
+        monkeypatch.setenv(PYFUSE3_FEATURES, setting)
+    return str(request.param)
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,8 @@ from tests.conftest import login
 from vaultfs.testing.mount_process import MountProcess
 from vaultfs.testing.vault_process import VaultProcess, wait_until
 
-pytestmark = pytest.mark.mount
+# Each way of PYFUSE3_WAYS (conftest): the kernel keeping listings two ways, and stock.
+pytestmark = [pytest.mark.mount, pytest.mark.usefixtures("pyfuse3_features")]
 
 API = "/api/v25.1"
 

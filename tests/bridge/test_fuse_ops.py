@@ -11,6 +11,7 @@ import pyfuse3
 import pytest
 
 from vaultfs import errors
+from vaultfs.bridge.daemon.capabilities import Capabilities
 from vaultfs.bridge.daemon.fuse_ops import FuseOps
 from vaultfs.bridge.fs.filesystem import FileSystem
 from vaultfs.bridge.fs.inodes import ROOT_INODE
@@ -67,13 +68,28 @@ async def test_errors_become_their_errno(core: FileSystem, call: object, expecte
 
 
 async def test_vault_errors_map_through_the_errno_table(core: FileSystem, vault: FakeVault) -> None:
-    ops = FuseOps(core)
+    ops = FuseOps(core, Capabilities())  # the stock way: a refusal is the opendir's
     document = await _lookup(ops, "Reference", "Guide")
     vault.forbidden.add(2)
     versions = await ops.lookup(document.st_ino, b"versions", None)
     with pytest.raises(pyfuse3.FUSEError) as raised:
         await ops.opendir(versions.st_ino, None)
     assert raised.value.errno == errors.errno_for(errors.InsufficientAccess()) == errno.EACCES
+
+
+async def test_without_opendir_readdir_is_given_the_inode(
+    core: FileSystem, vault: FakeVault
+) -> None:
+    ops = FuseOps(core, Capabilities(no_opendir=True))
+    document = await _lookup(ops, "Reference", "Guide")
+    with pytest.raises(pyfuse3.FUSEError) as raised:
+        await ops.opendir(document.st_ino, None)
+    assert raised.value.errno == errno.ENOSYS  # the kernel stops asking, for every directory
+    vault.forbidden.add(2)
+    versions = await ops.lookup(document.st_ino, b"versions", None)
+    with pytest.raises(pyfuse3.FUSEError) as raised:  # the refusal comes with the listing
+        await ops.readdir(versions.st_ino, 0, None)  # type: ignore[arg-type]
+    assert raised.value.errno == errno.EACCES
 
 
 async def test_unexpected_exceptions_become_eio(core: FileSystem) -> None:

@@ -71,3 +71,20 @@ async def test_type_labels_are_read_once() -> None:
     await catalog.type_labels()
     await catalog.subtype_labels("promotional_piece__c")
     assert vault.calls["document_types"] == 1 and vault.calls["document_type"] == 1
+
+
+async def test_equal_values_of_records_are_one_object_and_records_stay_equal() -> None:
+    vault = FakeVault()
+    ids = [vault.add(f"doc {i}") for i in range(3)]
+    for doc_id in ids:
+        vault.docs[doc_id][-1].record["owner__v"] = {"users": [2], "groups": []}
+    index = DocumentIndex(vault)  # type: ignore[arg-type]
+    await index.build()
+    first, second = index.documents[ids[0]], index.documents[ids[1]]
+    assert first["owner__v"] is second["owner__v"] == {"users": [2], "groups": []}
+    assert first["type__v"] is second["type__v"]
+    assert first == vault.docs[ids[0]][-1].record  # equal to what the vault sent, as before
+    vault.rename(ids[0], "renamed")
+    assert await index.refresh() == {ids[0]}  # nothing else looks changed
+    assert index.documents[ids[0]]["name__v"] == "renamed"
+    assert index.documents[ids[1]]["name__v"] == "doc 1"

@@ -59,6 +59,10 @@ class Prefetcher:
         #: the document visited last, and whether that visit was a walk's
         self._last: int | None = None
         self._walking = False
+        #: whether every listing reaches the mount: not when the kernel keeps listings
+        #: without OPENDIR (``daemon/capabilities.py``); then the first document of a
+        #: folder starts a walk whether or not its listing was seen
+        self.listings_seen = True
 
     def folder_listed(self, documents: list[int]) -> None:
         """A folder was opened: its documents, in the order the walk will visit them."""
@@ -93,7 +97,8 @@ class Prefetcher:
             self._walking = False
         else:
             documents, position = found
-            self._walking = (position == 0 and listed is documents) or (
+            starts = listed is documents or not self.listings_seen
+            self._walking = (position == 0 and starts) or (
                 position > 0 and documents[position - 1] == last
             )
         return self._walking

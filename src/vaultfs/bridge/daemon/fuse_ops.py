@@ -4,6 +4,17 @@ Each operation unpacks the kernel's arguments, calls the core, and builds the re
 inside one error-translation context: ``vaultfs.errors`` and ``OSError`` become the
 errno of ``errors.errno_for``; anything unexpected is logged with its context and
 becomes EIO. Nothing but ``pyfuse3.FUSEError`` (and trio's cancellation) escapes.
+
+With a pyfuse3 that offers it (``capabilities``), the kernel keeps directory listings:
+OPENDIR is answered ENOSYS (``no_opendir``), so that a warm walk sends no request for a
+directory at all, and readdir is given the directory's inode; or (``cache_readdir``)
+directories of the vault are opened with ``cache_readdir`` and ``keep_cache``, and a
+warm walk sends an OPENDIR and a RELEASEDIR per directory, no READDIRPLUS. The kernel
+drops a kept listing itself when this mount creates, links, renames or deletes in the
+directory; for every other change the listing goes with the directory's attributes:
+``invalidate_attr`` (called for the inodes of each document the index learns a change
+of, and for every folder) drops the kept listing of a directory it was given for. The
+mount's own directories (``.vaultfs``, lost+found, a new folder) are never kept.
 """
 
 from __future__ import annotations
@@ -14,23 +25,30 @@ import os
 import queue
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 import pyfuse3
+import trio
 
 from vaultfs import errors
+from vaultfs.bridge.daemon.capabilities import Capabilities, detect
+from vaultfs.bridge.daemon.readahead import raise_read_ahead
 from vaultfs.bridge.fs.filesystem import Attr, FileSystem
+from vaultfs.bridge.tree.nodes import LOCAL_NODES
 
 __all__ = [
     "FuseOps",
+    "capabilities",
     "close",
     "default_options",
     "init",
     "invalidate_attr",
     "invalidate_entry",
     "main",
+    "request_counts",
     "terminate",
 ]
 
@@ -45,14 +63,36 @@ _ORDINARY = frozenset(
 )
 
 
+def capabilities() -> Capabilities:
+    """What of the installed pyfuse3 the mount uses (see ``capabilities``)."""
+    offered = set(getattr(pyfuse3, "features", ()))
+    if not hasattr(pyfuse3.FileInfo(), "cache_readdir"):
+        offered.discard("cache_readdir")
+    return detect(offered)
+
+
 class FuseOps(pyfuse3.Operations):
-    def __init__(self, core: FileSystem) -> None:
+    def __init__(self, core: FileSystem, using: Capabilities | None = None) -> None:
         super().__init__()
         self.core = core
+        self.using = capabilities() if using is None else using
+        if self.using.no_opendir:
+            # A listing the kernel kept reaches the mount no more: a walk is taken from
+            # its first document.
+            core.parts.prefetch.listings_seen = False
+        if self.using.xattr_namespaces:
+            # The only namespace with attributes here: pyfuse3 answers other names.
+            self.xattr_namespaces = (b"user.",)
+            # Declaring POSIX ACLs makes the kernel ask for an inode's ACLs once and keep
+            # the answer (none) instead of sending the probes of every ``ls -l``; the
+            # kernel then leaves the umask to the file system (``create``).
+            self.enable_acl = True
         self._logged: dict[tuple[str, Any], float] = {}
         #: open file handle -> its inode, so that a log line about a read, a write or a
         #: close names the file
         self._fh_inodes: dict[int, int] = {}
+        #: without OPENDIR: directory inode -> the core's handle of the listing being read
+        self._reading: dict[int, int] = {}
 
     # --- error translation -------------------------------------------------------
 
@@ -68,6 +108,7 @@ class FuseOps(pyfuse3.Operations):
     ) -> Iterator[None]:
         """``ino`` (with ``name`` for an operation on a name in a directory), or the
         open file ``fh``, says what a log line is about; ``attribute``: an xattr's name."""
+        _requests[op] += 1
         try:
             yield
         except pyfuse3.FUSEError:
@@ -133,8 +174,11 @@ class FuseOps(pyfuse3.Operations):
             return self._entry(await self.core.lookup(parent_inode, os.fsdecode(name)))
 
     async def forget(self, inode_list: Sequence[tuple[int, int]]) -> None:
+        _requests["forget"] += 1
         for ino, nlookup in inode_list:
             self.core.forget(ino, nlookup)
+            if ino in _kept and self.core.inodes.key(ino) is None:
+                _kept.discard(ino)  # the kernel dropped the inode, and its listing
 
     async def getattr(
         self, inode: int, ctx: pyfuse3.RequestContext | None = None
@@ -175,20 +219,65 @@ class FuseOps(pyfuse3.Operations):
 
     # --- directories -------------------------------------------------------------
 
-    async def opendir(self, inode: int, ctx: pyfuse3.RequestContext) -> int:
+    async def opendir(self, inode: int, ctx: pyfuse3.RequestContext) -> int | pyfuse3.FileInfo:
+        if self.using.no_opendir:
+            raise pyfuse3.FUSEError(errno.ENOSYS)
         with self._errors("opendir", inode):
-            return await self.core.opendir(inode)
+            # Opened as before (the listing is built, refusals are the open's), so
+            # that the kernel holding a listing changes nothing else.
+            fh = await self.core.opendir(inode)
+            key = self.core.inodes.key(inode)
+            if not self.using.cache_readdir or key is None or key[0] in LOCAL_NODES:
+                # The mount's own directories change with nothing announcing it: their
+                # listings are never kept.
+                return fh
+            _kept.add(inode)
+            # Both flags: without keep_cache the kernel drops the listing at every open.
+            return pyfuse3.FileInfo(fh=fh, keep_cache=True, cache_readdir=True)
 
     async def readdir(self, fh: int, start_id: int, token: pyfuse3.ReaddirToken) -> None:
+        if self.using.no_opendir:
+            await self._readdir_by_inode(fh, start_id, token)
+            return
         with self._errors("readdir"):
+            self._reply_entries(await self.core.readdir(fh, start_id), token)
+
+    async def _readdir_by_inode(self, ino: int, start_id: int, token: pyfuse3.ReaddirToken) -> None:
+        """Without OPENDIR the kernel names the directory by its inode: the listing is
+        made at its first read and kept until a read finds its end."""
+        with self._errors("readdir", ino):
+            fh = self._reading.pop(ino, None) if start_id == 0 else self._reading.get(ino)
+            if start_id == 0 and fh is not None:
+                self.core.releasedir(fh)  # a listing not read to its end
+                fh = None
+            if fh is None:
+                fh = self._reading[ino] = await self.core.opendir(ino)
             entries = await self.core.readdir(fh, start_id)
-            for n, (next_id, name, _, attr) in enumerate(entries):
-                if not pyfuse3.readdir_reply(token, os.fsencode(name), self._entry(attr), next_id):
-                    # The kernel took no reference to these: give theirs back.
-                    self.core.entries_not_returned(entries[n:])
-                    break
+            if not entries:
+                del self._reading[ino]
+                self.core.releasedir(fh)
+            key = self.core.inodes.key(ino)
+            if key is not None and key[0] in LOCAL_NODES:
+                # The mount's own directories change with nothing announcing it: what
+                # the kernel kept of the listing so far is dropped before each answer
+                # (its pages are written by then: this read came after them), so the
+                # listing is never complete in the kernel and is asked for anew.
+                _drop_listing(ino)
+            else:
+                _kept.add(ino)  # from the first part on: the kernel serves parts too
+            self._reply_entries(entries, token)
+
+    def _reply_entries(
+        self, entries: list[tuple[int, str, Any, Attr]], token: pyfuse3.ReaddirToken
+    ) -> None:
+        for n, (next_id, name, _, attr) in enumerate(entries):
+            if not pyfuse3.readdir_reply(token, os.fsencode(name), self._entry(attr), next_id):
+                # The kernel took no reference to these: give theirs back.
+                self.core.entries_not_returned(entries[n:])
+                break
 
     async def releasedir(self, fh: int) -> None:
+        _requests["releasedir"] += 1
         self.core.releasedir(fh)
 
     async def mkdir(
@@ -254,6 +343,8 @@ class FuseOps(pyfuse3.Operations):
         ctx: pyfuse3.RequestContext,
     ) -> tuple[pyfuse3.FileInfo, pyfuse3.EntryAttributes]:
         with self._errors("create", parent_inode, name):
+            if self.enable_acl:
+                mode &= ~ctx.umask
             opened, attr = await self.core.create(parent_inode, os.fsdecode(name), mode, flags)
             self._fh_inodes[opened.fh] = attr.ino
             info = pyfuse3.FileInfo(
@@ -305,11 +396,33 @@ class FuseOps(pyfuse3.Operations):
             await self.core.setxattr(inode, os.fsdecode(name), None)
 
 
-def invalidate_attr(inode: int) -> None:
-    """Make the kernel ask for ``inode``'s attributes again. Attributes only: that never
-    waits for the kernel (no pages to write back), so it is safe inside a request."""
+#: directory inodes whose listings the kernel may keep (opened with cache_readdir)
+_kept: set[int] = set()
+#: requests that reached Python, by operation: what a walk costs (``.vaultfs/status``)
+_requests: Counter[str] = Counter()
+
+
+def _drop_listing(inode: int) -> None:
     try:
-        pyfuse3.invalidate_inode(inode, attr_only=True)
+        pyfuse3.invalidate_inode(inode, attr_only=False)
+    except OSError as exc:
+        log.debug("dropping the listing of inode %d: %s", inode, exc)
+
+
+def request_counts() -> dict[str, int]:
+    """The requests that reached the mount's Python code so far, by operation (a
+    getxattr answered inside pyfuse3 is not one)."""
+    return dict(_requests)
+
+
+def invalidate_attr(inode: int) -> None:
+    """Make the kernel ask for ``inode``'s attributes again, and list it again when it is
+    a directory whose listing it may keep. Attributes only for files: that never waits
+    for the kernel (no pages to write back), so it is safe inside a request. A kept
+    listing's pages are never locked while the kernel waits for this mount (it fills
+    them from a reply already received), so dropping them is safe there too."""
+    try:
+        pyfuse3.invalidate_inode(inode, attr_only=inode not in _kept)
     except OSError as exc:  # the kernel forgot the inode already (or is not mounted)
         log.debug("invalidating inode %d: %s", inode, exc)
 
@@ -360,11 +473,29 @@ def _stop_notifier() -> None:
 
 
 def init(ops: FuseOps, mountpoint: str, options: set[str]) -> None:
+    log.info("pyfuse3 %s, kernel cache features: %s", pyfuse3.__version__, ops.using.describe())
+    global _mountpoint
+    _kept.clear()
+    _mountpoint = mountpoint
     pyfuse3.init(ops, mountpoint, options)
 
 
+_mountpoint: str | None = None
+
+
 async def main() -> None:
-    await pyfuse3.main()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_after_init)
+        await pyfuse3.main()
+        nursery.cancel_scope.cancel()
+
+
+async def _after_init() -> None:
+    """Once the kernel answers for the mount (INIT is done): the read-ahead."""
+    if _mountpoint is None or os.geteuid() != 0:
+        return
+    await trio.to_thread.run_sync(os.stat, _mountpoint, abandon_on_cancel=True)
+    raise_read_ahead(_mountpoint)
 
 
 def terminate() -> None:

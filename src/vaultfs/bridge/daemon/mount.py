@@ -119,6 +119,7 @@ def _status_extra(config: MountConfig) -> dict[str, Any]:
         "pid": os.getpid(),
         "mountpoint": str(config.mountpoint),
         "cache_dir": str(config.cache_dir),
+        "fuse_requests": fuse_ops.request_counts(),
     }
 
 

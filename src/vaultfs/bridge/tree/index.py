@@ -35,6 +35,55 @@ _METADATA_TTL = 3600.0
 
 Record = dict[str, Any]
 
+#: values shared between records at most (then the pool starts again: values of
+#: documents that changed must not be kept for ever)
+_POOL_LIMIT = 100_000
+#: strings longer than this are rarely equal between documents: not pooled
+_POOL_MAX_LENGTH = 40
+
+
+def _frozen(value: Any) -> Any:
+    """A hashable stand-in of a JSON value (lists and objects), None when there is none."""
+    if isinstance(value, list):
+        items = tuple(_frozen(v) if isinstance(v, list | dict) else v for v in value)
+        return ("l", items)
+    if isinstance(value, dict):
+        return (
+            "d",
+            tuple((k, _frozen(v) if isinstance(v, list | dict) else v) for k, v in value.items()),
+        )
+    return None
+
+
+class _Pool:
+    """Equal field values of different records as one object: 10,000 documents of a
+    folder share their type, lifecycle, status and format strings, their empty lists
+    and their owner/viewer/editor objects (about a third of a record's memory). Records
+    of the index are read-only: a change is a new record (``{**old, ...}``), never an
+    edit of a value in place, so sharing a list or an object between records is safe."""
+
+    def __init__(self) -> None:
+        self._strings: dict[str, str] = {}
+        self._containers: dict[Any, Any] = {}
+
+    def record(self, record: Record) -> Record:
+        if len(self._strings) + len(self._containers) > _POOL_LIMIT:
+            self._strings.clear()
+            self._containers.clear()
+        return {key: self._value(value) for key, value in record.items()}
+
+    def _value(self, value: Any) -> Any:
+        if isinstance(value, str):
+            if len(value) > _POOL_MAX_LENGTH:
+                return value
+            return self._strings.setdefault(value, value)
+        if isinstance(value, list | dict):
+            try:
+                return self._containers.setdefault(_frozen(value), value)
+            except TypeError:  # something unhashable deep inside: kept as it is
+                return value
+        return value
+
 
 def _api_name(entry: dict[str, Any]) -> str:
     """The API name of a metadata list entry ({name} or {value: URL ending in it})."""
@@ -177,6 +226,7 @@ class DocumentIndex:
         #: doc id -> monotonic time this mount last put its own change of it: a page
         #: asked for before that is older than what the mount shows, and is not taken
         self._own_change: dict[int, float] = {}
+        self._pool = _Pool()
 
     def get(self, doc_id: int) -> Record | None:
         return self.documents.get(doc_id)
@@ -189,7 +239,7 @@ class DocumentIndex:
         while True:
             page = await self._client.list_documents(start=start, limit=self._page_size, sort=SORT)
             for record in page.documents:
-                documents[int(record["id"])] = record
+                documents[int(record["id"])] = self._pool.record(record)
             start += len(page.documents)
             if len(page.documents) < self._page_size:
                 break
@@ -225,7 +275,7 @@ class DocumentIndex:
                 ):
                     all_known = False
                 if old != record:
-                    self.documents[doc_id] = record
+                    self.documents[doc_id] = self._pool.record(record)
                     changed.add(doc_id)
             start += len(page.documents)
             if all_known or len(page.documents) < self._page_size:
@@ -255,7 +305,7 @@ class DocumentIndex:
             else:
                 document = response.get("document")
                 if isinstance(document, dict):
-                    self.documents[doc_id] = document
+                    self.documents[doc_id] = self._pool.record(document)
             changed.add(doc_id)
         return changed
 
@@ -267,7 +317,7 @@ class DocumentIndex:
         if own:
             self._own_change[doc_id] = time.monotonic()
         if self.documents.get(doc_id) != record:
-            self.documents[doc_id] = record
+            self.documents[doc_id] = self._pool.record(record)
             self._finish(None, {doc_id})
 
     def forget(self, doc_id: int) -> None:

@@ -1,0 +1,74 @@
+"""What the installed pyfuse3 lets the mount ask of the kernel, decided once at start.
+
+Owns the choice between the kernel-cache route and today's behaviour. ``./run`` builds
+pyfuse3 from its source distribution with ``patches/pyfuse3-3.5.0-kernel-cache.patch``,
+which names what it adds in ``pyfuse3.features``; a stock pyfuse3 (a plain ``pip
+install`` elsewhere) names nothing, and the mount then behaves as before. What is used:
+
+- ``no_opendir`` (the default, the faster of the two ways measured in
+  docs/benchmarks.md): OPENDIR is answered ENOSYS, the kernel sends no OPENDIR and
+  RELEASEDIR for any directory of the mount and keeps each listing until the mount
+  invalidates the directory's inode (every change the index learns does, see
+  ``fuse_ops``); pyfuse3 gives readdir the inode;
+- ``cache_readdir``: the other way, when ``no_opendir`` is not offered or not wanted: a
+  directory of the vault is opened with ``cache_readdir`` and ``keep_cache``;
+- ``xattr_namespaces``: getxattr of names outside ``user.`` (the ``security.selinux``
+  and ``system.posix_acl_*`` probes of ``ls -l``) is answered ENODATA inside pyfuse3,
+  without a request reaching Python.
+
+The environment variable ``VAULTFS_PYFUSE3_FEATURES`` narrows the choice (a comma list
+of the names above, or ``none`` for exactly the stock behaviour): the test suite runs
+its listing and freshness tests with and without, and the benchmarks measure each.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, fields
+
+__all__ = ["DEFAULT", "ENVIRONMENT", "Capabilities", "detect"]
+
+#: the environment variable that narrows what is used (``none``: the stock behaviour)
+ENVIRONMENT = "VAULTFS_PYFUSE3_FEATURES"
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """Which of the patch's features the mount uses."""
+
+    #: OPENDIR answered ENOSYS: the kernel opens directories and keeps their listings
+    #: itself, and readdir is given the directory's inode (``ino_without_fh``)
+    no_opendir: bool = False
+    #: directories opened with ``cache_readdir`` and ``keep_cache`` (when OPENDIR is sent)
+    cache_readdir: bool = False
+    #: getxattr outside ``user.`` answered inside pyfuse3
+    xattr_namespaces: bool = False
+
+    def names(self) -> list[str]:
+        return [f.name for f in fields(self) if getattr(self, f.name)]
+
+    def describe(self) -> str:
+        """For the start's log line."""
+        used = self.names()
+        return ", ".join(used) if used else "none (stock pyfuse3 behaviour)"
+
+
+#: what is used when the environment does not say: every feature pyfuse3 offers
+DEFAULT = frozenset({"no_opendir", "cache_readdir", "xattr_namespaces"})
+
+
+def detect(offered: Iterable[str], environ: Mapping[str, str] | None = None) -> Capabilities:
+    """What to use of ``offered`` (``pyfuse3.features``, empty for a stock pyfuse3),
+    narrowed by ``VAULTFS_PYFUSE3_FEATURES``. A name the variable asks for that pyfuse3
+    does not offer is simply not used."""
+    available = set(offered)
+    setting = (os.environ if environ is None else environ).get(ENVIRONMENT, "").strip()
+    wanted = {n.strip() for n in setting.split(",")} if setting else set(DEFAULT)
+    no_opendir = "no_opendir" in wanted and "ino_without_fh" in available
+    return Capabilities(
+        no_opendir=no_opendir,
+        # Without OPENDIR there is no open to set flags at: the kernel keeps listings.
+        cache_readdir=not no_opendir and "cache_readdir" in wanted & available,
+        xattr_namespaces="xattr_namespaces" in wanted & available,
+    )

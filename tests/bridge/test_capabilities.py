@@ -1,0 +1,45 @@
+"""What the mount uses of pyfuse3: every feature offered by default, narrowed by the
+environment, nothing on a stock pyfuse3."""
+
+from __future__ import annotations
+
+import pytest
+
+from vaultfs.bridge.daemon.capabilities import ENVIRONMENT, Capabilities, detect
+
+PATCHED = frozenset({"cache_readdir", "opendir_fileinfo", "ino_without_fh", "xattr_namespaces"})
+
+
+@pytest.mark.parametrize(
+    ("offered", "setting", "expected"),
+    [
+        (PATCHED, None, Capabilities(no_opendir=True, xattr_namespaces=True)),
+        (frozenset(), None, Capabilities()),
+        (PATCHED, "none", Capabilities()),
+        (
+            PATCHED,
+            "cache_readdir,xattr_namespaces",
+            Capabilities(cache_readdir=True, xattr_namespaces=True),
+        ),
+        (PATCHED, "xattr_namespaces", Capabilities(xattr_namespaces=True)),
+        # a pyfuse3 that keeps listings on open only: that way, by default
+        (
+            frozenset({"cache_readdir", "opendir_fileinfo"}),
+            None,
+            Capabilities(cache_readdir=True),
+        ),
+        # asked for, not offered: not used
+        (frozenset({"xattr_namespaces"}), "no_opendir,cache_readdir", Capabilities()),
+    ],
+    ids=["patched", "stock", "none", "cache_readdir", "xattrs only", "partial", "not offered"],
+)
+def test_detect(offered: frozenset[str], setting: str | None, expected: Capabilities) -> None:
+    environ = {} if setting is None else {ENVIRONMENT: setting}
+    assert detect(offered, environ) == expected
+
+
+def test_describe_names_what_is_used() -> None:
+    assert Capabilities(no_opendir=True, xattr_namespaces=True).describe() == (
+        "no_opendir, xattr_namespaces"
+    )
+    assert Capabilities().describe() == "none (stock pyfuse3 behaviour)"

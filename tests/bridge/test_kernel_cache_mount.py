@@ -1,0 +1,188 @@
+"""Listings the kernel keeps (pyfuse3 with the project's patch) stay true on a real mount,
+and the same tests pass with the stock behaviour (``pyfuse3_features``): another
+client's new, renamed and deleted documents are listed within one poll; this mount's
+own creates, links and deletes at once; getxattr probes outside ``user.`` are ENODATA;
+the start's log names the features in use."""
+
+from __future__ import annotations
+
+import errno
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pyfuse3
+import pytest
+
+from tests.conftest import login
+from vaultfs.bridge.daemon.readahead import READ_AHEAD_KIB
+from vaultfs.testing.mount_process import MountProcess, can_mount
+from vaultfs.testing.vault_process import VaultProcess, wait_until
+
+pytestmark = [pytest.mark.mount, pytest.mark.usefixtures("pyfuse3_features")]
+
+API = "/api/v25.1"
+GENERAL = {"type__v": "General", "lifecycle__v": "General Lifecycle"}
+#: the index polls this often here: the tests wait for a poll that started after another
+#: client's change, which the default interval (30 s) would make last half a minute
+POLL = "poll_interval=1"
+
+
+def _ok(response: httpx.Response) -> dict[str, object]:
+    body: dict[str, object] = response.json()
+    assert body["responseStatus"] == "SUCCESS", body
+    return body
+
+
+@pytest.fixture
+def api(fresh_vault: VaultProcess) -> Iterator[httpx.Client]:
+    with httpx.Client(
+        base_url=fresh_vault.url + API, headers={"Authorization": login(fresh_vault.url)}
+    ) as client:
+        yield client
+
+
+@pytest.fixture
+def deleting_mount(fresh_vault: VaultProcess, tmp_path: Path) -> Iterator[MountProcess]:
+    """A mount that polls every second and may delete documents (``rm -r``)."""
+    if not can_mount():
+        pytest.skip("needs /dev/fuse and fusermount3")
+    with MountProcess(fresh_vault.url, tmp_path, options=f"{POLL},allow_delete") as mount:
+        yield mount
+
+
+def _after_one_poll(mount: MountProcess, timeout: float = 30.0) -> None:
+    """Return once a whole index poll ran after now: the second poll to finish from now
+    on started after now (the first may have been under way). Seen in the status as
+    the age of the last refresh going down."""
+    finished = 0
+    age = float(mount.status()["index"]["age_seconds"])
+    deadline = time.monotonic() + timeout
+    while finished < 2:
+        assert time.monotonic() < deadline, "the index did not poll"
+        time.sleep(0.02)
+        now = float(mount.status()["index"]["age_seconds"])
+        if now < age:
+            finished += 1
+        age = now
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def test_the_start_names_the_features_in_use(
+    deleting_mount: MountProcess, pyfuse3_features: str
+) -> None:
+    patched = "cache_readdir" in getattr(pyfuse3, "features", ())
+    expected = {
+        "default": "no_opendir, xattr_namespaces",
+        "cache_readdir": "cache_readdir, xattr_namespaces",
+        "stock": "none (stock pyfuse3 behaviour)",
+    }[pyfuse3_features if patched else "stock"]
+    wait_until(lambda: "kernel cache features" in deleting_mount.log(), what="the log line")
+    assert f"kernel cache features: {expected}" in deleting_mount.log()
+    if os.geteuid() == 0:  # as root the mount raises the kernel's read-ahead (every way)
+        device = os.stat(deleting_mount.mountpoint).st_dev
+        knob = Path(f"/sys/class/bdi/{os.major(device)}:{os.minor(device)}/read_ahead_kb")
+        wait_until(lambda: int(knob.read_text()) >= READ_AHEAD_KIB, what="the read-ahead")
+
+
+def test_another_clients_documents_are_listed_within_one_poll(
+    deleting_mount: MountProcess, api: httpx.Client
+) -> None:
+    general = deleting_mount.mountpoint / "General"
+    before = set(os.listdir(general))
+    assert before == set(os.listdir(general))  # the second listing: kept (patched)
+    body = _ok(
+        api.post(
+            "/objects/documents",
+            data={**GENERAL, "name__v": "Made Elsewhere"},
+            files={"file": ("elsewhere.txt", b"from another client\n")},
+        )
+    )
+    doc_id = int(str(body["id"]))
+    _after_one_poll(deleting_mount)
+    assert set(os.listdir(general)) == before | {"Made Elsewhere"}
+    doc_dir = general / "Made Elsewhere"
+    assert os.listdir(doc_dir / "versions") == ["0.1"]
+    # A new version: the document's own directories are listed anew.
+    _ok(
+        api.post(
+            f"/objects/documents/{doc_id}",
+            data={"createDraft": "uploadedContent"},
+            files={"file": ("elsewhere.txt", b"second version\n")},
+        )
+    )
+    _after_one_poll(deleting_mount)
+    assert sorted(os.listdir(doc_dir / "versions")) == ["0.1", "0.2"]
+
+    _ok(api.put(f"/objects/documents/{doc_id}", data={"name__v": "Renamed Elsewhere"}))
+    _after_one_poll(deleting_mount)
+    listed = set(os.listdir(general))
+    assert "Renamed Elsewhere" in listed and "Made Elsewhere" not in listed
+    assert listed == before | {"Renamed Elsewhere"}
+
+    _ok(api.delete(f"/objects/documents/{doc_id}"))
+    _after_one_poll(deleting_mount)
+    assert set(os.listdir(general)) == before
+
+
+def test_this_mounts_own_creates_links_and_deletes_are_listed_at_once(
+    deleting_mount: MountProcess,
+) -> None:
+    general = deleting_mount.mountpoint / "General"
+    before = set(os.listdir(general))
+    # The umask applies to a new file (the kernel leaves it to the mount when the mount
+    # declares POSIX ACLs, as it does for the ACL probes' sake).
+    fd = os.open(general / "Own Report.txt", os.O_CREAT | os.O_WRONLY, 0o666)
+    try:
+        assert os.fstat(fd).st_mode & 0o777 == 0o666 & ~_umask()
+        os.write(fd, b"made through the mount\n")
+    finally:
+        os.close(fd)
+    assert "Own Report.txt" in os.listdir(general)  # the new file, before its document
+    deleting_mount.settle()  # the document is made after the last close
+    assert set(os.listdir(general)) == before | {"Own Report"}
+    doc_dir = general / "Own Report"
+    assert os.listdir(doc_dir / "versions") == ["0.1"]
+
+    # Another version through the mount: versions/ lists it at once.
+    (doc_dir / "Own Report.txt").write_bytes(b"saved again through the mount\n")
+    deleting_mount.settle()
+    assert sorted(os.listdir(doc_dir / "versions")) == ["0.1", "0.2"]
+
+    references = doc_dir / "relationships" / "References"
+    assert os.listdir(references) == []
+    target = sorted(before)[0]
+    os.symlink(f"../../../{target}", references / target)
+    assert os.listdir(references) == [target]
+    os.unlink(references / target)
+    assert os.listdir(references) == []
+
+    subprocess.run(["rm", "-r", str(doc_dir)], check=True)
+    assert set(os.listdir(general)) == before
+
+
+def test_getxattr_outside_user_is_enodata_and_fields_still_answer(
+    deleting_mount: MountProcess,
+) -> None:
+    general = deleting_mount.mountpoint / "General"
+    doc_dir = general / sorted(os.listdir(general))[0]
+    for name in ("security.selinux", "system.posix_acl_access", "trusted.anything"):
+        with pytest.raises(OSError) as raised:
+            os.getxattr(doc_dir, name)
+        assert raised.value.errno == errno.ENODATA, name
+    assert os.getxattr(doc_dir, "user.vault.id").isdigit()
+    with pytest.raises(OSError) as raised:
+        os.getxattr(doc_dir, "user.vault.no_such_field__c")
+    assert raised.value.errno == errno.ENODATA
+    listing = subprocess.run(
+        ["ls", "-l", str(general)], capture_output=True, text=True, check=True
+    ).stdout
+    assert doc_dir.name in listing
