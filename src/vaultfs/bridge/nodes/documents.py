@@ -84,6 +84,9 @@ class Documents(Family):
         parts.opener.invalidate_attr(ino)
         return opened
 
+    def lifecycle_of(self, key: NodeKey) -> int | None:
+        return key.doc_id if key.kind == Kind.DOC else None
+
     async def fields(self, parts: Parts, key: NodeKey) -> dict[str, Any]:
         return parts.tree.record(key.doc_id) if key.kind == Kind.DOC else {}
 

@@ -97,6 +97,11 @@ class NodeFamily(Protocol):
 
     async def readlink(self, parts: Parts, key: NodeKey) -> str: ...
 
+    def lifecycle_of(self, key: NodeKey) -> int | None:
+        """The document whose lifecycle the node shows (``user.vault.actions``,
+        ``action``, ``event``, ``last_error``); None: none."""
+        ...
+
     async def fields(self, parts: Parts, key: NodeKey) -> dict[str, Any]:
         """The fields shown as extended attributes (``user.vault.<field>``)."""
         ...
@@ -176,6 +181,9 @@ class Family:
 
     async def readlink(self, parts: Parts, key: NodeKey) -> str:
         raise errors.InvalidData("not a symbolic link")
+
+    def lifecycle_of(self, key: NodeKey) -> int | None:
+        return None
 
     async def fields(self, parts: Parts, key: NodeKey) -> dict[str, Any]:
         return {}

@@ -111,6 +111,9 @@ class Sources(Family):
         else:
             await parts.editing.truncate(key.doc_id, change.size)
 
+    def lifecycle_of(self, key: NodeKey) -> int | None:
+        return key.doc_id
+
     async def fields(self, parts: Parts, key: NodeKey) -> dict[str, Any]:
         return parts.tree.record(key.doc_id)
 
