@@ -37,7 +37,6 @@ from vaultfs import errors
 from vaultfs.bridge.daemon.capabilities import Capabilities, detect
 from vaultfs.bridge.daemon.readahead import raise_read_ahead
 from vaultfs.bridge.fs.filesystem import Attr, FileSystem
-from vaultfs.bridge.tree.nodes import LOCAL_NODES
 
 __all__ = [
     "FuseOps",
@@ -227,9 +226,9 @@ class FuseOps(pyfuse3.Operations):
             # that the kernel holding a listing changes nothing else.
             fh = await self.core.opendir(inode)
             key = self.core.inodes.key(inode)
-            if not self.using.cache_readdir or key is None or key[0] in LOCAL_NODES:
-                # The mount's own directories change with nothing announcing it: their
-                # listings are never kept.
+            if not self.using.cache_readdir or key is None or self.core.registry.is_local(key):
+                # The mount's own directories (and the search folders) change with
+                # nothing announcing it: their listings are never kept.
                 return fh
             _kept.add(inode)
             # Both flags: without keep_cache the kernel drops the listing at every open.
@@ -257,7 +256,7 @@ class FuseOps(pyfuse3.Operations):
                 del self._reading[ino]
                 self.core.releasedir(fh)
             key = self.core.inodes.key(ino)
-            if key is not None and key[0] in LOCAL_NODES:
+            if key is not None and self.core.registry.is_local(key):
                 # The mount's own directories change with nothing announcing it: what
                 # the kernel kept of the listing so far is dropped before each answer
                 # (its pages are written by then: this read came after them), so the
