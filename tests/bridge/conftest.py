@@ -122,7 +122,7 @@ async def core(
 ) -> AsyncIterator[FileSystem]:
     """The file system over ``vault`` (no spool: read-only), its workers running."""
     daemon = build_daemon(
-        vault,  # type: ignore[arg-type]
+        vault,
         Options(url="http://vault", user="me"),
         content_dir=tmp_path / "cache",
         cache_size=1 << 30,

@@ -40,7 +40,7 @@ async def _setup(tmp_path: Path, *, allow_delete: bool = False) -> AsyncIterator
     vault.new_version(doc_id, ORIGINAL + b"v2\n")
     vault.new_version(doc_id, ORIGINAL)
     daemon = build_daemon(
-        vault,  # type: ignore[arg-type]
+        vault,
         Options(allow_delete=allow_delete),
         content_dir=tmp_path / "cache",
         cache_size=1 << 20,

@@ -73,9 +73,9 @@ def test_a_kind_belongs_to_one_family_only() -> None:
 
 async def test_a_new_family_is_one_class_and_one_registration(vault: FakeVault) -> None:
     registry = Registry([*families(None).families, Shelf()])
-    index = DocumentIndex(vault)  # type: ignore[arg-type]
+    index = DocumentIndex(vault)
     await index.build()
-    tree = Tree(vault, index, TypeCatalog(vault), registry)  # type: ignore[arg-type]
+    tree = Tree(vault, index, TypeCatalog(vault), registry)
 
     # Reachable by its root name, not listed at the root (as .vaultfs).
     assert await tree.lookup(ROOT, ".shelf") == SHELF

@@ -11,7 +11,7 @@ async def test_cold_build_reads_one_page_per_200_documents() -> None:
     vault = FakeVault()
     for i in range(450):
         vault.add(f"doc {i}")
-    index = DocumentIndex(vault)  # type: ignore[arg-type]
+    index = DocumentIndex(vault)
     await index.build()
     assert len(index.documents) == 450
     assert vault.calls["list_documents"] == 3
@@ -22,7 +22,7 @@ async def test_refresh_with_nothing_new_costs_one_page_and_one_deletion_call() -
     vault = FakeVault()
     for i in range(450):
         vault.add(f"doc {i}")
-    index = DocumentIndex(vault)  # type: ignore[arg-type]
+    index = DocumentIndex(vault)
     await index.build()
     vault.calls.clear()
     assert await index.refresh() == set()
@@ -32,7 +32,7 @@ async def test_refresh_with_nothing_new_costs_one_page_and_one_deletion_call() -
 async def test_refresh_picks_up_changed_and_new_documents() -> None:
     vault = FakeVault()
     ids = [vault.add(f"doc {i}") for i in range(300)]
-    index = DocumentIndex(vault, page_size=100)  # type: ignore[arg-type]
+    index = DocumentIndex(vault, page_size=100)
     await index.build()
     generation = index.generation
     vault.rename(ids[0], "renamed")  # the oldest document becomes the newest
@@ -49,7 +49,7 @@ async def test_refresh_picks_up_changed_and_new_documents() -> None:
 async def test_deleted_documents_leave_the_index_once() -> None:
     vault = FakeVault()
     keep, gone = vault.add("keep"), vault.add("gone")
-    index = DocumentIndex(vault)  # type: ignore[arg-type]
+    index = DocumentIndex(vault)
     seen: list[int] = []
     index.on_change.append(seen.append)
     await index.build()
@@ -64,7 +64,7 @@ async def test_deleted_documents_leave_the_index_once() -> None:
 
 async def test_type_labels_are_read_once() -> None:
     vault = FakeVault()
-    catalog = TypeCatalog(vault)  # type: ignore[arg-type]
+    catalog = TypeCatalog(vault)
     labels = await catalog.type_labels()
     assert labels["promotional_piece__c"] == "Promotional Piece"
     assert (await catalog.subtype_labels("promotional_piece__c")) == {"brochure__c": "Brochure"}
@@ -78,7 +78,7 @@ async def test_equal_values_of_records_are_one_object_and_records_stay_equal() -
     ids = [vault.add(f"doc {i}") for i in range(3)]
     for doc_id in ids:
         vault.docs[doc_id][-1].record["owner__v"] = {"users": [2], "groups": []}
-    index = DocumentIndex(vault)  # type: ignore[arg-type]
+    index = DocumentIndex(vault)
     await index.build()
     first, second = index.documents[ids[0]], index.documents[ids[1]]
     assert first["owner__v"] is second["owner__v"] == {"users": [2], "groups": []}

@@ -22,7 +22,7 @@ DOCUMENT = (Kind.DOC, 1)
 
 
 def rules(vault: FakeVault) -> NameRules:
-    return NameRules(TypeCatalog(vault))  # type: ignore[arg-type]
+    return NameRules(TypeCatalog(vault))
 
 
 def refused(
@@ -56,7 +56,7 @@ def test_a_document_name_over_the_field_limit_is_enametoolong(vault: FakeVault) 
 
 
 async def test_the_limit_comes_from_the_metadata_once_read(vault: FakeVault) -> None:
-    catalog = TypeCatalog(vault)  # type: ignore[arg-type]
+    catalog = TypeCatalog(vault)
     checks = NameRules(catalog)
     assert catalog.known_max_length("name__v") is None  # nothing read: no call made
     vault.fields["name__v"] = {"name": "name__v", "maxLength": 20}

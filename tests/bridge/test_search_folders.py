@@ -73,7 +73,7 @@ def vault() -> SearchingVault:
 @pytest.fixture
 async def core(vault: SearchingVault, tmp_path: Path) -> AsyncIterator[FileSystem]:
     daemon = build_daemon(
-        vault,  # type: ignore[arg-type]
+        vault,
         Options(url="http://vault", mountpoint="/m"),
         content_dir=tmp_path / "cache",
         cache_size=1 << 30,
@@ -117,7 +117,7 @@ async def test_an_answer_is_kept_for_the_poll_interval_and_until_the_index_chang
     now = [100.0]
     generation = [1]
     results = SearchResults(
-        vault,  # type: ignore[arg-type]
+        vault,
         lambda: generation[0],
         ttl=30.0,
         clock=lambda: now[0],
@@ -144,7 +144,7 @@ async def test_a_search_reads_pages_of_200_and_no_more() -> None:
     vault = SearchingVault()
     doc = vault.add("Many", b"x")
     vault.answers[("many", "all")] = [vault.row(doc, 0, n) for n in range(450)]
-    results = SearchResults(vault, lambda: 0)  # type: ignore[arg-type]
+    results = SearchResults(vault, lambda: 0)
     answer = await results.search("many", content_only=False)
     assert [s["start"] for s in vault.searches] == [0, 200, 400]
     assert answer.hits == (Hit(doc, tuple((0, n) for n in range(450))),)
@@ -204,7 +204,7 @@ async def test_a_type_named_like_a_view_keeps_its_name(
     vault.types["favorites__c"] = ("Favorites", {})
     vault.add("Liked", b"x", type_="favorites__c")
     daemon = build_daemon(
-        vault,  # type: ignore[arg-type]
+        vault,
         Options(url="http://vault"),
         content_dir=tmp_path / "cache",
         cache_size=1 << 30,

@@ -27,7 +27,7 @@ from vaultfs.bridge.content.blobcache import BlobCache
 from vaultfs.bridge.content.sources import Contents
 from vaultfs.bridge.tree import keys
 from vaultfs.bridge.tree.tree import Tree
-from vaultfs.client import VaultClient
+from vaultfs.client import VaultApi
 
 __all__ = ["AHEAD", "Prefetcher"]
 
@@ -42,9 +42,7 @@ _BUDGET_RESERVE = 200
 
 
 class Prefetcher:
-    def __init__(
-        self, tree: Tree, blobs: BlobCache, contents: Contents, client: VaultClient
-    ) -> None:
+    def __init__(self, tree: Tree, blobs: BlobCache, contents: Contents, client: VaultApi) -> None:
         """``client``: whose call budget read-ahead leaves alone when it runs low."""
         self._tree = tree
         self._blobs = blobs

@@ -17,7 +17,7 @@ from vaultfs.bridge.content.blobcache import Fetch
 from vaultfs.bridge.tree import nodes
 from vaultfs.bridge.tree.nodes import Kind, NodeKey
 from vaultfs.bridge.tree.tree import Tree, latest_version
-from vaultfs.client import VaultClient
+from vaultfs.client import VaultApi
 
 __all__ = ["Content", "Contents", "source_key"]
 
@@ -58,7 +58,7 @@ def source_key(doc_id: int, record: dict[str, Any]) -> str:
 class Contents:
     """The content of the file nodes, read with ``client``."""
 
-    def __init__(self, tree: Tree, client: VaultClient) -> None:
+    def __init__(self, tree: Tree, client: VaultApi) -> None:
         self._tree = tree
         self._client = client
 

@@ -63,7 +63,7 @@ from vaultfs.bridge.write.scratch import Scratch, empty_private_dir
 from vaultfs.bridge.write.spool import store as spool_store
 from vaultfs.bridge.write.spool.spool import Spool
 from vaultfs.bridge.write.spool.uploads import Uploads
-from vaultfs.client import VaultClient
+from vaultfs.client import VaultApi
 
 __all__ = ["Daemon", "SpoolSettings", "build_daemon", "families"]
 
@@ -93,7 +93,7 @@ class Daemon:
 
 
 def families(
-    spool_dir: Path | None, client: VaultClient | None = None, poll_interval: float = 30.0
+    spool_dir: Path | None, client: VaultApi | None = None, poll_interval: float = 30.0
 ) -> Registry:
     """The node families, one line each (``bridge.nodes``). ``client``: who the search
     folders ask (None: a registry that only tells the families apart, whose searches
@@ -114,7 +114,7 @@ def families(
     )
 
 
-def _spool(client: VaultClient, tree: Tree, blobs: BlobCache, settings: SpoolSettings) -> Spool:
+def _spool(client: VaultApi, tree: Tree, blobs: BlobCache, settings: SpoolSettings) -> Spool:
     """The write-back spool; every check-in and upload it makes is shown in the tree at
     once (``show_check_in``, ``show_upload``)."""
     uploads = None
@@ -132,7 +132,7 @@ def _spool(client: VaultClient, tree: Tree, blobs: BlobCache, settings: SpoolSet
 
 
 def build_daemon(
-    client: VaultClient,
+    client: VaultApi,
     options: Options,
     *,
     content_dir: Path,

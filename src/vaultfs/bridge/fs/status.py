@@ -36,7 +36,7 @@ from vaultfs.bridge.tree.nodes import CONTROL_DIR, LOST_AND_FOUND
 from vaultfs.bridge.write.editing import Editing
 from vaultfs.bridge.write.new_documents import NewDocuments
 from vaultfs.bridge.write.scratch import is_upload, makes_document
-from vaultfs.client import VaultClient
+from vaultfs.client import VaultApi
 
 __all__ = ["StatusReport"]
 
@@ -45,7 +45,7 @@ class StatusReport:
     def __init__(
         self,
         options: Options,
-        client: VaultClient,
+        client: VaultApi,
         index: DocumentIndex,
         blobs: BlobCache,
         editing: Editing,

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from vaultfs.bridge.write.fields import FieldEditor
     from vaultfs.bridge.write.linking import Linker
     from vaultfs.bridge.write.new_documents import NewDocuments
-    from vaultfs.client import VaultClient
+    from vaultfs.client import VaultApi
 
 __all__ = ["Parts", "is_writing"]
 
@@ -47,7 +47,7 @@ def is_writing(flags: int) -> bool:
 @dataclass(frozen=True)
 class Parts:
     options: Options
-    client: VaultClient
+    client: VaultApi
     tree: Tree
     registry: Registry
     blobs: BlobCache

@@ -47,7 +47,7 @@ from vaultfs.bridge.tree.filenames import Sibling, assign_names
 from vaultfs.bridge.tree.keys import ROOT, Kind, NodeKey
 from vaultfs.bridge.tree.search_results import Answer, Hit, SearchResults
 from vaultfs.bridge.tree.tree import Tree
-from vaultfs.client import VaultClient
+from vaultfs.client import VaultApi
 
 __all__ = [
     "CONTENT_FORM",
@@ -119,7 +119,7 @@ class Search(Family):
     file_kinds = _LINKS
     local_kinds = SearchKey.KINDS
 
-    def __init__(self, client: VaultClient | None, poll_interval: float = 30.0) -> None:
+    def __init__(self, client: VaultApi | None, poll_interval: float = 30.0) -> None:
         """``client``: who asks the vault (None: nobody, a search fails with EIO);
         ``poll_interval``: how long an answer is kept (the index's poll interval)."""
         self._client = client

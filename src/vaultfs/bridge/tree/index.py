@@ -20,7 +20,7 @@ from typing import Any
 import trio
 
 from vaultfs import errors
-from vaultfs.client import VaultClient
+from vaultfs.client import VaultApi
 from vaultfs.wire import PAGE_LIMIT
 
 __all__ = ["DocumentIndex", "TypeCatalog"]
@@ -103,7 +103,7 @@ class TypeCatalog:
     names as labels rather than failing a directory listing.
     """
 
-    def __init__(self, client: VaultClient, *, clock: Callable[[], float] = time.monotonic):
+    def __init__(self, client: VaultApi, *, clock: Callable[[], float] = time.monotonic):
         self._client = client
         self._clock = clock
         self._types: tuple[float, dict[str, str]] | None = None
@@ -204,7 +204,7 @@ class DocumentIndex:
 
     def __init__(
         self,
-        client: VaultClient,
+        client: VaultApi,
         *,
         page_size: int = PAGE_LIMIT,
         now: Callable[[], datetime] = lambda: datetime.now(UTC),

@@ -43,7 +43,7 @@ from vaultfs.bridge.tree import keys, nodes
 from vaultfs.bridge.tree.filenames import Sibling, assign_names
 from vaultfs.bridge.tree.index import DocumentIndex, Record
 from vaultfs.bridge.tree.nodes import ROOT, Kind, NodeKey
-from vaultfs.client import VaultClient
+from vaultfs.client import VaultApi
 
 __all__ = ["Link", "Relationships", "target_of"]
 
@@ -130,7 +130,7 @@ class TreeView(Protocol):
 
 
 class Relationships:
-    def __init__(self, tree: TreeView, client: VaultClient) -> None:
+    def __init__(self, tree: TreeView, client: VaultApi) -> None:
         self._tree = tree
         self._client = client
         #: document id -> its outgoing relationship records

@@ -28,7 +28,7 @@ from typing import Any
 
 import trio
 
-from vaultfs.client import VaultClient
+from vaultfs.client import VaultApi
 from vaultfs.wire import PAGE_LIMIT
 
 __all__ = ["Answer", "Hit", "SearchResults", "hits_of"]
@@ -111,7 +111,7 @@ def hits_of(records: Iterable[dict[str, Any]], words: str | None = None) -> list
 class SearchResults:
     def __init__(
         self,
-        client: VaultClient,
+        client: VaultApi,
         generation: Callable[[], int],
         *,
         ttl: float = 30.0,

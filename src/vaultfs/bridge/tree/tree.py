@@ -30,7 +30,7 @@ from vaultfs.bridge.tree.nodes import (
     folder_of,
 )
 from vaultfs.bridge.tree.relationships import Relationships
-from vaultfs.client import VaultClient
+from vaultfs.client import VaultApi
 from vaultfs.wire import format_datetime
 
 __all__ = [
@@ -100,7 +100,7 @@ class Lister(Protocol):
 
 class Tree:
     def __init__(
-        self, client: VaultClient, index: DocumentIndex, catalog: TypeCatalog, lister: Lister
+        self, client: VaultApi, index: DocumentIndex, catalog: TypeCatalog, lister: Lister
     ) -> None:
         self._client = client
         self.index = index

@@ -28,7 +28,7 @@ from vaultfs.bridge.tree import nodes
 from vaultfs.bridge.tree.nodes import Kind, NodeKey
 from vaultfs.bridge.tree.tree import Tree
 from vaultfs.bridge.write.spool.creates import MARKER_FIELD, CreateRecord, new_marker, send_create
-from vaultfs.client import VaultClient
+from vaultfs.client import VaultApi
 
 if TYPE_CHECKING:
     from vaultfs.bridge.write.spool.spool import Spool
@@ -45,7 +45,7 @@ def _text(default: Any) -> str:
 
 
 class Creator:
-    def __init__(self, tree: Tree, client: VaultClient, blobs: BlobCache, spool: Spool) -> None:
+    def __init__(self, tree: Tree, client: VaultApi, blobs: BlobCache, spool: Spool) -> None:
         self.tree = tree
         self.client = client
         self.blobs = blobs

@@ -18,7 +18,7 @@ from typing import Any
 from vaultfs import errors
 from vaultfs.bridge.tree import xattrs
 from vaultfs.bridge.tree.tree import Tree, latest_version
-from vaultfs.client import VaultClient
+from vaultfs.client import VaultApi
 
 __all__ = ["FieldEditor"]
 
@@ -43,7 +43,7 @@ def form_value(value: bytes) -> str:
 
 
 class FieldEditor:
-    def __init__(self, tree: Tree, client: VaultClient) -> None:
+    def __init__(self, tree: Tree, client: VaultApi) -> None:
         self.tree = tree
         self.client = client
 

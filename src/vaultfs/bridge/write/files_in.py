@@ -33,7 +33,7 @@ from vaultfs.bridge.tree.tree import Tree
 from vaultfs.bridge.write.scratch import Scratch, ScratchFile, is_temporary_name
 from vaultfs.bridge.write.spool.store import SCRATCH_XATTR
 from vaultfs.bridge.write.spool.uploads import ATTACHMENT, RENDITION, UploadRecord
-from vaultfs.client import VaultClient
+from vaultfs.client import VaultApi
 
 if TYPE_CHECKING:
     from vaultfs.bridge.write.spool.uploads import Upload, Uploads
@@ -71,7 +71,7 @@ class FilesIn:
     def __init__(
         self,
         tree: Tree,
-        client: VaultClient,
+        client: VaultApi,
         blobs: BlobCache,
         contents: Contents,
         uploads: Uploads | None,

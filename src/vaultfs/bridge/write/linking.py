@@ -29,7 +29,7 @@ from vaultfs.bridge.tree import keys, nodes
 from vaultfs.bridge.tree.nodes import ROOT, Kind, NodeKey
 from vaultfs.bridge.tree.relationships import Link
 from vaultfs.bridge.tree.tree import Tree, latest_version
-from vaultfs.client import VaultClient
+from vaultfs.client import VaultApi
 from vaultfs.wire import format_datetime
 
 __all__ = ["Linker"]
@@ -38,7 +38,7 @@ log = logging.getLogger(__name__)
 
 
 class Linker:
-    def __init__(self, tree: Tree, client: VaultClient, mountpoint: str = "") -> None:
+    def __init__(self, tree: Tree, client: VaultApi, mountpoint: str = "") -> None:
         """``mountpoint``: where the mount is, for link targets given as absolute paths."""
         self._tree = tree
         self._client = client

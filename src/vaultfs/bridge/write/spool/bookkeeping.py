@@ -23,7 +23,7 @@ from vaultfs.bridge.write.spool.entry import SpoolEntry
 from vaultfs.bridge.write.spool.failures import describe, schedule_retry
 from vaultfs.bridge.write.spool.interface import CheckedIn, CheckIn
 from vaultfs.bridge.write.spool.streaming import DraftStream
-from vaultfs.client import VaultClient
+from vaultfs.client import VaultApi
 from vaultfs.errors import VaultError
 
 if TYPE_CHECKING:  # handed in by the mount
@@ -38,7 +38,7 @@ class SpoolBookkeeping:
     """What a spool holds (set by ``Spool.__init__``) and the bookkeeping of entries."""
 
     directory: Path
-    client: VaultClient
+    client: VaultApi
     uploads: Uploads | None
     _on_checked_in: CheckedIn | None
     _run_sync: Callable[..., Awaitable[Any]]

@@ -34,7 +34,7 @@ import trio
 from vaultfs import errors
 from vaultfs.bridge.tree.index import SORT
 from vaultfs.bridge.write.spool import durable
-from vaultfs.client import VaultClient, backoff
+from vaultfs.client import VaultApi, backoff
 
 __all__ = [
     "MARKER_FIELD",
@@ -94,14 +94,14 @@ class CreateRecord:
                 path.unlink()
 
 
-async def find_marker(client: VaultClient, marker: str) -> dict[str, object] | None:
+async def find_marker(client: VaultApi, marker: str) -> dict[str, object] | None:
     """The record of the document carrying ``marker`` among the latest changed (one
     call), None when there is none; a failure to ask counts as none."""
     found = await _find_markers(client, {marker})
     return found.get(marker)
 
 
-async def _find_markers(client: VaultClient, markers: set[str]) -> dict[str, dict[str, object]]:
+async def _find_markers(client: VaultApi, markers: set[str]) -> dict[str, dict[str, object]]:
     try:
         page = await client.list_documents(limit=_RECONCILE_PAGE, sort=SORT)
     except errors.VaultError as exc:
@@ -118,7 +118,7 @@ def _ambiguous(exc: errors.VaultError) -> bool:
 
 
 async def send_create(
-    client: VaultClient,
+    client: VaultApi,
     fields: dict[str, str],
     content: Path,
     filename: str,
@@ -150,7 +150,7 @@ async def send_create(
 
 async def replay(
     directory: Path,
-    client: VaultClient,
+    client: VaultApi,
     keep_lost: Callable[[Path, str, errors.VaultError], Awaitable[Path]],
 ) -> None:
     """At start: settle every create an earlier daemon left in flight. One call looks

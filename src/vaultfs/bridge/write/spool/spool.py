@@ -56,7 +56,7 @@ from vaultfs.bridge.write.spool.interface import (
 )
 from vaultfs.bridge.write.spool.streaming import DraftStream
 from vaultfs.bridge.write.spool.worker import SpoolWorker
-from vaultfs.client import VaultClient
+from vaultfs.client import VaultApi
 
 if TYPE_CHECKING:  # handed in by the mount
     from vaultfs.bridge.write.spool.uploads import Uploads
@@ -81,7 +81,7 @@ class Spool(SpoolWorker):
     def __init__(
         self,
         directory: Path,
-        client: VaultClient,
+        client: VaultApi,
         *,
         user_id: int | None = None,
         retry_initial: float = 1.0,

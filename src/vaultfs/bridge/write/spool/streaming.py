@@ -27,7 +27,7 @@ from collections.abc import AsyncIterator
 import trio
 
 from vaultfs.bridge.write.spool.entry import RunningMd5, SpoolEntry
-from vaultfs.client import VaultClient
+from vaultfs.client import VaultApi
 from vaultfs.errors import InvalidSessionId
 
 __all__ = ["STREAM_FROM", "DraftStream"]
@@ -48,7 +48,7 @@ class StreamAborted(Exception):
 class DraftStream:
     """One draft upload that runs while its entry is being written."""
 
-    def __init__(self, entry: SpoolEntry, client: VaultClient) -> None:
+    def __init__(self, entry: SpoolEntry, client: VaultApi) -> None:
         self.entry = entry
         self._client = client
         #: the run of appends this stream follows; any other change ends it

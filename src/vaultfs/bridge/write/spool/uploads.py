@@ -38,7 +38,7 @@ from vaultfs.bridge.write.spool import durable, lost, upload_files
 from vaultfs.bridge.write.spool.entry import PENDING, UPLOADING
 from vaultfs.bridge.write.spool.failures import NOT_PROCESSED, PERMANENT, describe, schedule_retry
 from vaultfs.bridge.write.spool.upload_files import ATTACHMENT, RENDITION, UploadRecord
-from vaultfs.client import VaultClient
+from vaultfs.client import VaultApi
 from vaultfs.errors import (
     InvalidData,
     MalformedUrl,
@@ -75,7 +75,7 @@ class Uploads:
     def __init__(
         self,
         spool_dir: Path,
-        client: VaultClient,
+        client: VaultApi,
         *,
         on_uploaded: Uploaded | None = None,
         retry_initial: float = 1.0,
