@@ -10,12 +10,9 @@ import httpx
 import pytest
 import trio
 
-from vaultfs.bridge.content.blobcache import BlobCache
-from vaultfs.bridge.daemon.build import build_filesystem
+from vaultfs.bridge.daemon.build import build_daemon
 from vaultfs.bridge.fs.filesystem import FileSystem
 from vaultfs.bridge.fs.options import Options
-from vaultfs.bridge.tree.index import DocumentIndex, TypeCatalog
-from vaultfs.bridge.tree.tree import Tree
 from vaultfs.testing.mount_process import MountProcess, can_mount
 from vaultfs.testing.vault_process import VaultProcess
 
@@ -105,17 +102,20 @@ async def core(
     tmp_path: Path,
 ) -> AsyncIterator[FileSystem]:
     """The file system over ``vault`` (no spool: read-only), its workers running."""
-    index = DocumentIndex(vault)  # type: ignore[arg-type]
-    await index.build()
-    tree = Tree(vault, index, TypeCatalog(vault))  # type: ignore[arg-type]
-    blobs = BlobCache(tmp_path / "cache", 1 << 30)
+    daemon = build_daemon(
+        vault,  # type: ignore[arg-type]
+        Options(url="http://vault", user="me"),
+        content_dir=tmp_path / "cache",
+        cache_size=1 << 30,
+        invalidate_attr=invalidated.append,
+        invalidate_entry=lambda parent, name, deleted=0: forgotten_names.append((parent, name)),
+    )
+    await daemon.index.build()
+    # What the first reading of the index told the kernel (nothing held yet) is not
+    # what the tests look at.
+    invalidated.clear()
+    forgotten_names.clear()
     async with trio.open_nursery() as nursery:
-        await nursery.start(blobs.run)
-        yield build_filesystem(
-            tree,
-            blobs,
-            Options(url="http://vault", user="me"),
-            invalidate_attr=invalidated.append,
-            invalidate_entry=lambda parent, name, deleted=0: forgotten_names.append((parent, name)),
-        )
+        await nursery.start(daemon.blobs.run)
+        yield daemon.filesystem
         nursery.cancel_scope.cancel()

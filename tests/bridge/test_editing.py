@@ -4,7 +4,6 @@ check-in, scratch files and rename-over, new documents, fields, deletion."""
 from __future__ import annotations
 
 import errno
-import functools
 import hashlib
 import json
 import os
@@ -16,14 +15,10 @@ import pytest
 import trio
 
 from vaultfs import errors
-from vaultfs.bridge.content.blobcache import BlobCache
-from vaultfs.bridge.daemon.build import build_filesystem
+from vaultfs.bridge.daemon.build import SpoolSettings, build_daemon
 from vaultfs.bridge.fs.filesystem import FileSystem
 from vaultfs.bridge.fs.inodes import ROOT_INODE
 from vaultfs.bridge.fs.options import Options
-from vaultfs.bridge.tree.index import DocumentIndex, TypeCatalog
-from vaultfs.bridge.tree.tree import Tree
-from vaultfs.bridge.write.editing import show_check_in
 from vaultfs.bridge.write.spool.spool import Spool
 
 from .fakevault import FakeVault
@@ -44,21 +39,20 @@ async def _setup(tmp_path: Path, *, allow_delete: bool = False) -> AsyncIterator
     doc_id = vault.add("Guide", ORIGINAL, filename="guide.txt")
     vault.new_version(doc_id, ORIGINAL + b"v2\n")
     vault.new_version(doc_id, ORIGINAL)
-    index = DocumentIndex(vault)  # type: ignore[arg-type]
-    await index.build()
-    blobs = BlobCache(tmp_path / "cache", 1 << 20)
-    tree = Tree(vault, index, TypeCatalog(vault))  # type: ignore[arg-type]
-    spool = Spool(
-        tmp_path / "spool",
+    daemon = build_daemon(
         vault,  # type: ignore[arg-type]
-        retry_initial=60,
-        on_checked_in=functools.partial(show_check_in, tree, blobs),
+        Options(allow_delete=allow_delete),
+        content_dir=tmp_path / "cache",
+        cache_size=1 << 20,
+        spool=SpoolSettings(tmp_path / "spool", retry_initial=60, uploads=False),
     )
+    await daemon.index.build()
+    spool = daemon.spool
+    assert spool is not None
     async with trio.open_nursery() as nursery:
-        await nursery.start(blobs.run)
+        await nursery.start(daemon.blobs.run)
         await nursery.start(spool.run)
-        core = build_filesystem(tree, blobs, Options(allow_delete=allow_delete), spool=spool)
-        yield Setup(core, vault, spool, doc_id)
+        yield Setup(daemon.filesystem, vault, spool, doc_id)
         nursery.cancel_scope.cancel()
 
 

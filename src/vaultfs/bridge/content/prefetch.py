@@ -24,9 +24,10 @@ import trio
 
 from vaultfs import errors
 from vaultfs.bridge.content.blobcache import BlobCache
-from vaultfs.bridge.content.sources import content_of
-from vaultfs.bridge.tree.nodes import Kind
+from vaultfs.bridge.content.sources import Contents
+from vaultfs.bridge.tree import keys
 from vaultfs.bridge.tree.tree import Tree
+from vaultfs.client import VaultClient
 
 __all__ = ["AHEAD", "Prefetcher"]
 
@@ -41,9 +42,14 @@ _BUDGET_RESERVE = 200
 
 
 class Prefetcher:
-    def __init__(self, tree: Tree, blobs: BlobCache) -> None:
+    def __init__(
+        self, tree: Tree, blobs: BlobCache, contents: Contents, client: VaultClient
+    ) -> None:
+        """``client``: whose call budget read-ahead leaves alone when it runs low."""
         self._tree = tree
         self._blobs = blobs
+        self._contents = contents
+        self._client = client
         self._limiter = trio.CapacityLimiter(AHEAD)
         #: doc id -> (its folder's documents in listing order, its position there)
         self._position: dict[int, tuple[list[int], int]] = {}
@@ -96,7 +102,7 @@ class Prefetcher:
         found = self._position.get(doc_id)
         if found is None:
             return []
-        remaining = self._tree.client.budget.burst_remaining
+        remaining = self._client.budget.burst_remaining
         if remaining is not None and remaining < _BUDGET_RESERVE:
             return []
         documents, position = found
@@ -128,7 +134,7 @@ class Prefetcher:
         record = self._tree.index.get(doc_id)
         if record is None or not record.get("filename__v"):
             return
-        content = await content_of(self._tree, (Kind.SRC, doc_id))
+        content = await self._contents.of(keys.source(doc_id))
         if (
             content.estimate >= SMALL
             or self._blobs.is_cached(content.key)

@@ -19,7 +19,7 @@ from vaultfs.bridge.tree.nodes import Kind, NodeKey
 from vaultfs.bridge.tree.tree import Tree, latest_version
 from vaultfs.client import VaultClient
 
-__all__ = ["Content", "content_of"]
+__all__ = ["Content", "Contents", "source_key"]
 
 
 @dataclass(frozen=True)
@@ -49,30 +49,59 @@ def _estimate_kb(record: dict[str, Any]) -> int:
         return _UNKNOWN_SIZE
 
 
-def _source(client: VaultClient, doc_id: int, record: dict[str, Any]) -> Content:
-    version = latest_version(record) or (0, 0)
-    major, minor = version
-    return Content(
-        f"src/{doc_id}/{major}.{minor}/{record.get('md5checksum__v') or ''}",
-        _estimate_kb(record),
-        lambda offset: client.download_file(doc_id, major, minor, offset=offset),
-    )
+def source_key(doc_id: int, record: dict[str, Any]) -> str:
+    """The content key of the source file ``record`` (a version's record) describes."""
+    major, minor = latest_version(record) or (0, 0)
+    return f"src/{doc_id}/{major}.{minor}/{record.get('md5checksum__v') or ''}"
 
 
-async def content_of(tree: Tree, key: NodeKey) -> Content:
-    """The content of file node ``key`` (may fetch the version record or details)."""
-    client = tree.client
-    kind, doc_id = key[0], nodes.doc_id(key)
-    if kind == Kind.SRC:
-        return _source(client, doc_id, tree.record(doc_id))
-    if kind == Kind.VSRC:
-        major, minor = nodes.version(key)
-        record = dict(await tree.version_record(doc_id, major, minor))
-        record.setdefault("major_version_number__v", major)
-        record.setdefault("minor_version_number__v", minor)
-        return _source(client, doc_id, record)
-    if kind in (Kind.REND, Kind.VREND):
-        if kind == Kind.REND:
+class Contents:
+    """The content of the file nodes, read with ``client``."""
+
+    def __init__(self, tree: Tree, client: VaultClient) -> None:
+        self._tree = tree
+        self._client = client
+
+    def _source(self, doc_id: int, record: dict[str, Any]) -> Content:
+        major, minor = latest_version(record) or (0, 0)
+        client = self._client
+        return Content(
+            source_key(doc_id, record),
+            _estimate_kb(record),
+            lambda offset: client.download_file(doc_id, major, minor, offset=offset),
+        )
+
+    async def of(self, key: NodeKey) -> Content:
+        """The content of file node ``key`` (may fetch the version record or details)."""
+        tree, client = self._tree, self._client
+        kind, doc_id = key[0], nodes.doc_id(key)
+        if kind == Kind.SRC:
+            return self._source(doc_id, tree.record(doc_id))
+        if kind == Kind.VSRC:
+            major, minor = nodes.version(key)
+            record = dict(await tree.version_record(doc_id, major, minor))
+            record.setdefault("major_version_number__v", major)
+            record.setdefault("minor_version_number__v", minor)
+            return self._source(doc_id, record)
+        if kind in (Kind.REND, Kind.VREND):
+            return await self._rendition(key)
+        if kind == Kind.ATT:
+            attachment_id = nodes.number(key)
+            details = await tree.details(doc_id)
+            record = details.attachments[attachment_id]
+            version = int(record["version__v"]) if record.get("version__v") else None
+            return Content(
+                f"att/{doc_id}/{attachment_id}/{version}/{record.get('md5checksum__v') or ''}",
+                int(record.get("size__v") or 0),
+                lambda offset: client.download_attachment(
+                    doc_id, attachment_id, version, offset=offset
+                ),
+            )
+        raise ValueError(f"{key!r} is not a file with content")
+
+    async def _rendition(self, key: NodeKey) -> Content:
+        tree, client, doc_id = self._tree, self._client, nodes.doc_id(key)
+        if key[0] == Kind.REND:
             record = tree.record(doc_id)
             major, minor = latest_version(record) or (0, 0)
         else:
@@ -89,16 +118,3 @@ async def content_of(tree: Tree, key: NodeKey) -> Content:
             _UNKNOWN_SIZE,
             lambda offset: client.download_rendition(doc_id, rtype, major, minor, offset=offset),
         )
-    if kind == Kind.ATT:
-        attachment_id = nodes.number(key)
-        details = await tree.details(doc_id)
-        record = details.attachments[attachment_id]
-        version = int(record["version__v"]) if record.get("version__v") else None
-        return Content(
-            f"att/{doc_id}/{attachment_id}/{version}/{record.get('md5checksum__v') or ''}",
-            int(record.get("size__v") or 0),
-            lambda offset: client.download_attachment(
-                doc_id, attachment_id, version, offset=offset
-            ),
-        )
-    raise ValueError(f"{key!r} is not a file with content")

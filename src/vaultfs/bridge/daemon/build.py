@@ -1,77 +1,212 @@
-"""The one builder of a mount's layers: everything below the FUSE operations.
+"""The one builder of a mount's daemon: every part, made once, in dependency order.
 
-``build_filesystem`` makes the write side (spool parts, scratch files, editing, names,
-fields), the read-ahead and the file system from the tree and content cache, handing
-each part the client and the callbacks it needs at construction: no part builds
-another, and nothing is attached afterwards. ``run_mount`` calls it (so do the tests,
-with a fake vault behind the client).
+``build_daemon`` makes the document index and the tree over a client, the content
+cache, the write-back spool (with its uploads), the node families and their registry,
+the overlay of names, the write side (scratch files, editing, new documents, fields,
+links), the read-ahead, the status and the file system, handing each part what it
+needs at construction: no part builds another, nothing reaches the client through
+another part, and the callbacks between parts (the index's and the content cache's
+changes told to the kernel, a check-in or upload shown in the tree) are subscribed
+here. ``run_mount`` calls it (so do the tests, with a fake vault behind the client).
+The families are registered in ``families``, one line a family.
 """
 
 from __future__ import annotations
 
+import functools
+import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from vaultfs.bridge.content.blobcache import BlobCache
 from vaultfs.bridge.content.prefetch import Prefetcher
-from vaultfs.bridge.fs.filesystem import FileSystem, no_entry_invalidation, no_invalidation
+from vaultfs.bridge.content.sources import Contents
+from vaultfs.bridge.fs.attributes import Attributes
+from vaultfs.bridge.fs.filesystem import FileSystem
+from vaultfs.bridge.fs.freshness import Freshness, no_entry_invalidation, no_invalidation
+from vaultfs.bridge.fs.handles import HandleTable
+from vaultfs.bridge.fs.inodes import InodeTable
+from vaultfs.bridge.fs.new_names import NameRules
+from vaultfs.bridge.fs.opening import Opener
 from vaultfs.bridge.fs.options import Options
+from vaultfs.bridge.fs.overlay import Overlay
+from vaultfs.bridge.fs.paths import DisplayPaths
+from vaultfs.bridge.fs.status import StatusReport
+from vaultfs.bridge.lifecycle.actions import LifecycleActions
+from vaultfs.bridge.lifecycle.attributes import LifeAttributes
+from vaultfs.bridge.lifecycle.events import DocumentEvents
+from vaultfs.bridge.nodes.attachments import Attachments
+from vaultfs.bridge.nodes.control import Control
+from vaultfs.bridge.nodes.documents import Documents
+from vaultfs.bridge.nodes.folders import Folders
+from vaultfs.bridge.nodes.local import Local
+from vaultfs.bridge.nodes.parts import Parts
+from vaultfs.bridge.nodes.registry import Registry
+from vaultfs.bridge.nodes.relationships import Relationships
+from vaultfs.bridge.nodes.renditions import Renditions
+from vaultfs.bridge.nodes.sources import Sources
+from vaultfs.bridge.nodes.versions import Versions
+from vaultfs.bridge.tree.index import DocumentIndex, TypeCatalog
+from vaultfs.bridge.tree.keys import ROOT
 from vaultfs.bridge.tree.tree import Tree
 from vaultfs.bridge.write.creating import Creator
-from vaultfs.bridge.write.editing import Editing
+from vaultfs.bridge.write.editing import Editing, show_check_in
 from vaultfs.bridge.write.fields import FieldEditor
-from vaultfs.bridge.write.files_in import FilesIn
-from vaultfs.bridge.write.namespace import Namespace
+from vaultfs.bridge.write.files_in import FilesIn, show_upload
+from vaultfs.bridge.write.linking import Linker
+from vaultfs.bridge.write.new_documents import NewDocuments
+from vaultfs.bridge.write.new_fields import NewFields
 from vaultfs.bridge.write.scratch import Scratch, empty_private_dir
 from vaultfs.bridge.write.spool import store as spool_store
+from vaultfs.bridge.write.spool.spool import Spool
+from vaultfs.bridge.write.spool.uploads import Uploads
+from vaultfs.client import VaultClient
 
-if TYPE_CHECKING:
-    from vaultfs.bridge.write.spool.spool import Spool
-
-__all__ = ["build_filesystem"]
+__all__ = ["Daemon", "SpoolSettings", "build_daemon", "families"]
 
 
-def build_filesystem(
-    tree: Tree,
-    blobs: BlobCache,
-    options: Options | None = None,
+@dataclass(frozen=True)
+class SpoolSettings:
+    """Where the write-back spool keeps its files, and how it retries."""
+
+    directory: Path
+    #: the signed-in user (a lock of theirs is this mount's own)
+    user_id: int | None = None
+    retry_initial: float = 1.0
+    #: whether files written into renditions/ and attachments/ are uploaded
+    uploads: bool = True
+
+
+@dataclass(frozen=True)
+class Daemon:
+    """What runs a mount: the parts with background work, and the file system."""
+
+    index: DocumentIndex
+    tree: Tree
+    blobs: BlobCache
+    #: None on a read-only mount
+    spool: Spool | None
+    filesystem: FileSystem
+
+
+def families(spool_dir: Path | None) -> Registry:
+    """The node families, one line each (``bridge.nodes``)."""
+    return Registry(
+        [
+            Folders(),
+            Documents(),
+            Sources(),
+            Versions(),
+            Renditions(),
+            Attachments(),
+            Relationships(),
+            Control(spool_dir),
+            Local(),
+        ]
+    )
+
+
+def _spool(client: VaultClient, tree: Tree, blobs: BlobCache, settings: SpoolSettings) -> Spool:
+    """The write-back spool; every check-in and upload it makes is shown in the tree at
+    once (``show_check_in``, ``show_upload``)."""
+    uploads = None
+    if settings.uploads:
+        on_uploaded = functools.partial(show_upload, tree)
+        uploads = Uploads(settings.directory, client, on_uploaded=on_uploaded)
+    return Spool(
+        settings.directory,
+        client,
+        user_id=settings.user_id,
+        retry_initial=settings.retry_initial,
+        on_checked_in=functools.partial(show_check_in, tree, blobs),
+        uploads=uploads,
+    )
+
+
+def build_daemon(
+    client: VaultClient,
+    options: Options,
     *,
-    spool: Spool | None = None,
+    content_dir: Path,
+    cache_size: int,
+    spool: SpoolSettings | None = None,
     status_extra: Callable[[], dict[str, Any]] = dict,
     invalidate_attr: Callable[[int], None] = no_invalidation,
     invalidate_entry: Callable[[int, str, int], None] = no_entry_invalidation,
-) -> FileSystem:
-    """The file system over ``tree`` and ``blobs``; without a ``spool`` nothing can be
-    written (a read-only mount)."""
-    options = options or Options()
-    client = tree.client
+) -> Daemon:
+    """The daemon of a mount over ``client``; without a ``spool`` nothing can be
+    written (a read-only mount). ``status_extra``: what the mount adds to the status
+    file; ``invalidate_attr``/``invalidate_entry``: tell the kernel to forget an
+    inode's attributes / a name in a directory (never wait)."""
+    started = time.time()
+    index = DocumentIndex(client)
+    catalog = TypeCatalog(client)
+    registry = families(spool.directory if spool is not None else None)
+    tree = Tree(client, index, catalog, registry)
+    blobs = BlobCache(content_dir, cache_size)
+    contents = Contents(tree, client)
+    the_spool = _spool(client, tree, blobs, spool) if spool is not None else None
     scratch = creator = files_in = None
-    if spool is not None:
+    if the_spool is not None:
         # The spool has rescued what an earlier daemon left to become documents.
-        scratch = Scratch(empty_private_dir(spool.directory / spool_store.SCRATCH))
-        creator = Creator(tree, client, blobs, spool)
-        files_in = FilesIn(tree, blobs, spool.uploads)
-    editing = Editing(tree, blobs, spool)
-    namespace = Namespace(
-        tree,
-        client,
-        blobs,
-        editing,
-        spool,
-        scratch=scratch,
-        creator=creator,
-        allow_delete=options.allow_delete,
-        files_in=files_in,
+        scratch = Scratch(empty_private_dir(the_spool.directory / spool_store.SCRATCH))
+        creator = Creator(tree, client, blobs, the_spool)
+        files_in = FilesIn(tree, client, blobs, contents, the_spool.uploads)
+    editing = Editing(tree, blobs, contents, the_spool)
+    overlay = Overlay(tree, scratch, allow_delete=options.allow_delete)
+    new_documents = NewDocuments(
+        tree, editing, overlay, NewFields(), creator=creator, files_in=files_in
     )
-    return FileSystem(
-        tree,
-        blobs,
-        options,
-        editing=editing,
-        namespace=namespace,
-        fields=FieldEditor(tree, client),
-        prefetch=Prefetcher(tree, blobs),
-        status_extra=status_extra,
+    inodes = InodeTable(ROOT)
+    handles = HandleTable()
+    freshness = Freshness(
+        inodes,
+        overlay.child,
         invalidate_attr=invalidate_attr,
         invalidate_entry=invalidate_entry,
+        generation=lambda: index.generation,
+        is_local=registry.is_local,
     )
+    # Every change the index learns of (poll, save, field change, check-in) and every
+    # exact size the content cache learns is pushed to the kernel's caches.
+    index.on_change.append(freshness.document_changed)
+    blobs.on_size.append(freshness.size_known)
+    paths = DisplayPaths(tree, registry, lambda: scratch, overlay.resolve, inodes)
+    report = StatusReport(
+        options,
+        client,
+        index,
+        blobs,
+        editing,
+        new_documents,
+        inodes,
+        paths,
+        started=started,
+        extra=status_extra,
+    )
+    parts = Parts(
+        options=options,
+        client=client,
+        tree=tree,
+        registry=registry,
+        blobs=blobs,
+        contents=contents,
+        overlay=overlay,
+        editing=editing,
+        new_documents=new_documents,
+        fields=FieldEditor(tree, client),
+        links=Linker(tree, client, options.mountpoint),
+        life=LifeAttributes(LifecycleActions(tree, client), DocumentEvents(tree, client)),
+        report=report,
+        attributes=Attributes(
+            tree, blobs, contents, options, started=started, estimated=freshness.estimated
+        ),
+        freshness=freshness,
+        handles=handles,
+        opener=Opener(contents, blobs, handles, new_documents, freshness, invalidate_attr),
+        prefetch=Prefetcher(tree, blobs, contents, client),
+    )
+    filesystem = FileSystem(parts, inodes, handles, NameRules(catalog))
+    return Daemon(index, tree, blobs, the_spool, filesystem)

@@ -12,7 +12,6 @@ also when the mount fails half-way.
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
 from collections.abc import Callable
@@ -21,20 +20,13 @@ from typing import Any
 
 import trio
 
-from vaultfs.bridge.content.blobcache import BlobCache
 from vaultfs.bridge.daemon import fuse_ops
-from vaultfs.bridge.daemon.build import build_filesystem
+from vaultfs.bridge.daemon.build import SpoolSettings, build_daemon
 from vaultfs.bridge.daemon.config import MountConfig
 from vaultfs.bridge.daemon.notify import notify
 from vaultfs.bridge.daemon.ownership import owning
 from vaultfs.bridge.daemon.signals import on_signals
 from vaultfs.bridge.fs.options import Options
-from vaultfs.bridge.tree.index import DocumentIndex, TypeCatalog
-from vaultfs.bridge.tree.tree import Tree
-from vaultfs.bridge.write.editing import show_check_in
-from vaultfs.bridge.write.files_in import show_upload
-from vaultfs.bridge.write.spool.spool import Spool
-from vaultfs.bridge.write.spool.uploads import Uploads
 from vaultfs.client import Credentials, VaultClient
 
 __all__ = ["run_mount"]
@@ -61,24 +53,6 @@ def _fuse_options(config: MountConfig) -> set[str]:
     return options
 
 
-def _make_spool(
-    config: MountConfig, client: VaultClient, tree: Tree, blobs: BlobCache
-) -> Spool | None:
-    """The write-back spool (it makes its private directory), None on a read-only mount.
-    Every check-in and upload it makes is shown in the tree at once (``show_check_in``,
-    ``show_upload``)."""
-    if config.read_only:
-        return None
-    directory = config.cache_dir / "spool"
-    return Spool(
-        directory,
-        client,
-        user_id=client.user_id,
-        on_checked_in=functools.partial(show_check_in, tree, blobs),
-        uploads=Uploads(directory, client, on_uploaded=functools.partial(show_upload, tree)),
-    )
-
-
 async def run_mount(config: MountConfig, ready: Callable[[], None] | None = None) -> None:
     """Mount and serve until unmounted or signalled; ``ready`` is called once the mount
     answers. Raises the login error (or OSError from mounting) before anything is
@@ -96,10 +70,6 @@ async def run_mount(config: MountConfig, ready: Callable[[], None] | None = None
         )
         # A vault that cannot be reached is said at once, not after minutes of retries.
         await client.login(max_retries=_LOGIN_RETRIES)
-        index = DocumentIndex(client)
-        tree = Tree(client, index, TypeCatalog(client))
-        blobs = BlobCache(config.cache_dir / "content", config.cache_size)
-        spool = _make_spool(config, client, tree, blobs)
         options = Options(
             url=config.url,
             mountpoint=str(config.mountpoint.absolute()),
@@ -111,24 +81,29 @@ async def run_mount(config: MountConfig, ready: Callable[[], None] | None = None
             allow_delete=config.allow_delete,
             attr_timeout=config.attr_timeout,
         )
-        filesystem = build_filesystem(
-            tree,
-            blobs,
+        spool = None
+        if not config.read_only:  # the write-back spool makes its private directory
+            spool = SpoolSettings(config.cache_dir / "spool", user_id=client.user_id)
+        daemon = build_daemon(
+            client,
             options,
+            content_dir=config.cache_dir / "content",
+            cache_size=config.cache_size,
             spool=spool,
             status_extra=lambda: _status_extra(config),
             invalidate_attr=fuse_ops.invalidate_attr,
             invalidate_entry=fuse_ops.invalidate_entry,
         )
+        filesystem = daemon.filesystem
         fuse_ops.init(fuse_ops.FuseOps(filesystem), str(config.mountpoint), _fuse_options(config))
         stack.callback(fuse_ops.close, unmount=True)
         nursery = await stack.enter_async_context(trio.open_nursery())
-        await nursery.start(blobs.run)
+        await nursery.start(daemon.blobs.run)
         await nursery.start(filesystem.freshness.run)
-        await nursery.start(index.run, config.poll_interval)
-        if spool is not None:
-            await nursery.start(spool.run)
-        nursery.start_soon(on_signals, spool, nursery, fuse_ops.terminate)
+        await nursery.start(daemon.index.run, config.poll_interval)
+        if daemon.spool is not None:
+            await nursery.start(daemon.spool.run)
+        nursery.start_soon(on_signals, daemon.spool, nursery, fuse_ops.terminate)
         nursery.start_soon(_announce, config, ready)
         await fuse_ops.main()
         log.info("unmounting %s", config.mountpoint)

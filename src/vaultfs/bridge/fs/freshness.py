@@ -35,7 +35,7 @@ import trio
 
 from vaultfs import errors
 from vaultfs.bridge.fs.inodes import ROOT_INODE, InodeTable
-from vaultfs.bridge.tree import nodes
+from vaultfs.bridge.tree.keys import typed
 from vaultfs.bridge.tree.nodes import DOC_DIR_NAMES, FOLDERS, LOCAL_NODES, Kind, NodeKey
 
 __all__ = ["Freshness", "no_entry_invalidation", "no_invalidation"]
@@ -84,18 +84,21 @@ class Freshness:
         invalidate_attr: Callable[[int], None] = no_invalidation,
         invalidate_entry: Callable[[int, str, int], None] = no_entry_invalidation,
         generation: Callable[[], int] = lambda: 0,
+        is_local: Callable[[NodeKey], bool] = lambda key: key[0] in LOCAL_NODES,
     ) -> None:
         """``child(parent key, name)``: the node a name stands for now;
         ``invalidate_attr``/``invalidate_entry``: tell the kernel to forget an inode's
         attributes / a name in a directory (``invalidate_entry(parent, name, deleted)``:
         ``deleted``, when not 0, the inode the name was given for, which is gone from
         there: watchers are told of a delete); ``generation``: the index's generation,
-        which moves once per batch of changes."""
+        which moves once per batch of changes; ``is_local``: a node of the mount alone,
+        whose changes nothing announces (its family's answer)."""
         self._inodes = inodes
         self._child = child
         self.invalidate_attr = invalidate_attr
         self._invalidate_entry = invalidate_entry
         self._generation = generation
+        self._is_local = is_local
         self._folders_told: int | None = None
         #: inode -> (parent inode, name) the kernel was last given it under. A node has
         #: one path at a time, so one name per inode (a name it had before is stale)
@@ -118,6 +121,13 @@ class Freshness:
         self._new_files: dict[int, tuple[int, str]] = {}
         self._wake = trio.Event()
 
+    def _document_of(self, key: NodeKey) -> int | None:
+        """The document a node of the vault belongs to, None for every other node."""
+        key = typed(key)
+        if self._is_local(key) or not key.OF_DOCUMENT:
+            return None
+        return key.doc_id
+
     # --- what the kernel holds ---------------------------------------------------
 
     def seen(self, parent: int, name: str, key: NodeKey, ino: int) -> None:
@@ -127,11 +137,11 @@ class Freshness:
         """
         if key[0] == Kind.SCRATCH and parent in self._folders:
             self._new_files[ino] = (parent, name)
-        if key[0] in LOCAL_NODES:
+        if self._is_local(key):
             return
         if key[0] in FOLDERS:
             self._folders.add(ino)
-        elif _document_of(key) is not None:
+        elif self._document_of(key) is not None:
             inos = self._by_doc.setdefault(int(key[1]), [])
             if ino not in inos:
                 inos.append(ino)
@@ -152,7 +162,7 @@ class Freshness:
         self._folders.discard(ino)
         self._in_folders.discard(ino)
         self.exact(ino)
-        doc_id = _document_of(key)
+        doc_id = self._document_of(key)
         if doc_id is not None:
             inos = self._by_doc.get(doc_id)
             if inos is not None and ino in inos:
@@ -273,11 +283,3 @@ class Freshness:
             # checks again. Forgetting a name that still holds would make the kernel
             # drop what it holds below it, to be looked up again on a spent budget.
             return key
-
-
-def _document_of(key: NodeKey) -> int | None:
-    """The document a node belongs to (DOC to ATT), None for every other node."""
-    kind = key[0]
-    if kind in FOLDERS or kind in LOCAL_NODES or kind == Kind.ROOT:
-        return None
-    return nodes.doc_id(key)

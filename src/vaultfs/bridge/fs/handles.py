@@ -19,7 +19,7 @@ from vaultfs import errors
 from vaultfs.bridge.content.blobcache import BlobHandle
 from vaultfs.bridge.tree.nodes import NodeKey
 from vaultfs.bridge.write.editing import EditHandle, Editing
-from vaultfs.bridge.write.namespace import Namespace
+from vaultfs.bridge.write.new_documents import NewDocuments
 from vaultfs.bridge.write.scratch import ScratchFile
 
 __all__ = [
@@ -145,8 +145,8 @@ class SourceEdit:
 class ScratchOpen:
     """One open of a scratch file; the close of its last writer may make a document."""
 
-    def __init__(self, namespace: Namespace, scratch: ScratchFile, *, writer: bool) -> None:
-        self._namespace = namespace
+    def __init__(self, documents: NewDocuments, scratch: ScratchFile, *, writer: bool) -> None:
+        self._documents = documents
         self._scratch = scratch
         self._writer = writer
         scratch.handles += 1
@@ -174,13 +174,13 @@ class ScratchOpen:
         scratch.writers.count -= self._writer
         try:
             if self._writer and scratch.writers.count == 0 and scratch.dirty:
-                await self._namespace.make_document(scratch)
+                await self._documents.make_document(scratch)
         except (errors.VaultError, OSError) as exc:
             log.warning("new document from %r failed on release: %s", scratch.name, exc)
         finally:
             # Counted until its take is done: the content stays while it is being read.
             scratch.handles -= 1
-            self._namespace.scratch_closed(scratch)
+            self._documents.scratch_closed(scratch)
 
 
 class HandleTable:

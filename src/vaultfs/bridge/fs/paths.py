@@ -12,27 +12,21 @@ log line free of API calls.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from vaultfs.bridge.fs.inodes import InodeTable
-from vaultfs.bridge.tree import nodes
+from vaultfs.bridge.tree import keys
 from vaultfs.bridge.tree.filenames import Sibling, assign_names, escape
-from vaultfs.bridge.tree.nodes import (
-    CONTROL_DIR,
-    DOC_DIR_NAMES,
-    EVENTS_FILE,
-    LOST_AND_FOUND,
-    ROOT,
-    Kind,
-    NodeKey,
-    folder_of,
-)
-from vaultfs.bridge.tree.tree import Tree, rendition_filename
-from vaultfs.bridge.write.scratch import Scratch
+from vaultfs.bridge.tree.keys import ROOT, NodeKey, typed
+from vaultfs.bridge.tree.nodes import folder_of
+from vaultfs.bridge.tree.tree import Tree
+
+if TYPE_CHECKING:
+    from vaultfs.bridge.nodes.registry import Registry
+    from vaultfs.bridge.write.scratch import Scratch
 
 __all__ = ["DisplayPaths"]
 
-#: a document directory's fixed subdirectories, by kind
-_DOC_DIR_OF_KIND = {kind: name for name, kind in DOC_DIR_NAMES.items()}
 #: how deep a chain of parents may go (a document's deepest file is 7 levels down)
 _MAX_DEPTH = 16
 
@@ -41,14 +35,17 @@ class DisplayPaths:
     def __init__(
         self,
         tree: Tree,
+        registry: Registry,
         scratch: Callable[[], Scratch | None],
         resolve: Callable[[NodeKey], NodeKey] = lambda key: key,
         inodes: InodeTable | None = None,
     ) -> None:
-        """``scratch``: the mount's scratch files (None on a read-only mount);
+        """``registry``: the node families, which know each node's parent;
+        ``scratch``: the mount's scratch files (None on a read-only mount);
         ``resolve``: the node a key the kernel still holds stands for now (a scratch
         file that became a document); ``inodes``: for ``of_inode``."""
-        self._tree = tree
+        self.tree = tree
+        self._registry = registry
         self._scratch = scratch
         self._resolve = resolve
         self._inodes = inodes
@@ -79,17 +76,17 @@ class DisplayPaths:
     # --- paths ---------------------------------------------------------------------
 
     def of_document(self, doc_id: int) -> str | None:
-        return self.of_key((Kind.DOC, doc_id))
+        return self.of_key(keys.document(doc_id))
 
     def of_source(self, doc_id: int) -> str | None:
         """The document's source file (where its drafts are saved)."""
-        return self.of_key((Kind.SRC, doc_id))
+        return self.of_key(keys.source(doc_id))
 
     def of_key(self, key: NodeKey) -> str | None:
         """``key``'s path relative to the mount point ("" for the root), None when it
         is not known without asking the vault (a document not in the index)."""
         parts: list[str] = []
-        current: NodeKey | None = self._resolve(key)
+        current: NodeKey | None = typed(self._resolve(key))
         for _ in range(_MAX_DEPTH):
             if current is None:
                 return None
@@ -103,76 +100,31 @@ class DisplayPaths:
         return None
 
     def _step(self, key: NodeKey) -> tuple[NodeKey, str] | None:
-        """(parent, name) of ``key``, None when not known."""
-        kind = key[0]
-        if kind == Kind.CTL:
-            return ROOT, CONTROL_DIR
-        if kind == Kind.STATUS:
-            return (Kind.CTL,), "status"
-        if kind == Kind.LOST:
-            return (Kind.CTL,), LOST_AND_FOUND
-        if kind == Kind.LOSTF:
-            return (Kind.LOST,), str(key[1])
-        if kind in (Kind.SCRATCH, Kind.NEWDIR):
-            return self._local(key)
-        if kind in nodes.FOLDERS:
-            parent = {Kind.TYPE: ROOT, Kind.SUB: (Kind.TYPE, *key[1:2])}.get(
-                Kind(kind), (Kind.SUB, *key[1:3])
-            )
-            return parent, self._listed(parent, key) or str(key[-1])
-        doc_id = nodes.doc_id(key)
-        doc: NodeKey = (Kind.DOC, doc_id)
-        if kind == Kind.DOC:
-            return self._document_dir(doc_id)
-        if kind in _DOC_DIR_OF_KIND:
-            return doc, _DOC_DIR_OF_KIND[Kind(kind)]
-        if kind == Kind.EVENTS:
-            return doc, EVENTS_FILE
-        if kind == Kind.SRC:
-            return doc, self._listed(doc, key) or self._filename(doc_id) or "?"
-        if kind == Kind.VER:
-            major, minor = nodes.version(key)
-            return (Kind.VERS, doc_id), f"{major}.{minor}"
-        if kind == Kind.VRENDS:
-            return (Kind.VER, *key[1:4]), "renditions"
-        if kind == Kind.VSRC:
-            parent = (Kind.VER, *key[1:4])
-            return parent, self._listed(parent, key) or self._filename(doc_id) or "?"
-        if kind == Kind.VREND:
-            parent = (Kind.VRENDS, *key[1:4])
-            return parent, self._listed(parent, key) or rendition_filename(str(key[4]))
-        if kind == Kind.REND:
-            parent = (Kind.RENDS, doc_id)
-            return parent, self._listed(parent, key) or rendition_filename(str(key[2]))
-        if kind == Kind.ATT:
-            parent = (Kind.ATTS, doc_id)
-            return parent, self._listed(parent, key) or str(key[2])
-        if kind == Kind.RELT:
-            parent = (Kind.RELS, doc_id)
-            return parent, self._listed(parent, key) or str(key[2])
-        if kind == Kind.RLINK:
-            return self._tree.where_listed(key, Kind.RELT)
-        return None
+        """(parent, name) of ``key``, None when not known: its family's answer."""
+        return self._registry.of(key).step(self, key)
 
-    def _listed(self, parent: NodeKey, key: NodeKey) -> str | None:
-        return self._tree.listed_name(parent, key)
+    # --- what the families' steps are made of ----------------------------------------
 
-    def _filename(self, doc_id: int) -> str | None:
-        record = self._tree.index.get(doc_id)
+    def listed(self, parent: NodeKey, key: NodeKey) -> str | None:
+        """The name ``key`` had in the last listing of ``parent`` (none made: None)."""
+        return self.tree.listed_name(parent, key)
+
+    def filename(self, doc_id: int) -> str | None:
+        record = self.tree.index.get(doc_id)
         filename = record.get("filename__v") if record is not None else None
         return escape(str(filename)) if filename else None
 
-    def _document_dir(self, doc_id: int) -> tuple[NodeKey, str] | None:
-        record = self._tree.index.get(doc_id)
+    def document_dir(self, doc_id: int) -> tuple[NodeKey, str] | None:
+        record = self.tree.index.get(doc_id)
         if record is None:
             return None
         parent = folder_of(record)[-1]
-        name = self._listed(parent, (Kind.DOC, doc_id))
+        name = self.listed(parent, keys.document(doc_id))
         if name is None:  # its folder not listed yet: its name without its siblings'
             (name,) = assign_names([Sibling(str(record.get("name__v") or doc_id), str(doc_id))])
         return parent, name
 
-    def _local(self, key: NodeKey) -> tuple[NodeKey, str] | None:
+    def local(self, key: NodeKey) -> tuple[NodeKey, str] | None:
         scratch = self._scratch()
         if scratch is None:
             return None

@@ -29,10 +29,12 @@ from vaultfs.bridge.content.blobcache import BlobCache
 from vaultfs.bridge.fs.inodes import InodeTable
 from vaultfs.bridge.fs.options import Options
 from vaultfs.bridge.fs.paths import DisplayPaths
+from vaultfs.bridge.tree import keys
 from vaultfs.bridge.tree.index import DocumentIndex
-from vaultfs.bridge.tree.nodes import CONTROL_DIR, LOST_AND_FOUND, Kind
+from vaultfs.bridge.tree.keys import typed
+from vaultfs.bridge.tree.nodes import CONTROL_DIR, LOST_AND_FOUND
 from vaultfs.bridge.write.editing import Editing
-from vaultfs.bridge.write.namespace import Namespace
+from vaultfs.bridge.write.new_documents import NewDocuments
 from vaultfs.bridge.write.scratch import is_upload, makes_document
 from vaultfs.client import VaultClient
 
@@ -47,24 +49,26 @@ class StatusReport:
         index: DocumentIndex,
         blobs: BlobCache,
         editing: Editing,
-        namespace: Namespace,
+        new_documents: NewDocuments,
         inodes: InodeTable,
+        paths: DisplayPaths,
         *,
+        started: float,
         extra: Callable[[], dict[str, Any]] = dict,
     ) -> None:
+        """``paths``: the paths the status names files by; ``started``: when the mount
+        started (``time.time()``)."""
         self._options = options
         self._client = client
         self._index = index
         self._blobs = blobs
         self._editing = editing
-        self._namespace = namespace
+        self._new_documents = new_documents
+        self._scratch = new_documents.overlay.scratch
         self._inodes = inodes
         self._extra = extra
-        self.paths = DisplayPaths(
-            namespace.tree, lambda: namespace.scratch, namespace.resolve, inodes
-        )
-        #: when the mount started: the times of its own directories
-        self.started = time.time()
+        self.paths = paths
+        self.started = started
 
     def document(self) -> dict[str, Any]:
         index = self._index
@@ -90,10 +94,10 @@ class StatusReport:
             "new_files": self._new_files(),
             "lost_and_found": [self._lost_with_paths(r) for r in self._editing.lost_records()],
             "pending_new_documents": [
-                self._waiting_with_path(w) for w in self._namespace.pending_new()
+                self._waiting_with_path(w) for w in self._new_documents.pending_new()
             ],
             # check-ins and creates a last close started and that are not done yet
-            "saves_in_flight": self._editing.in_flight + self._namespace.in_flight,
+            "saves_in_flight": self._editing.in_flight + self._new_documents.in_flight,
             "inodes": len(self._inodes),
         }
         # What the mount adds never replaces what the file system reports itself.
@@ -134,8 +138,8 @@ class StatusReport:
         }
 
     def _waiting_with_path(self, waiting: dict[str, Any]) -> dict[str, Any]:
-        scratch = self._namespace.scratch
-        parent = tuple(waiting.get("folder") or ())
+        scratch = self._scratch
+        parent = typed(tuple(waiting.get("folder") or ()))
         key = scratch.lookup(parent, str(waiting.get("file"))) if scratch is not None else None
         return {**waiting, "path": self.paths.of_key(key) if key is not None else None}
 
@@ -144,7 +148,7 @@ class StatusReport:
         open for writing, or closed and being created now. Closed, such a file is in
         the vault once it has left this list (it is then a document, or a spool entry
         of ``pending_uploads``, or in lost+found, or waiting for fields)."""
-        scratch = self._namespace.scratch
+        scratch = self._scratch
         if scratch is None:
             return []
         found = []
@@ -157,7 +161,7 @@ class StatusReport:
                 continue
             found.append(
                 {
-                    "path": self.paths.of_key((Kind.SCRATCH, file.number)),
+                    "path": self.paths.of_key(keys.scratch(file.number)),
                     "state": "editing" if file.writers.count > 0 else "creating",
                 }
             )

@@ -30,7 +30,6 @@ from vaultfs.bridge.lifecycle.actions import LifecycleActions, parse_request
 from vaultfs.bridge.lifecycle.events import DocumentEvents
 from vaultfs.bridge.tree import nodes
 from vaultfs.bridge.tree.nodes import Kind, NodeKey
-from vaultfs.bridge.tree.tree import Tree
 
 __all__ = ["ACTION", "ACTIONS", "EVENT", "LAST_ERROR", "NAMES", "LifeAttributes"]
 
@@ -51,9 +50,9 @@ def _json(value: Any) -> bytes:
 
 
 class LifeAttributes:
-    def __init__(self, tree: Tree) -> None:
-        self.actions = LifecycleActions(tree, tree.client)
-        self.events = DocumentEvents(tree, tree.client)
+    def __init__(self, actions: LifecycleActions, events: DocumentEvents) -> None:
+        self.actions = actions
+        self.events = events
         #: doc id -> (monotonic time, refusal record)
         self._refusals: dict[int, tuple[float, dict[str, Any]]] = {}
 

@@ -39,7 +39,7 @@ from typing import Any, Protocol
 import trio
 
 from vaultfs import errors
-from vaultfs.bridge.tree import nodes
+from vaultfs.bridge.tree import keys, nodes
 from vaultfs.bridge.tree.filenames import Sibling, assign_names
 from vaultfs.bridge.tree.index import DocumentIndex, Record
 from vaultfs.bridge.tree.nodes import ROOT, Kind, NodeKey
@@ -318,11 +318,11 @@ class Relationships:
             labels.setdefault(link.relationship_type, link.relationship_type)
         values = sorted(labels)
         names = assign_names([Sibling(labels[v], v, (0, v)) for v in values])
-        return {n: (Kind.RELT, doc_id, v) for n, v in zip(names, values, strict=True)}
+        return {n: keys.relationship_type(doc_id, v) for n, v in zip(names, values, strict=True)}
 
     async def _links_listing(self, doc_id: int, relationship_type: str) -> dict[str, NodeKey]:
         siblings: list[Sibling] = []
-        keys: list[NodeKey] = []
+        children: list[NodeKey] = []
         for link in await self.links(doc_id, relationship_type):
             target = self._tree.index.get(link.target)
             if target is None:
@@ -337,8 +337,8 @@ class Relationships:
             if link.target_version is not None:
                 tie += " v{}.{}".format(*link.target_version)
             siblings.append(Sibling(str(target.get("name__v") or link.target), tie, (0, tie)))
-            keys.append((Kind.RLINK, doc_id, link.id))
-        return dict(zip(assign_names(siblings), keys, strict=True))
+            children.append(keys.relationship_link(doc_id, link.id))
+        return dict(zip(assign_names(siblings), children, strict=True))
 
     # --- paths ---------------------------------------------------------------------
 
@@ -361,14 +361,14 @@ class Relationships:
         chain: list[NodeKey] = [
             ROOT,
             *nodes.folder_of(self._tree.record(doc_id)),
-            (Kind.DOC, doc_id),
+            keys.document(doc_id),
         ]
         return [await self._name_in(p, c) for p, c in pairwise(chain)]
 
     async def type_dir_path(self, doc_id: int, relationship_type: str) -> list[str]:
         """The names from the root to ``<doc>/relationships/<type label>``."""
-        rels: NodeKey = (Kind.RELS, doc_id)
-        type_name = await self._name_in(rels, (Kind.RELT, doc_id, relationship_type))
+        rels: NodeKey = keys.relationships(doc_id)
+        type_name = await self._name_in(rels, keys.relationship_type(doc_id, relationship_type))
         return [*await self.document_path(doc_id), RELATIONSHIPS_DIR, type_name]
 
     async def link_text(self, key: NodeKey) -> str:

@@ -12,20 +12,18 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 import trio
 
 from vaultfs import errors
-from vaultfs.bridge.tree import nodes
+from vaultfs.bridge.tree import keys, nodes
 from vaultfs.bridge.tree.filenames import Sibling, assign_names
 from vaultfs.bridge.tree.index import DocumentIndex, Record, TypeCatalog
 from vaultfs.bridge.tree.nodes import (
-    CONTROL_DIR,
-    DOC_DIR_NAMES,
-    FOLDERS,
     ROOT,
     Kind,
     NodeKey,
@@ -37,6 +35,7 @@ from vaultfs.wire import format_datetime
 
 __all__ = [
     "Details",
+    "Lister",
     "Tree",
     "parse_version",
     "rendition_filename",
@@ -84,10 +83,26 @@ class _Folder:
     mtime: str = ""
 
 
+class Lister(Protocol):
+    """Who makes the listings: the node families (``nodes.registry.Registry``)."""
+
+    #: names at the root that listings leave out, and the nodes they lead to
+    root_names: Mapping[str, NodeKey]
+
+    def is_local(self, key: NodeKey) -> bool: ...
+
+    async def children(self, tree: Tree, key: NodeKey) -> dict[str, NodeKey]: ...
+
+    async def unlisted(self, tree: Tree, key: NodeKey, name: str) -> NodeKey | None: ...
+
+
 class Tree:
-    def __init__(self, client: VaultClient, index: DocumentIndex, catalog: TypeCatalog) -> None:
-        self.client = client
+    def __init__(
+        self, client: VaultClient, index: DocumentIndex, catalog: TypeCatalog, lister: Lister
+    ) -> None:
+        self._client = client
         self.index = index
+        self._lister = lister
         self.catalog = catalog
         self._details: dict[int, Details] = {}
         self._details_locks: dict[int, trio.Lock] = {}
@@ -143,7 +158,7 @@ class Tree:
             if cached is not None and cached.stamp == stamp:
                 return cached
             try:
-                response = await self.client.get_document(doc_id)
+                response = await self._client.get_document(doc_id)
             except errors.InvalidDocument:
                 self.index.forget(doc_id)
                 raise
@@ -155,7 +170,7 @@ class Tree:
         """Read a document the bridge just changed (one call) into the index and the
         details cache, so the tree shows the change at once."""
         try:
-            response = await self.client.get_document(doc_id)
+            response = await self._client.get_document(doc_id)
         except errors.InvalidDocument:
             self.index.forget(doc_id)
             raise
@@ -219,7 +234,7 @@ class Tree:
         refs = [a for a in response.get("attachments") or [] if isinstance(a, dict)]
         if refs and not all("filename__v" in a for a in refs):
             # get_document names attachments by id only: one more call for their files.
-            refs = await self.client.list_attachments(doc_id)
+            refs = await self._client.list_attachments(doc_id)
         for attachment in refs:
             try:
                 attachments[int(attachment["id"])] = attachment
@@ -238,7 +253,7 @@ class Tree:
         key = (doc_id, major, minor)
         cached = self._versions.get(key)
         if cached is None:
-            response = await self.client.get_version(doc_id, major, minor)
+            response = await self._client.get_version(doc_id, major, minor)
             cached = response.get("document") or {}
             self._versions[key] = cached
             renditions = response.get("renditions")
@@ -257,7 +272,7 @@ class Tree:
             await self.version_record(doc_id, major, minor)
             cached = details.version_renditions.get((major, minor))
         if cached is None:
-            cached = await self.client.list_renditions(doc_id, major, minor)
+            cached = await self._client.list_renditions(doc_id, major, minor)
             details.version_renditions[(major, minor)] = cached
         return cached
 
@@ -269,7 +284,7 @@ class Tree:
         folders: dict[NodeKey, _Folder] = {ROOT: _Folder()}
         for doc_id, record in self.index.documents.items():
             mtime = str(record.get("version_modified_date__v") or "")
-            parent = ROOT
+            parent: NodeKey = ROOT
             for key in folder_of(record):
                 folders[parent].folders.add(key)
                 folders[parent].mtime = max(folders[parent].mtime, mtime)
@@ -290,18 +305,13 @@ class Tree:
         return key in self._folders
 
     async def lookup(self, key: NodeKey, name: str) -> NodeKey | None:
-        """The child ``name`` of directory ``key``. The root also has ``.vaultfs``, which
-        listings leave out so that ``tar``, ``rsync`` and ``grep -r`` of the mount never
-        meet its ever-changing status file."""
-        if key == ROOT and name == CONTROL_DIR:
-            return (Kind.CTL,)
-        if key[0] == Kind.DOC and name == nodes.EVENTS_FILE:  # not listed either: see events
-            self.record(nodes.doc_id(key))
-            return (Kind.EVENTS, nodes.doc_id(key))
-        child = (await self.children(key)).get(name)
-        if child is None and key[0] == Kind.RELS:
-            return await self.relationships.unlisted_type_dir(key, name)
-        return child
+        """The child ``name`` of directory ``key``: listed, or reachable by name only
+        (``.vaultfs`` at the root, which listings leave out so that ``tar``, ``rsync``
+        and ``grep -r`` of the mount never meet its ever-changing status file)."""
+        unlisted = await self._lister.unlisted(self, key, name)
+        if unlisted is not None:
+            return unlisted
+        return (await self.children(key)).get(name)
 
     def listed_name(self, parent: NodeKey, child: NodeKey) -> str | None:
         """The name ``child`` had in the last listing of ``parent`` made, None when
@@ -324,99 +334,37 @@ class Tree:
         return None
 
     async def children(self, key: NodeKey) -> dict[str, NodeKey]:
-        """Name -> child key of directory ``key`` (cached per index generation)."""
+        """Name -> child key of directory ``key`` (made by its family, ``Lister``;
+        cached per index generation, except the mount's own nodes' listings)."""
         cached = self._listings.get(key)
         if cached is not None and cached[0] == self.index.generation:
             return cached[1]
-        listing = await self._list(key)
-        self._listings[key] = (self.index.generation, listing)
+        listing = await self._lister.children(self, key)
+        if not self._lister.is_local(key):
+            self._listings[key] = (self.index.generation, listing)
         return listing
 
-    async def _list(self, key: NodeKey) -> dict[str, NodeKey]:
-        kind = key[0]
-        if kind == Kind.ROOT or kind in FOLDERS:
-            return await self._list_folder(key)
-        if kind == Kind.CTL:
-            return {"status": (Kind.STATUS,)}
-        doc_id = nodes.doc_id(key)
-        if kind == Kind.DOC:
-            return self._list_document(doc_id)
-        if kind in nodes.RELATIONSHIP_DIRS:
-            return await self.relationships.listing(key)
-        details = await self.details(doc_id)
-        if kind == Kind.VERS:
-            return {f"{M}.{m}": (Kind.VER, doc_id, M, m) for M, m in details.versions}
-        if kind == Kind.VER:
-            major, minor = nodes.version(key)
-            record = await self.version_record(doc_id, major, minor)
-            listing: dict[str, NodeKey] = {"renditions": (Kind.VRENDS, doc_id, major, minor)}
-            filename = record.get("filename__v")
-            if filename:
-                (name,) = assign_names(
-                    [Sibling(str(filename), str(doc_id), is_file=True)], reserved={"renditions"}
-                )
-                listing[name] = (Kind.VSRC, doc_id, major, minor)
-            return listing
-        if kind == Kind.RENDS:
-            return self._list_renditions(details.renditions, (Kind.REND, doc_id))
-        if kind == Kind.VRENDS:
-            major, minor = nodes.version(key)
-            renditions = await self.version_renditions(doc_id, major, minor)
-            return self._list_renditions(renditions, (Kind.VREND, doc_id, major, minor))
-        if kind == Kind.ATTS:
-            ids = sorted(details.attachments)
-            names = assign_names(
-                [
-                    Sibling(
-                        str(details.attachments[i].get("filename__v") or i),
-                        str(i),
-                        (i, ""),
-                        is_file=True,
-                    )
-                    for i in ids
-                ]
-            )
-            return {n: (Kind.ATT, doc_id, i) for n, i in zip(names, ids, strict=True)}
-        raise errors.NotADirectory(f"{key!r} is not a directory")
-
-    @staticmethod
-    def _list_renditions(renditions: dict[str, str], prefix: NodeKey) -> dict[str, NodeKey]:
-        rtypes = sorted(renditions)
-        names = assign_names([Sibling(rendition_filename(r), r, is_file=True) for r in rtypes])
-        return {n: (*prefix, r) for n, r in zip(names, rtypes, strict=True)}
-
-    def _list_document(self, doc_id: int) -> dict[str, NodeKey]:
-        record = self.record(doc_id)
-        listing: dict[str, NodeKey] = {name: (kind, doc_id) for name, kind in DOC_DIR_NAMES.items()}
-        filename = record.get("filename__v")
-        if filename:
-            (name,) = assign_names(
-                [Sibling(str(filename), str(doc_id), is_file=True)], reserved=set(DOC_DIR_NAMES)
-            )
-            listing[name] = (Kind.SRC, doc_id)
-        return listing
-
-    async def _list_folder(self, key: NodeKey) -> dict[str, NodeKey]:
+    async def list_folder(self, key: NodeKey) -> dict[str, NodeKey]:
         self._ensure_folders()
         folder = self._folders.get(key)
         if folder is None:
             raise errors.InvalidDocument(f"folder {key!r} no longer exists")
         labels = await self._folder_labels(key, [str(c[-1]) for c in folder.folders])
         siblings: list[Sibling] = []
-        keys: list[NodeKey] = []
+        children: list[NodeKey] = []
         for child in sorted(folder.folders, key=repr):
             api_name = str(child[-1])
             siblings.append(Sibling(labels.get(api_name, api_name), api_name, (0, api_name)))
-            keys.append(child)
+            children.append(child)
         for doc_id in folder.documents:
             record = self.index.documents[doc_id]
             siblings.append(
                 Sibling(str(record.get("name__v") or doc_id), str(doc_id), (1, f"{doc_id:020d}"))
             )
-            keys.append((Kind.DOC, doc_id))
-        reserved = {CONTROL_DIR} if key == ROOT else set()
+            children.append(keys.document(doc_id))
+        reserved = set(self._lister.root_names) if key == ROOT else set()
         names = assign_names(siblings, reserved=reserved)
-        return dict(zip(names, keys, strict=True))
+        return dict(zip(names, children, strict=True))
 
     async def _folder_labels(self, key: NodeKey, children: list[str]) -> dict[str, str]:
         """API name -> label for the child folders of ``key`` that are named by API name.

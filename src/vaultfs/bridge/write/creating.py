@@ -6,7 +6,7 @@ type, subtype and classification (from the folder), the lifecycle (the first of 
 leaf's ``availableLifecycles``) and every other required field from its metadata
 default, or from what the user gave (``new_fields``). A required field that none of
 these gives makes the create wait before any call changes the vault: the file stays
-a pending new document (``namespace``). A create whose answer is lost is reconciled
+a pending new document (``new_documents``). A create whose answer is lost is reconciled
 through a marker before it is sent again (``_send``). Whatever else fails, the
 content is moved to the spool's lost+found: nothing a user wrote is dropped, and no
 half-made document is left.
@@ -23,7 +23,7 @@ import trio
 
 from vaultfs import errors
 from vaultfs.bridge.content.blobcache import BlobCache
-from vaultfs.bridge.content.sources import content_of
+from vaultfs.bridge.content.sources import source_key
 from vaultfs.bridge.tree import nodes
 from vaultfs.bridge.tree.nodes import Kind, NodeKey
 from vaultfs.bridge.tree.tree import Tree
@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 __all__ = ["MARKER_FIELD", "Creator"]
 
 log = logging.getLogger(__name__)
-
 
 
 def _text(default: Any) -> str:
@@ -82,9 +81,9 @@ class Creator:
         try:
             await self.tree.reload(doc_id)
             # Only a size that held during the whole upload is the content's (a writer
-            # may append meanwhile: a draft of what it wrote follows, ``namespace``).
+            # may append meanwhile: a draft of what it wrote follows, ``new_documents``).
             if (await trio.Path(content).stat()).st_size == size:
-                key = (await content_of(self.tree, (Kind.SRC, doc_id))).key
+                key = source_key(doc_id, self.tree.record(doc_id))
                 self.blobs.remember_size(key, size)
         except errors.VaultError as exc:  # it exists; the next poll shows it
             log.warning("reading new document %d failed: %s", doc_id, exc)

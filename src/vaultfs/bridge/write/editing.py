@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from vaultfs.bridge.content.blobcache import BlobCache
-from vaultfs.bridge.content.sources import content_of
-from vaultfs.bridge.tree.nodes import Kind
+from vaultfs.bridge.content.sources import Contents, source_key
+from vaultfs.bridge.tree import keys
 from vaultfs.bridge.tree.tree import Tree, latest_version
 from vaultfs.bridge.write.spool.entry import EDITING
 from vaultfs.bridge.write.spool.spool import CheckIn, Start, StartFrom
@@ -63,14 +63,16 @@ async def show_check_in(tree: Tree, blobs: BlobCache, doc_id: int, done: CheckIn
     check-in left it (unlocked, the new version, its checksum) and its exact size."""
     tree.checked_in(doc_id, done.version, done.md5, done.size, done.mtime_ns)
     if done.version is not None:
-        content = await content_of(tree, (Kind.SRC, doc_id))
-        blobs.remember_size(content.key, done.size)
+        blobs.remember_size(source_key(doc_id, tree.record(doc_id)), done.size)
 
 
 class Editing:
-    def __init__(self, tree: Tree, blobs: BlobCache, spool: Spool | None) -> None:
+    def __init__(
+        self, tree: Tree, blobs: BlobCache, contents: Contents, spool: Spool | None
+    ) -> None:
         self.tree = tree
         self.blobs = blobs
+        self.contents = contents
         self.spool = spool
         self._docs: dict[int, Writers] = {}
         #: documents the vault refused this user a check-out of (INSUFFICIENT_ACCESS):
@@ -154,7 +156,7 @@ class Editing:
                 record = self.tree.record(doc_id)
                 return _start_of(record, doc_id, content=None, read=False)
             record = await self.tree.reload(doc_id)
-            latest = await content_of(self.tree, (Kind.SRC, doc_id))
+            latest = await self.contents.of(keys.source(doc_id))
             content = await self.blobs.cached_path(latest.key, latest.fetch)
             return _start_of(record, doc_id, content=content, read=True)
 

@@ -8,7 +8,8 @@ or replaced, an attachment or a new version of it) and what ``rm`` deletes. Whil
 is written the file is a scratch file (``write.scratch``), also when it replaces a
 file the vault has (``shadow``); the close of its last writer hands the content to
 the spool (``spool.uploads``), which keeps it durable until the vault has it.
-``namespace`` calls this module for those names; users read docs/bridge.md
+The node families of renditions and attachments (``nodes.uploads``) and
+``new_documents`` call this module for those names; users read docs/bridge.md
 ("Adding renditions and attachments").
 """
 
@@ -24,14 +25,15 @@ import trio
 
 from vaultfs import errors
 from vaultfs.bridge.content.blobcache import BlobCache
-from vaultfs.bridge.content.sources import content_of
-from vaultfs.bridge.tree import nodes
+from vaultfs.bridge.content.sources import Contents
+from vaultfs.bridge.tree import keys, nodes
 from vaultfs.bridge.tree.filenames import unescape
 from vaultfs.bridge.tree.nodes import Kind, NodeKey
 from vaultfs.bridge.tree.tree import Tree
 from vaultfs.bridge.write.scratch import Scratch, ScratchFile, is_temporary_name
 from vaultfs.bridge.write.spool.store import SCRATCH_XATTR
 from vaultfs.bridge.write.spool.uploads import ATTACHMENT, RENDITION, UploadRecord
+from vaultfs.client import VaultClient
 
 if TYPE_CHECKING:
     from vaultfs.bridge.write.spool.uploads import Upload, Uploads
@@ -52,10 +54,10 @@ def _parent_of(key: NodeKey) -> NodeKey:
     """The directory of a rendition or attachment file."""
     doc_id = nodes.doc_id(key)
     if key[0] == Kind.REND:
-        return (Kind.RENDS, doc_id)
+        return keys.renditions(doc_id)
     if key[0] == Kind.VREND:
-        return (Kind.VRENDS, doc_id, *nodes.version(key))
-    return (Kind.ATTS, doc_id)
+        return keys.version_renditions(doc_id, *nodes.version(key))
+    return keys.attachments(doc_id)
 
 
 def _unlabel(scratch: ScratchFile) -> None:
@@ -66,9 +68,18 @@ def _unlabel(scratch: ScratchFile) -> None:
 
 
 class FilesIn:
-    def __init__(self, tree: Tree, blobs: BlobCache, uploads: Uploads | None) -> None:
+    def __init__(
+        self,
+        tree: Tree,
+        client: VaultClient,
+        blobs: BlobCache,
+        contents: Contents,
+        uploads: Uploads | None,
+    ) -> None:
         self.tree = tree
+        self.client = client
         self.blobs = blobs
+        self.contents = contents
         self.uploads = uploads
 
     # --- names ---------------------------------------------------------------------
@@ -119,7 +130,7 @@ class FilesIn:
         parent, name = _parent_of(key), await self._name_of(key)
         source: Path | None = None
         if not truncate:
-            content = await content_of(self.tree, key)
+            content = await self.contents.of(key)
             source = await self.blobs.cached_path(content.key, content.fetch)
         shadow = await trio.to_thread.run_sync(scratch.copy_of, parent, name, source, 0o644)
         shadow.dirty = False  # the vault's content: a close without a write sends nothing
@@ -167,13 +178,13 @@ class FilesIn:
             details = await self.tree.details(doc_id)
             attachments = details.attachments.items()
             ids = [i for i, a in attachments if a.get("filename__v") == record.filename]
-            return (Kind.ATT, doc_id, ids[0]) if ids else None
+            return keys.attachment(doc_id, ids[0]) if ids else None
         assert record.rendition_type is not None
         key: NodeKey
         if parent[0] == Kind.VRENDS:
-            key = (Kind.VREND, doc_id, *nodes.version(parent), record.rendition_type)
+            key = keys.version_rendition(doc_id, *nodes.version(parent), record.rendition_type)
         else:
-            key = (Kind.REND, doc_id, record.rendition_type)
+            key = keys.rendition(doc_id, record.rendition_type)
         return key if key in (await self.tree.children(parent)).values() else None
 
     # --- deleting ------------------------------------------------------------------
@@ -182,7 +193,7 @@ class FilesIn:
         """``rm`` of a rendition or attachment: deleted in the vault (an attachment
         with all its versions)."""
         doc_id = nodes.doc_id(key)
-        client = self.tree.client
+        client = self.client
         if key[0] == Kind.ATT:
             await client.delete_attachment(doc_id, nodes.number(key))
         elif key[0] == Kind.VREND:

@@ -25,7 +25,7 @@ import posixpath
 from datetime import UTC, datetime
 
 from vaultfs import errors
-from vaultfs.bridge.tree import nodes
+from vaultfs.bridge.tree import keys, nodes
 from vaultfs.bridge.tree.nodes import ROOT, Kind, NodeKey
 from vaultfs.bridge.tree.relationships import Link
 from vaultfs.bridge.tree.tree import Tree, latest_version
@@ -106,7 +106,7 @@ class Linker:
         if version is not None:
             record["target_major_version__v"], record["target_minor_version__v"] = version
         await self._learn(doc_id, add=[record])
-        return (Kind.RLINK, doc_id, rel_id)
+        return keys.relationship_link(doc_id, rel_id)
 
     def _refused(self, doc_id: int, text: str, exc: errors.VaultError) -> errors.VaultError:
         log.warning("document %d: link to %r refused: %s", doc_id, text, exc.message)

@@ -12,7 +12,7 @@ extended attributes, before or after the first close:
 * ``getfattr -n user.vault.missing_fields new.txt``: what is still missing (JSON).
 
 Owns those values and their xattr view; when the document is made is
-``namespace``'s decision (it asks ``given`` and retries the create after a change).
+``new_documents``' decision (it asks ``given`` and retries the create after a change).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Any
 
 from vaultfs import errors
 from vaultfs.bridge.tree import xattrs
+from vaultfs.bridge.tree.keys import typed
 from vaultfs.bridge.tree.nodes import FOLDERS, Kind, NodeKey
 from vaultfs.bridge.write.fields import form_value
 from vaultfs.bridge.write.scratch import ScratchFile
@@ -39,7 +40,7 @@ def _ancestors(folder: NodeKey) -> list[NodeKey]:
     first (a mkdir'd folder's files take the folder they were made in)."""
     if folder[0] not in FOLDERS:
         return []
-    return [(kind, *folder[1:n]) for kind, n in _LEVELS if n <= len(folder)]
+    return [typed((kind, *folder[1:n])) for kind, n in _LEVELS if n <= len(folder)]
 
 
 class NewFields:

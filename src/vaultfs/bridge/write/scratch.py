@@ -13,7 +13,8 @@ files that were to become new documents: their name is kept with the content (th
 first (``lost.rescue_scratch``), so a crash of the daemon loses none of them.
 
 Owns the names (directory key + name -> scratch file), the content files and the
-attributes; the decisions what a scratch file means are ``core``'s and ``editing``'s.
+attributes; what a scratch file means is its family's (``nodes.local``) and, once
+closed, ``new_documents``'.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vaultfs.bridge.tree import nodes
+from vaultfs.bridge.tree import keys, nodes
 from vaultfs.bridge.tree.nodes import Kind, NodeKey
 from vaultfs.bridge.write.spool.store import SCRATCH_XATTR
 from vaultfs.bridge.write.writers import Writers
@@ -116,7 +117,7 @@ class ScratchFile:
 
     @property
     def key(self) -> NodeKey:
-        return (Kind.SCRATCH, self.number)
+        return keys.scratch(self.number)
 
     def size(self) -> int:
         return os.fstat(self.fd).st_size
@@ -166,7 +167,7 @@ class NewFolder:
 
     @property
     def key(self) -> NodeKey:
-        return (Kind.NEWDIR, self.number)
+        return keys.new_folder(self.number)
 
 
 class Scratch:

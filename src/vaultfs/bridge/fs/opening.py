@@ -1,0 +1,121 @@
+"""Opening files: the handle an open gives the kernel and how the kernel may cache it.
+
+Owns ``Opened`` (the handle number and the page-cache flags) and ``Opener``, which the
+node families open their files through: a file served without the page cache
+(``direct``), a scratch file, and the vault's content read through the content cache,
+whose pages the kernel keeps between opens while the inode stands for the same
+immutable content. Which handle a node gets is its family's (``bridge.nodes``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from vaultfs.bridge.content.blobcache import BlobCache, BlobHandle
+from vaultfs.bridge.content.sources import Contents
+from vaultfs.bridge.fs.freshness import Freshness
+from vaultfs.bridge.fs.handles import CachedContent, HandleTable, OpenFile, ScratchOpen
+from vaultfs.bridge.tree.keys import NodeKey
+from vaultfs.bridge.write.new_documents import NewDocuments
+from vaultfs.bridge.write.scratch import ScratchFile
+
+__all__ = ["Opened", "Opener"]
+
+
+@dataclass
+class Opened:
+    fh: int
+    direct_io: bool = False
+    keep_cache: bool = False
+
+
+class Opener:
+    def __init__(
+        self,
+        contents: Contents,
+        blobs: BlobCache,
+        handles: HandleTable,
+        new_documents: NewDocuments,
+        freshness: Freshness,
+        invalidate_attr: Callable[[int], None],
+    ) -> None:
+        self._contents = contents
+        self._blobs = blobs
+        self._handles = handles
+        self._new_documents = new_documents
+        self._freshness = freshness
+        self.invalidate_attr = invalidate_attr
+        #: inode -> the content key its last open served (its pages in the kernel)
+        self._page_keys: dict[int, str] = {}
+
+    def forgotten(self, ino: int) -> None:
+        self._page_keys.pop(ino, None)
+
+    def direct(self, handle: OpenFile) -> Opened:
+        """``handle`` served without the page cache (its size may change under it)."""
+        return Opened(self._handles.add_file(handle), direct_io=True)
+
+    def scratch(self, scratch: ScratchFile, flags: int) -> Opened:
+        writer = flags & os.O_ACCMODE != os.O_RDONLY
+        if flags & os.O_TRUNC:
+            scratch.truncate(0)
+        return self.direct(ScratchOpen(self._new_documents, scratch, writer=writer))
+
+    async def vault_content(
+        self, key: NodeKey, ino: int, sized: Callable[[int], None] | None = None
+    ) -> Opened:
+        """The vault's content of file ``key`` read through the cache; ``sized`` is told
+        its exact size when known at open."""
+        content = await self._contents.of(key)
+        blob = await self._blobs.open(content.key, content.fetch)
+        if not blob.complete:
+            # Wait for the response to begin: its length is the exact size.
+            try:
+                await blob.wait_started()
+            except BaseException:
+                blob.close()
+                raise
+        fh = self._handles.add_file(CachedContent(blob))
+        size = self._blobs.exact_size(content.key)
+        if sized is not None and size is not None:
+            sized(size)
+        return self._opened_content(ino, fh, content.key, size)
+
+    async def exact_size_known(self, key: NodeKey) -> BlobHandle | None:
+        """The vault's content of ``key`` opened, when its exact size is not known yet
+        (the download's first answer tells it: the call a read would make anyway)."""
+        content = await self._contents.of(key)
+        if self._blobs.exact_size(content.key) is not None:
+            return None
+        blob = await self._blobs.open(content.key, content.fetch)
+        try:
+            if not blob.complete:
+                await blob.wait_started()
+        except BaseException:
+            blob.close()
+            raise
+        return blob
+
+    def vault_reader(self, key: NodeKey) -> Callable[[], Awaitable[BlobHandle]]:
+        """Opens the vault's content of ``key`` for reading (through the cache)."""
+
+        async def open_vault() -> BlobHandle:
+            content = await self._contents.of(key)
+            return await self._blobs.open(content.key, content.fetch)
+
+        return open_vault
+
+    def _opened_content(self, ino: int, fh: int, content_key: str, size: int | None) -> Opened:
+        """How the kernel reads a file of vault content: through its page cache once the
+        exact size is known, and keeping the pages of earlier opens while the inode
+        still stands for the same (immutable) content."""
+        if size is None:
+            return Opened(fh, direct_io=True)  # no length sent: read until a short read
+        if self._freshness.exact(ino):
+            # The kernel may hold the estimate: it would cut reads short (or pad them).
+            self.invalidate_attr(ino)
+        keep_cache = self._page_keys.get(ino) == content_key
+        self._page_keys[ino] = content_key
+        return Opened(fh, keep_cache=keep_cache)

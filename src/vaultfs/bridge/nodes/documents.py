@@ -1,0 +1,119 @@
+"""Documents: a document's directory and its ``.events.jsonl``.
+
+A document's directory lists its source file and its fixed subdirectories
+(``versions``, ``renditions``, ``attachments``, ``relationships``); its fields are the
+document's record. A new name in it is a scratch file, except the source file's own
+name after the source was renamed away (vim's backup), which is the source file again.
+Renaming the directory in its folder renames the document; removing it (with
+``-o allow_delete``, once empty) deletes the document. Its events file is reachable
+by name only and read at open (``lifecycle.events``).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from vaultfs.bridge.fs.attributes import Attr
+from vaultfs.bridge.fs.handles import Snapshot
+from vaultfs.bridge.fs.opening import Opened
+from vaultfs.bridge.fs.paths import DisplayPaths
+from vaultfs.bridge.nodes.family import Family, Move
+from vaultfs.bridge.nodes.parts import Parts, is_writing
+from vaultfs.bridge.tree import keys
+from vaultfs.bridge.tree.filenames import Sibling, assign_names, unescape
+from vaultfs.bridge.tree.keys import DocumentKey, Kind, NodeKey
+from vaultfs.bridge.tree.nodes import DOC_DIR_NAMES, EVENTS_FILE
+from vaultfs.bridge.tree.tree import Tree
+
+__all__ = ["Documents"]
+
+log = logging.getLogger(__name__)
+
+
+class Documents(Family):
+    key_type = DocumentKey
+    file_kinds = frozenset({Kind.EVENTS})
+    # nothing announces new events: short timeouts
+    local_kinds = frozenset({Kind.EVENTS})
+
+    async def children(self, tree: Tree, key: NodeKey) -> dict[str, NodeKey]:
+        if key.kind != Kind.DOC:
+            return await super().children(tree, key)
+        doc_id = key.doc_id
+        record = tree.record(doc_id)
+        listing: dict[str, NodeKey] = {
+            name: keys.typed((kind, doc_id)) for name, kind in DOC_DIR_NAMES.items()
+        }
+        filename = record.get("filename__v")
+        if filename:
+            (name,) = assign_names(
+                [Sibling(str(filename), str(doc_id), is_file=True)], reserved=set(DOC_DIR_NAMES)
+            )
+            listing[name] = keys.source(doc_id)
+        return listing
+
+    async def unlisted(self, tree: Tree, key: NodeKey, name: str) -> NodeKey | None:
+        if key.kind == Kind.DOC and name == EVENTS_FILE:
+            tree.record(key.doc_id)  # the document must be in the index
+            return keys.events(key.doc_id)
+        return None
+
+    def step(self, paths: DisplayPaths, key: NodeKey) -> tuple[NodeKey, str] | None:
+        if key.kind == Kind.EVENTS:
+            return keys.document(key.doc_id), EVENTS_FILE
+        return paths.document_dir(key.doc_id)
+
+    async def attributes(self, parts: Parts, key: NodeKey, ino: int) -> Attr:
+        doc_id = key.doc_id
+        if key.kind == Kind.DOC:
+            mtime, ctime = await parts.attributes.document_times(doc_id, directory=True)
+            return parts.attributes.directory(ino, mtime, ctime, writable=True)
+        # Read at open: the size of the last read (0 before), served with direct_io.
+        known = parts.life.events.stat(doc_id)
+        mtime, ctime = await parts.attributes.document_times(doc_id)
+        if known is not None:
+            mtime = known.read_ns
+        return parts.attributes.file(ino, 0o444, known.size if known else 0, mtime, ctime)
+
+    async def open(self, parts: Parts, key: NodeKey, ino: int, flags: int) -> Opened:
+        if key.kind == Kind.DOC or is_writing(flags):
+            return await super().open(parts, key, ino, flags)
+        # Read now; fstat after open sees its exact size.
+        opened = parts.opener.direct(Snapshot(await parts.life.events.content(key.doc_id)))
+        parts.opener.invalidate_attr(ino)
+        return opened
+
+    async def fields(self, parts: Parts, key: NodeKey) -> dict[str, Any]:
+        return parts.tree.record(key.doc_id) if key.kind == Kind.DOC else {}
+
+    async def create(self, parts: Parts, parent: NodeKey, name: str, mode: int) -> NodeKey:
+        if parent.kind != Kind.DOC:
+            return await super().create(parts, parent, name, mode)
+        doc_id = parent.doc_id
+        if name == await parts.overlay.source_name(doc_id):
+            # The source file was renamed away (vim) and is written anew.
+            parts.overlay.unhide(keys.source(doc_id))
+            return keys.source(doc_id)
+        return parts.overlay.store().create(parent, name, mode).key
+
+    async def rmdir(self, parts: Parts, parent: NodeKey, key: NodeKey, name: str) -> None:
+        if key.kind != Kind.DOC:
+            await super().rmdir(parts, parent, key, name)
+            return
+        parts.overlay.deleting()
+        await parts.overlay.must_be_empty(key, name)
+        doc_id = key.doc_id
+        await parts.client.delete_document(doc_id)
+        log.info("deleted document %d", doc_id)
+        parts.tree.index.forget(doc_id)
+        parts.overlay.forget_document(doc_id)
+
+    async def rename(self, parts: Parts, move: Move) -> None:
+        if move.source.kind != Kind.DOC or move.target is not None or move.new != move.old:
+            await super().rename(parts, move)
+            return
+        doc_id = move.source.doc_id
+        await parts.client.update_document(doc_id, {"name__v": unescape(move.new_name)})
+        parts.tree.invalidate(doc_id)
+        await parts.tree.reload(doc_id)

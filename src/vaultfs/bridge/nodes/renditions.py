@@ -1,0 +1,71 @@
+"""Renditions: ``renditions/`` of a document's latest version and of each version.
+
+Each rendition is listed as ``<type>.pdf`` (``tree.rendition_filename``); the API
+tells no size, so it shows an estimate until its download starts. Writing one replaces
+it, a new ``<type>.<ext>`` adds one, ``rm`` deletes it (``uploads``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from vaultfs.bridge.fs.attributes import Attr
+from vaultfs.bridge.fs.paths import DisplayPaths
+from vaultfs.bridge.nodes.parts import Parts
+from vaultfs.bridge.nodes.uploads import UploadedFamily
+from vaultfs.bridge.tree import keys
+from vaultfs.bridge.tree.filenames import Sibling, assign_names
+from vaultfs.bridge.tree.keys import Kind, NodeKey, RenditionKey
+from vaultfs.bridge.tree.tree import Tree, rendition_filename
+
+__all__ = ["Renditions"]
+
+
+def _listing(renditions: dict[str, str], key_of: Callable[[str], NodeKey]) -> dict[str, NodeKey]:
+    rtypes = sorted(renditions)
+    names = assign_names([Sibling(rendition_filename(r), r, is_file=True) for r in rtypes])
+    return {n: key_of(r) for n, r in zip(names, rtypes, strict=True)}
+
+
+def _version(key: NodeKey) -> tuple[int, int]:
+    return int(key[2]), int(key[3])
+
+
+class Renditions(UploadedFamily):
+    key_type = RenditionKey
+    file_kinds = frozenset({Kind.REND, Kind.VREND})
+    dir_kinds = frozenset({Kind.RENDS, Kind.VRENDS})
+
+    async def children(self, tree: Tree, key: NodeKey) -> dict[str, NodeKey]:
+        doc_id = key.doc_id
+        if key.kind == Kind.RENDS:
+            details = await tree.details(doc_id)
+            return _listing(details.renditions, lambda rtype: keys.rendition(doc_id, rtype))
+        if key.kind != Kind.VRENDS:
+            return await super().children(tree, key)
+        await tree.details(doc_id)
+        major, minor = _version(key)
+        renditions = await tree.version_renditions(doc_id, major, minor)
+        return _listing(
+            renditions, lambda rtype: keys.version_rendition(doc_id, major, minor, rtype)
+        )
+
+    def step(self, paths: DisplayPaths, key: NodeKey) -> tuple[NodeKey, str] | None:
+        doc_id = key.doc_id
+        if key.kind == Kind.RENDS:
+            return keys.document(doc_id), "renditions"
+        if key.kind == Kind.VRENDS:
+            return keys.version(doc_id, *_version(key)), "renditions"
+        if key.kind == Kind.VREND:
+            parent = keys.version_renditions(doc_id, *_version(key))
+        else:
+            parent = keys.renditions(doc_id)
+        return parent, paths.listed(parent, key) or rendition_filename(str(key[-1]))
+
+    async def attributes(self, parts: Parts, key: NodeKey, ino: int) -> Attr:
+        doc_id = key.doc_id
+        version = _version(key) if key.kind in (Kind.VRENDS, Kind.VREND) else None
+        if not self.is_file(key):
+            return await self.directory(parts, key, ino, version)
+        mtime, ctime = await parts.attributes.document_times(doc_id, version=version)
+        return await parts.attributes.vault_file(key, ino, mtime, ctime, writable=True)

@@ -1,0 +1,319 @@
+"""Typed node keys: one small frozen type per node family, and the kinds of node.
+
+A key is a tuple whose first item is the node's ``Kind`` and whose other items name
+the node within its kind (document ids, version numbers, names); each family's key is
+its own ``NodeKey`` subclass, so the handler of a node (``bridge.nodes``) is found from
+the key's type alone, once. Keys are immutable, hashable and compare by value, and a
+typed key equals the plain tuple of the same items (``source(12) == ("src", 12)``): a
+key read back from elsewhere (a status record, a test) is made typed again with
+``typed``. The constructors below are how the bridge makes keys. Every key::
+
+    FolderKey        (ROOT,)  (TYPE, t)  (SUB, t, s)  (CLS, t, s, c)   the type folders
+    DocumentKey      (DOC, id)  (EVENTS, id)           a document, its .events.jsonl
+    SourceKey        (SRC, id)                         its latest source file
+    VersionKey       (VERS, id)  (VER, id, M, m)  (VSRC, id, M, m)
+    RenditionKey     (RENDS, id)  (REND, id, rtype)  (VRENDS, id, M, m)
+                     (VREND, id, M, m, rtype)
+    AttachmentKey    (ATTS, id)  (ATT, id, attachment id)
+    RelationshipKey  (RELS, id)  (RELT, id, type)  (RLINK, id, relationship id)
+    ControlKey       (CTL,)  (STATUS,)  (LOST,)  (LOSTF, name)   .vaultfs and lost+found
+    LocalKey         (SCRATCH, n)  (NEWDIR, n)         a scratch file, a mkdir'ed folder
+
+A new family declares its key type (a ``NodeKey`` subclass with its ``KINDS``, plain
+strings) in its own module; ``NodeKey.__init_subclass__`` makes ``typed`` know it.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, ClassVar, Self
+
+__all__ = [
+    "CONTROL",
+    "LOST",
+    "ROOT",
+    "STATUS",
+    "AttachmentKey",
+    "ControlKey",
+    "DocumentKey",
+    "FolderKey",
+    "Kind",
+    "LocalKey",
+    "NodeKey",
+    "RelationshipKey",
+    "RenditionKey",
+    "SourceKey",
+    "VersionKey",
+    "attachment",
+    "attachments",
+    "document",
+    "events",
+    "folder",
+    "lost_file",
+    "new_folder",
+    "relationship_link",
+    "relationship_type",
+    "relationships",
+    "rendition",
+    "renditions",
+    "scratch",
+    "source",
+    "typed",
+    "version",
+    "version_rendition",
+    "version_renditions",
+    "version_source",
+    "versions",
+]
+
+
+class Kind(StrEnum):
+    ROOT = "root"
+    CTL = "ctl"
+    STATUS = "status"
+    TYPE = "type"
+    SUB = "sub"
+    CLS = "cls"
+    DOC = "doc"
+    SRC = "src"
+    VERS = "vers"
+    VER = "ver"
+    VSRC = "vsrc"
+    VRENDS = "vrends"
+    VREND = "vrend"
+    RENDS = "rends"
+    REND = "rend"
+    ATTS = "atts"
+    ATT = "att"
+    RELS = "rels"
+    RELT = "relt"
+    RLINK = "rlink"
+    SCRATCH = "scratch"
+    NEWDIR = "newdir"
+    LOST = "lost"
+    LOSTF = "lostf"
+    EVENTS = "events"
+
+
+#: kind -> the key type of its family (filled by ``NodeKey.__init_subclass__``)
+_TYPES: dict[str, type[NodeKey]] = {}
+
+
+class NodeKey(tuple[str | int, ...]):
+    """A node: its kind, then what names it within that kind."""
+
+    __slots__ = ()
+    #: the kinds of node of this family
+    KINDS: ClassVar[frozenset[str]] = frozenset()
+    #: whether the family's nodes belong to one document (its id is ``doc_id``): a
+    #: change of the document changes them
+    OF_DOCUMENT: ClassVar[bool] = False
+
+    def __new__(cls, kind: str, *names: str | int) -> Self:
+        return super().__new__(cls, (kind, *names))
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for kind in cls.KINDS:
+            if kind in _TYPES:
+                raise ValueError(f"kind {kind!r} belongs to {_TYPES[kind].__name__} already")
+            _TYPES[kind] = cls
+
+    def __getnewargs__(self) -> tuple[str | int, ...]:  # copy and pickle
+        return tuple(self)
+
+    @property
+    def kind(self) -> str:
+        return str(self[0])
+
+    @property
+    def doc_id(self) -> int:
+        """The document a document's node belongs to."""
+        return int(self[1])
+
+
+def typed(key: tuple[str | int, ...]) -> NodeKey:
+    """``key`` as its family's key type (a plain tuple, from a test or a log, too)."""
+    if isinstance(key, NodeKey):
+        return key
+    kind, *names = key
+    return _TYPES[str(kind)](str(kind), *names)
+
+
+class FolderKey(NodeKey):
+    """The root and the folders of the type hierarchy: ``(TYPE, t)``, ``(SUB, t, s)``,
+    ``(CLS, t, s, c)``."""
+
+    __slots__ = ()
+    KINDS = frozenset({Kind.ROOT, Kind.TYPE, Kind.SUB, Kind.CLS})
+
+
+class DocumentKey(NodeKey):
+    """A document's directory and its ``.events.jsonl``: ``(DOC, id)``, ``(EVENTS, id)``."""
+
+    __slots__ = ()
+    OF_DOCUMENT = True
+    KINDS = frozenset({Kind.DOC, Kind.EVENTS})
+
+
+class SourceKey(NodeKey):
+    """A document's latest source file: ``(SRC, id)``."""
+
+    __slots__ = ()
+    OF_DOCUMENT = True
+    KINDS = frozenset({Kind.SRC})
+
+
+class VersionKey(NodeKey):
+    """``versions/``, one version's directory and its file: ``(VERS, id)``,
+    ``(VER, id, M, m)``, ``(VSRC, id, M, m)``."""
+
+    __slots__ = ()
+    OF_DOCUMENT = True
+    KINDS = frozenset({Kind.VERS, Kind.VER, Kind.VSRC})
+
+    @property
+    def version(self) -> tuple[int, int]:
+        return int(self[2]), int(self[3])
+
+
+class RenditionKey(NodeKey):
+    """Renditions, latest and of a version: ``(RENDS, id)``, ``(REND, id, rtype)``,
+    ``(VRENDS, id, M, m)``, ``(VREND, id, M, m, rtype)``."""
+
+    __slots__ = ()
+    OF_DOCUMENT = True
+    KINDS = frozenset({Kind.RENDS, Kind.REND, Kind.VRENDS, Kind.VREND})
+
+    @property
+    def version(self) -> tuple[int, int]:
+        return int(self[2]), int(self[3])
+
+    @property
+    def rtype(self) -> str:
+        return str(self[-1])
+
+
+class AttachmentKey(NodeKey):
+    """``attachments/`` and an attachment: ``(ATTS, id)``, ``(ATT, id, attachment id)``."""
+
+    __slots__ = ()
+    OF_DOCUMENT = True
+    KINDS = frozenset({Kind.ATTS, Kind.ATT})
+
+    @property
+    def attachment_id(self) -> int:
+        return int(self[2])
+
+
+class RelationshipKey(NodeKey):
+    """``relationships/``, a type's directory, a link: ``(RELS, id)``,
+    ``(RELT, id, type)``, ``(RLINK, id, relationship id)``."""
+
+    __slots__ = ()
+    OF_DOCUMENT = True
+    KINDS = frozenset({Kind.RELS, Kind.RELT, Kind.RLINK})
+
+
+class ControlKey(NodeKey):
+    """The mount's own ``.vaultfs``: ``(CTL,)``, ``(STATUS,)``, ``(LOST,)``,
+    ``(LOSTF, name)``."""
+
+    __slots__ = ()
+    KINDS = frozenset({Kind.CTL, Kind.STATUS, Kind.LOST, Kind.LOSTF})
+
+
+class LocalKey(NodeKey):
+    """A scratch file or a folder made with mkdir (the pending new files):
+    ``(SCRATCH, n)``, ``(NEWDIR, n)``."""
+
+    __slots__ = ()
+    KINDS = frozenset({Kind.SCRATCH, Kind.NEWDIR})
+
+    @property
+    def number(self) -> int:
+        return int(self[1])
+
+
+ROOT = FolderKey(Kind.ROOT)
+CONTROL = ControlKey(Kind.CTL)
+STATUS = ControlKey(Kind.STATUS)
+LOST = ControlKey(Kind.LOST)
+
+
+def folder(*names: str) -> FolderKey:
+    """A folder by its names: type, subtype, classification (none: the root)."""
+    kind = (Kind.ROOT, Kind.TYPE, Kind.SUB, Kind.CLS)[len(names)]
+    return FolderKey(kind, *names)
+
+
+def document(doc_id: int) -> DocumentKey:
+    return DocumentKey(Kind.DOC, doc_id)
+
+
+def events(doc_id: int) -> DocumentKey:
+    return DocumentKey(Kind.EVENTS, doc_id)
+
+
+def source(doc_id: int) -> SourceKey:
+    return SourceKey(Kind.SRC, doc_id)
+
+
+def versions(doc_id: int) -> VersionKey:
+    return VersionKey(Kind.VERS, doc_id)
+
+
+def version(doc_id: int, major: int, minor: int) -> VersionKey:
+    return VersionKey(Kind.VER, doc_id, major, minor)
+
+
+def version_source(doc_id: int, major: int, minor: int) -> VersionKey:
+    return VersionKey(Kind.VSRC, doc_id, major, minor)
+
+
+def renditions(doc_id: int) -> RenditionKey:
+    return RenditionKey(Kind.RENDS, doc_id)
+
+
+def rendition(doc_id: int, rtype: str) -> RenditionKey:
+    return RenditionKey(Kind.REND, doc_id, rtype)
+
+
+def version_renditions(doc_id: int, major: int, minor: int) -> RenditionKey:
+    return RenditionKey(Kind.VRENDS, doc_id, major, minor)
+
+
+def version_rendition(doc_id: int, major: int, minor: int, rtype: str) -> RenditionKey:
+    return RenditionKey(Kind.VREND, doc_id, major, minor, rtype)
+
+
+def attachments(doc_id: int) -> AttachmentKey:
+    return AttachmentKey(Kind.ATTS, doc_id)
+
+
+def attachment(doc_id: int, attachment_id: int) -> AttachmentKey:
+    return AttachmentKey(Kind.ATT, doc_id, attachment_id)
+
+
+def relationships(doc_id: int) -> RelationshipKey:
+    return RelationshipKey(Kind.RELS, doc_id)
+
+
+def relationship_type(doc_id: int, type_: str) -> RelationshipKey:
+    return RelationshipKey(Kind.RELT, doc_id, type_)
+
+
+def relationship_link(doc_id: int, relationship_id: int) -> RelationshipKey:
+    return RelationshipKey(Kind.RLINK, doc_id, relationship_id)
+
+
+def lost_file(name: str) -> ControlKey:
+    return ControlKey(Kind.LOSTF, name)
+
+
+def scratch(number: int) -> LocalKey:
+    return LocalKey(Kind.SCRATCH, number)
+
+
+def new_folder(number: int) -> LocalKey:
+    return LocalKey(Kind.NEWDIR, number)

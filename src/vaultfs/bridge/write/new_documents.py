@@ -1,0 +1,239 @@
+"""New documents and uploads made from scratch files when their last writer closes.
+
+Owns what a closed scratch file becomes (docs/writing.md): in a type folder, or in a
+directory made there with mkdir, a new document (``creating``), or a new draft of the
+folder's document of the same name, or, when fields are missing, a file that waits for
+them (``setfattr``, ``new_fields``); in ``renditions/`` or ``attachments/``, an upload
+(``files_in``); a scratch file that became a document already, a draft of it. Also the
+aliases such a file leaves (the kernel's inode of the scratch file is the document's
+source file now) and the count of those still being made, for the status.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Protocol
+
+import trio
+
+from vaultfs import errors
+from vaultfs.bridge.tree import keys, nodes
+from vaultfs.bridge.tree.filenames import unescape
+from vaultfs.bridge.tree.keys import Kind, NodeKey
+from vaultfs.bridge.tree.tree import Tree
+from vaultfs.bridge.write.creating import Creator
+from vaultfs.bridge.write.editing import Editing
+from vaultfs.bridge.write.files_in import FilesIn
+from vaultfs.bridge.write.new_fields import NewFields
+from vaultfs.bridge.write.scratch import (
+    Scratch,
+    ScratchFile,
+    is_upload,
+    makes_document,
+    new_document_name,
+)
+from vaultfs.bridge.write.spool import store as spool_store
+
+__all__ = ["Names", "NewDocuments"]
+
+log = logging.getLogger(__name__)
+
+
+class Names(Protocol):
+    """What this module asks of the overlay of names (``fs.overlay.Overlay``)."""
+
+    #: node the kernel still knows -> the node it now stands for
+    aliases: dict[NodeKey, NodeKey]
+
+    @property
+    def scratch(self) -> Scratch | None: ...
+
+    def store(self) -> Scratch: ...
+
+    def unshadow(self, scratch_key: NodeKey) -> None: ...
+
+
+class NewDocuments:
+    def __init__(
+        self,
+        tree: Tree,
+        editing: Editing,
+        overlay: Names,
+        new_fields: NewFields,
+        *,
+        creator: Creator | None,
+        files_in: FilesIn | None,
+    ) -> None:
+        """``creator``, ``files_in``: None on a read-only mount."""
+        self.tree = tree
+        self.editing = editing
+        self.overlay = overlay
+        self.new_fields = new_fields
+        self.creator = creator
+        self.files_in = files_in
+        #: new documents (or uploads) a last close started making, not done yet
+        self.in_flight = 0
+
+    def scratch_closed(self, scratch: ScratchFile) -> None:
+        """The last handle on ``scratch`` is gone: its content goes if it has no name."""
+        if self.overlay.scratch is not None:
+            self.overlay.scratch.closed(scratch)
+
+    async def make_document(self, scratch: ScratchFile) -> None:
+        """The last writer closed ``scratch``: create the document it stands for, or,
+        when it became one already, check in what was written since as a draft of it
+        (a handle kept open across the create: never dropped). One written into
+        renditions/ or attachments/ is uploaded instead (``files_in``)."""
+        self.in_flight += 1
+        try:
+            # One at a time per file: a writer that reopened it during the create (a
+            # shell's ``> f; >> f``) is checked in as a draft of what the create made.
+            async with scratch.writers.lock:
+                await self._make_document(scratch)
+        finally:
+            self.in_flight -= 1
+
+    async def _make_document(self, scratch: ScratchFile) -> None:
+        if scratch.linked and is_upload(scratch.parent, scratch.name):
+            await self.upload(scratch)
+            return
+        if scratch.became is not None:
+            scratch.dirty = False
+            await self.editing.check_in_file(scratch.became, scratch.path)
+            return
+        if not scratch.linked or not makes_document(scratch.parent, scratch.name):
+            return
+        store = self.overlay.store()
+        assert self.creator is not None
+        scratch.dirty = False
+        folder = store.folder(scratch.parent)
+        filename = unescape(scratch.name)
+        if folder is not None:
+            where, name = folder.parent, unescape(folder.name)
+        else:
+            where, name = scratch.parent, new_document_name(filename)
+        given = self.new_fields.given(where, scratch)
+        try:
+            doc_id = await self._draft_of_namesake(where, name, scratch.path)
+            if doc_id is None:
+                doc_id = await self.creator.create(where, name, filename, scratch.path, given)
+        except (errors.ParameterRequired, errors.InvalidData) as exc:
+            # Not the user's fault, nor lost: the file waits in place for its fields.
+            scratch.missing = await self.creator.missing(where, name, given)
+            scratch.refusal = exc.message
+            log.warning(
+                "new document %r in %s waits: %s (setfattr -n user.vault.<field> -v VALUE "
+                "on the file supplies a field)",
+                filename,
+                nodes.folder_path(where),
+                exc.message,
+            )
+            return
+        except errors.VaultError:
+            store.unname(scratch.key)  # the content is in lost+found now
+            raise
+        self.overlay.aliases[scratch.key] = keys.source(doc_id)
+        scratch.became = doc_id
+        store.unname(scratch.key)
+        if folder is not None:
+            # The folder is the document now: its other files stay its scratch files.
+            self.overlay.aliases[folder.key] = keys.document(doc_id)
+            store.move_children(folder.key, keys.document(doc_id))
+            store.unname(folder.key)
+
+    async def _draft_of_namesake(self, folder: NodeKey, name: str, content: Path) -> int | None:
+        """A new file whose document name a document of ``folder`` has already is a new
+        draft of that document (``rsync``, ``cp`` of the same file again), and nothing
+        when the content is the same (no call). Returns that document, or None."""
+        namesakes = sorted(
+            key.doc_id
+            for key in (await self.tree.children(folder)).values()
+            if key.kind == Kind.DOC and self.tree.record(key.doc_id).get("name__v") == name
+        )
+        if not namesakes:
+            return None
+        doc_id = namesakes[0]
+        md5 = await trio.to_thread.run_sync(spool_store.md5_of, content)
+        if md5 == str(self.tree.record(doc_id).get("md5checksum__v") or "").lower():
+            log.info("new file %r: document %d holds this content; nothing sent", name, doc_id)
+        else:
+            log.info("new file %r: a new draft of document %d of that name", name, doc_id)
+            await self.editing.check_in_file(doc_id, content)
+        return doc_id
+
+    # --- fields of new files --------------------------------------------------------
+
+    async def set_field(self, key: NodeKey, name: str, value: bytes | None) -> None:
+        """setfattr on a new file (its fields) or a folder (defaults for new files);
+        a pending new document that is complete now is created at once."""
+        scratch = self.overlay.store().file(key) if key.kind == Kind.SCRATCH else None
+        if scratch is not None and not makes_document(scratch.parent, scratch.name):
+            raise errors.Unsupported("a scratch file has no fields")
+        self.new_fields.set(key, scratch, name, value)
+        if scratch is not None and scratch.missing is not None and scratch.writers.count == 0:
+            await self.make_document(scratch)
+
+    def fields_of_file(self, key: NodeKey) -> dict[str, object]:
+        """The xattr view of a new file's supplied fields."""
+        scratch = self.overlay.scratch.file(key) if self.overlay.scratch is not None else None
+        if scratch is None or not makes_document(scratch.parent, scratch.name):
+            return {}
+        return self.new_fields.of_file(scratch)
+
+    def pending_new(self) -> list[dict[str, object]]:
+        """New files waiting for fields, for the status."""
+        scratch = self.overlay.scratch
+        files = scratch.files.values() if scratch is not None else []
+        return [
+            {"file": f.name, "folder": list(f.parent), "missing": f.missing, "error": f.refusal}
+            for f in files
+            if f.linked and f.missing is not None
+        ]
+
+    # --- renditions and attachments in (``files_in``) -------------------------------
+
+    def uploads(self) -> FilesIn:
+        if self.files_in is None or self.overlay.scratch is None:
+            raise errors.ReadOnly("this mount has no write-back spool")
+        return self.files_in
+
+    async def open_uploaded(self, key: NodeKey, *, truncate: bool) -> ScratchFile:
+        """open() for writing of a rendition or attachment: a scratch file stands for
+        it until its close uploads what was written."""
+        scratch = await self.uploads().shadow(self.overlay.store(), key, truncate=truncate)
+        self.overlay.aliases[key] = scratch.key
+        return scratch
+
+    async def upload(self, scratch: ScratchFile) -> None:
+        """Hand ``scratch`` to the spool as a rendition or attachment and upload it.
+        Once the spool has the content the scratch file goes (the content is then in
+        the vault, or in the spool and retried, or in lost+found); a failure before
+        that leaves it in place, as written."""
+        files_in = self.uploads()
+        scratch.dirty = False
+        try:
+            entry = await files_in.spool(scratch)
+        except BaseException:
+            scratch.dirty = True
+            raise
+        self.overlay.unshadow(scratch.key)
+        self.overlay.store().unname(scratch.key)
+        if entry is None:
+            return  # the vault has this content already
+        became = await files_in.send(scratch.parent, entry)
+        if became is not None:
+            self.overlay.aliases[scratch.key] = became
+
+    async def rename_to_upload(
+        self, scratch: ScratchFile, target: NodeKey | None, new: NodeKey, new_name: str
+    ) -> None:
+        """A file renamed into renditions/ or attachments/ (rsync's temporary file):
+        uploaded under its new name, replacing what had that name."""
+        store = self.overlay.store()
+        await self.uploads().check_name(new, new_name)
+        if target is not None and store.file(target) is not None:
+            store.unname(target)
+        store.rename(scratch.key, new, new_name)
+        if scratch.writers.count == 0 and is_upload(new, new_name):
+            await self.upload(scratch)

@@ -1,0 +1,97 @@
+"""The node families (``bridge.nodes``): every kind of node has one family, found
+from its key's type; typed keys are the plain tuples they stand for; a new family is
+one module and one registration, reached through the tree without touching it."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import pytest
+
+from vaultfs import errors
+from vaultfs.bridge.daemon.build import families
+from vaultfs.bridge.fs.filesystem import FileSystem
+from vaultfs.bridge.nodes.family import Family
+from vaultfs.bridge.nodes.registry import Registry
+from vaultfs.bridge.tree import keys
+from vaultfs.bridge.tree.index import DocumentIndex, TypeCatalog
+from vaultfs.bridge.tree.keys import ROOT, Kind, NodeKey, SourceKey, typed
+from vaultfs.bridge.tree.tree import Tree
+
+from .fakevault import FakeVault
+from .fsdriver import listdir
+
+
+class ShelfKey(NodeKey):
+    """A family made up for this test: a shelf at the root, and its one file."""
+
+    __slots__ = ()
+    KINDS = frozenset({"shelf", "shelf-file"})
+
+
+SHELF = ShelfKey("shelf")
+
+
+class Shelf(Family):
+    key_type = ShelfKey
+    root_names: ClassVar = {".shelf": SHELF}
+    file_kinds = frozenset({"shelf-file"})
+
+    async def children(self, tree: Tree, key: NodeKey) -> dict[str, NodeKey]:
+        if key != SHELF:
+            return await super().children(tree, key)
+        return {f"{len(tree.index.documents)}-documents": ShelfKey("shelf-file", 1)}
+
+
+def test_every_kind_has_one_family_found_from_its_keys_type() -> None:
+    registry = families(None)
+    for kind in Kind:
+        key = typed((kind, 1))
+        family = registry.of(key)
+        assert type(key) is family.key_type
+        assert kind in family.key_type.KINDS
+    assert registry.of((Kind.SRC, 3)) is registry.of(keys.source(4))
+
+
+def test_a_typed_key_is_the_plain_tuple_it_stands_for() -> None:
+    source = keys.source(12)
+    assert isinstance(source, SourceKey)
+    assert source == (Kind.SRC, 12) == ("src", 12)
+    assert hash(source) == hash(("src", 12))
+    assert {source: "a"}[("src", 12)] == "a"
+    assert typed(("src", 12)) == source and type(typed(("src", 12))) is SourceKey
+    assert keys.version(3, 1, 2).version == (1, 2)
+    assert keys.folder("t", "s") == (Kind.SUB, "t", "s")
+
+
+def test_a_kind_belongs_to_one_family_only() -> None:
+    with pytest.raises(ValueError, match="belongs to"):
+
+        class Again(NodeKey):  # the source file's kind is SourceKey's
+            KINDS = frozenset({Kind.SRC})
+
+
+async def test_a_new_family_is_one_class_and_one_registration(vault: FakeVault) -> None:
+    registry = Registry([*families(None).families, Shelf()])
+    index = DocumentIndex(vault)  # type: ignore[arg-type]
+    await index.build()
+    tree = Tree(vault, index, TypeCatalog(vault), registry)  # type: ignore[arg-type]
+
+    # Reachable by its root name, not listed at the root (as .vaultfs).
+    assert await tree.lookup(ROOT, ".shelf") == SHELF
+    assert ".shelf" not in await tree.children(ROOT)
+    listing = await tree.children(SHELF)
+    assert listing == {f"{len(index.documents)}-documents": ("shelf-file", 1)}
+    assert registry.is_file(listing[f"{len(index.documents)}-documents"])
+    # What the family does not have, it refuses as the protocol says.
+    with pytest.raises(errors.NotADirectory):
+        await tree.children(ShelfKey("shelf-file", 1))
+
+
+async def test_the_file_system_asks_the_families(core: FileSystem) -> None:
+    """The root listing, ``.vaultfs`` and a document's unlisted events file, as the
+    families answer them through the file system."""
+    names = await listdir(core, 1)
+    assert ".vaultfs" not in names
+    control = await core.lookup(1, ".vaultfs")
+    assert set(await listdir(core, control.ino)) == {"status", "lost+found"}
