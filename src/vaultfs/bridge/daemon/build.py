@@ -41,6 +41,7 @@ from vaultfs.bridge.nodes.attachments import Attachments
 from vaultfs.bridge.nodes.control import Control
 from vaultfs.bridge.nodes.documents import Documents
 from vaultfs.bridge.nodes.folders import Folders
+from vaultfs.bridge.nodes.hidden import HiddenLists
 from vaultfs.bridge.nodes.local import Local
 from vaultfs.bridge.nodes.parts import Parts
 from vaultfs.bridge.nodes.registry import Registry
@@ -97,6 +98,7 @@ def families(spool_dir: Path | None) -> Registry:
         [
             Folders(),
             Documents(),
+            HiddenLists(),
             Sources(),
             Versions(),
             Renditions(),
