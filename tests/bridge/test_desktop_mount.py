@@ -37,12 +37,13 @@ def _documents_in(folder: Path) -> dict[str, int]:
     }
 
 
-def test_a_pasted_file_is_deleted_for_its_watchers_when_it_becomes_a_folder(
+def test_a_pasted_file_is_deleted_and_its_folder_created_for_its_watchers(
     own_mount: MountProcess, tmp_path: Path
 ) -> None:
     general = own_mount.mountpoint / "General"
     local = tmp_path / "DesktopPaste.txt"
     local.write_bytes(b"pasted from the desktop\n")
+    before = set(os.listdir(general))
     with Watcher(general) as folder_watcher:
         # The file stays open while a watch is put on it (the document is made at the
         # last release), as a window showing it holds a watch on it.
@@ -54,11 +55,18 @@ def test_a_pasted_file_is_deleted_for_its_watchers_when_it_becomes_a_folder(
             # The daemon's delete notification: the kernel raises IN_DELETE_SELF to the
             # watchers of the file once it became the document folder.
             file_watcher.wait_for("DELETE_SELF", "")
+            # The daemon's create event: the folder's watchers see the document folder
+            # appear (a window shows it without a refresh).
+            folder_watcher.wait_for("CREATE", "DesktopPaste")
         # The create and the write the kernel raised itself, in the folder.
         assert folder_watcher.seen("CREATE", "DesktopPaste.txt")
         assert folder_watcher.seen("CLOSE_WRITE", "DesktopPaste.txt")
+        assert folder_watcher.seen("ISDIR", "DesktopPaste")
     names = os.listdir(general)
     assert "DesktopPaste" in names and "DesktopPaste.txt" not in names
+    # The event's mkdir made nothing: one new document, no new folder beside it.
+    assert sorted(set(names) - before) == ["DesktopPaste"], names
+    assert not [line for line in own_mount.log_path.read_text().splitlines() if "mkdir" in line]
     assert (general / "DesktopPaste" / "DesktopPaste.txt").read_bytes() == local.read_bytes()
 
 
@@ -258,7 +266,10 @@ def test_the_hidden_list_refuses_writes_and_a_copy_goes_back_unchanged(
     for source, target in ((f"{general}/", copy), (f"{copy}/", general)):
         rsync = subprocess.run(
             ["rsync", "-a", "--itemize-changes", source, str(target)],
-            capture_output=True, text=True, timeout=300, check=False,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
         )
         assert rsync.returncode == 0, rsync.stderr
     assert not list(copy.rglob(".hidden"))

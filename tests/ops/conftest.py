@@ -47,9 +47,7 @@ class Daemon:
         self.url = url
         self.mountpoint = root / "mnt"
         self.cache_dir = root / "cache"
-        self.options = f"cache_dir={self.cache_dir}" + (
-            f",{options}" if options else ""
-        )
+        self.options = f"cache_dir={self.cache_dir}" + (f",{options}" if options else "")
         self.pid: int | None = None
 
     def start(self) -> Daemon:

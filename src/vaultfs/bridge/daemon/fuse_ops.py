@@ -21,6 +21,7 @@ from typing import Any
 import pyfuse3
 
 from vaultfs import errors
+from vaultfs.bridge.daemon.creates import CreateEvents
 from vaultfs.bridge.fs.filesystem import Attr, FileSystem
 
 __all__ = [
@@ -46,9 +47,12 @@ _ORDINARY = frozenset(
 
 
 class FuseOps(pyfuse3.Operations):
-    def __init__(self, core: FileSystem) -> None:
+    def __init__(self, core: FileSystem, creates: CreateEvents | None = None) -> None:
+        """``creates``: raises IN_CREATE for names the daemon made appear; its own
+        lookups and mkdirs are answered apart (``daemon.creates``)."""
         super().__init__()
         self.core = core
+        self.creates = creates
         self._logged: dict[tuple[str, Any], float] = {}
         #: open file handle -> its inode, so that a log line about a read, a write or a
         #: close names the file
@@ -129,6 +133,8 @@ class FuseOps(pyfuse3.Operations):
     async def lookup(
         self, parent_inode: int, name: bytes, ctx: pyfuse3.RequestContext | None = None
     ) -> pyfuse3.EntryAttributes:
+        if ctx is not None and self._creating(ctx, parent_inode, name):
+            raise pyfuse3.FUSEError(errno.ENOENT)  # then the mkdir that raises IN_CREATE
         with self._errors("lookup", parent_inode, name):
             return self._entry(await self.core.lookup(parent_inode, os.fsdecode(name)))
 
@@ -194,8 +200,18 @@ class FuseOps(pyfuse3.Operations):
     async def mkdir(
         self, parent_inode: int, name: bytes, mode: int, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.EntryAttributes:
+        if self.creates is not None and self.creates.own(ctx.pid):
+            # The create event's mkdir: the existing directory, never a new one.
+            if not self._creating(ctx, parent_inode, name):
+                raise pyfuse3.FUSEError(errno.ENOENT)
+            with self._errors("mkdir", parent_inode, name):
+                return self._entry(await self.core.lookup(parent_inode, os.fsdecode(name)))
         with self._errors("mkdir", parent_inode, name):
             return self._entry(await self.core.mkdir(parent_inode, os.fsdecode(name)))
+
+    def _creating(self, ctx: pyfuse3.RequestContext, parent_inode: int, name: bytes) -> bool:
+        creates = self.creates
+        return creates is not None and creates.pending(ctx.pid, parent_inode, os.fsdecode(name))
 
     async def rmdir(self, parent_inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
         with self._errors("rmdir", parent_inode, name):
