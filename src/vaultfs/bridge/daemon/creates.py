@@ -5,7 +5,8 @@ inotify's IN_CREATE is raised by the kernel's VFS when a mkdir(2) (or a create)
 through it succeeds; FUSE has no notification that raises it (``invalidate_entry``
 with ``deleted`` raises IN_DELETE, nothing raises a create). So the daemon makes the
 VFS raise it: a thread of its own forgets the name in the kernel (``invalidate_entry``)
-and calls mkdir(2) on it through the mount. The kernel looks the name up for that
+and calls mkdir(2) on it through the mount (this module never imports pyfuse3:
+``fuse_ops`` answers the requests). The kernel looks the name up for that
 mkdir, and the file system answers that thread, and only that thread (the request's
 pid is the calling thread's id), that the name does not exist; the mkdir that follows
 is answered with the existing directory's entry. Nothing is made, in the vault or in
@@ -24,8 +25,7 @@ import logging
 import os
 import queue
 import threading
-
-import pyfuse3
+from collections.abc import Callable
 
 __all__ = ["CreateEvents"]
 
@@ -36,8 +36,11 @@ class CreateEvents:
     """Raises IN_CREATE for directories that appeared without a mkdir (``announce``);
     ``FuseOps`` asks ``own`` and ``pending`` in lookup and mkdir."""
 
-    def __init__(self, mountpoint: str) -> None:
+    def __init__(self, mountpoint: str, forget: Callable[[int, str], None]) -> None:
+        """``forget(parent, name)``: make the kernel forget a name now (``fuse_ops``'s
+        ``forget_entry``; raises OSError when the kernel has no such name)."""
         self._mountpoint = mountpoint
+        self._forget = forget
         self._queue: queue.SimpleQueue[tuple[int, str, str] | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         #: the thread id of the thread that makes the mkdir calls (0: not started)
@@ -75,7 +78,7 @@ class CreateEvents:
             self._pending = (parent, name)
             try:
                 try:
-                    pyfuse3.invalidate_entry(parent, os.fsencode(name))
+                    self._forget(parent, name)
                 except OSError as exc:
                     if exc.errno != errno.ENOENT:  # ENOENT: the kernel has no such name
                         raise

@@ -28,6 +28,7 @@ __all__ = [
     "FuseOps",
     "close",
     "default_options",
+    "forget_entry",
     "init",
     "invalidate_attr",
     "invalidate_entry",
@@ -341,6 +342,12 @@ def invalidate_entry(parent: int, name: str, deleted: int = 0) -> None:
         _notifier = threading.Thread(target=_notify_entries, name="entry-notify", daemon=True)
         _notifier.start()
     _entries.put((parent, os.fsencode(name), deleted))
+
+
+def forget_entry(parent: int, name: str) -> None:
+    """Make the kernel forget ``name`` in ``parent`` now; waits for requests on that
+    directory, so only for a thread of its own (``creates.CreateEvents``)."""
+    pyfuse3.invalidate_entry(parent, os.fsencode(name))
 
 
 _entries: queue.SimpleQueue[tuple[int, bytes, int] | None] = queue.SimpleQueue()

@@ -85,7 +85,7 @@ async def run_mount(config: MountConfig, ready: Callable[[], None] | None = None
         spool = None
         if not config.read_only:  # the write-back spool makes its private directory
             spool = SpoolSettings(config.cache_dir / "spool", user_id=client.user_id)
-        creates = CreateEvents(str(config.mountpoint.absolute()))
+        creates = CreateEvents(str(config.mountpoint.absolute()), fuse_ops.forget_entry)
         daemon = build_daemon(
             client,
             options,
