@@ -253,7 +253,8 @@ class FileSystem:
 
     async def getxattr(self, ino: int, name: str) -> bytes:
         if self.life.owns(name):  # actions, events: not fields, never listed
-            return await self.life.get(self._key(ino), name)
+            key = self._key(ino)
+            return await self.life.get(self.registry.of(key).lifecycle_of(key), name)
         field_name = xattrs.field_of(name)
         if field_name is None:  # ls -l's security and ACL probes: answered at once
             raise errors.NoSuchAttribute(name)
@@ -267,7 +268,7 @@ class FileSystem:
         self.parts.writable()
         key = self._key(ino)
         if self.life.owns(name):
-            await self.life.set(key, name, value)
+            await self.life.set(self.registry.of(key).lifecycle_of(key), name, value)
             return
         await self.registry.of(key).set_field(self.parts, key, name, value)
 

@@ -28,8 +28,6 @@ from typing import Any
 from vaultfs import errors
 from vaultfs.bridge.lifecycle.actions import LifecycleActions, parse_request
 from vaultfs.bridge.lifecycle.events import DocumentEvents
-from vaultfs.bridge.tree import nodes
-from vaultfs.bridge.tree.nodes import Kind, NodeKey
 
 __all__ = ["ACTION", "ACTIONS", "EVENT", "LAST_ERROR", "NAMES", "LifeAttributes"]
 
@@ -42,7 +40,6 @@ LAST_ERROR = "user.vault.last_error"
 NAMES = frozenset({ACTIONS, ACTION, EVENT, LAST_ERROR})
 #: seconds a refusal stays readable in ``user.vault.last_error``
 _KEEP_REFUSAL = 600.0
-_NODES = frozenset({Kind.DOC, Kind.SRC})
 
 
 def _json(value: Any) -> bytes:
@@ -60,16 +57,11 @@ class LifeAttributes:
     def owns(name: str) -> bool:
         return name in NAMES
 
-    @staticmethod
-    def _doc(key: NodeKey, name: str) -> int:
-        if key[0] not in _NODES:
-            raise errors.Unsupported(f"{name} is on document directories and their files")
-        return nodes.doc_id(key)
-
-    async def get(self, key: NodeKey, name: str) -> bytes:
-        if key[0] not in _NODES:
+    async def get(self, doc_id: int | None, name: str) -> bytes:
+        """getfattr ``name`` of a node that shows document ``doc_id``'s lifecycle
+        (None: a node that shows none, ``NodeFamily.lifecycle_of``)."""
+        if doc_id is None:
             raise errors.NoSuchAttribute(name)
-        doc_id = nodes.doc_id(key)
         if name == ACTIONS:
             return _json(await self.actions.describe(doc_id))
         if name == LAST_ERROR:
@@ -79,12 +71,13 @@ class LifeAttributes:
             return _json(kept[1])
         raise errors.NoSuchAttribute(f"{name} can only be set")
 
-    async def set(self, key: NodeKey, name: str, value: bytes | None) -> None:
+    async def set(self, doc_id: int | None, name: str, value: bytes | None) -> None:
         if name in (ACTIONS, LAST_ERROR):
             # What getfattr shows, copied back by a program that preserves xattrs:
             # refused without a call, never taken for a field.
             raise errors.NotEditable(f"{name} is read-only")
-        doc_id = self._doc(key, name)
+        if doc_id is None:
+            raise errors.Unsupported(f"{name} is on document directories and their files")
         if value is None:
             raise errors.NotEditable(f"{name} cannot be removed")
         if name == ACTION:

@@ -89,6 +89,16 @@ class Documents(Family):
         parts.opener.invalidate_attr(ino)
         return opened
 
+    async def set_field(self, parts: Parts, key: NodeKey, name: str, value: bytes | None) -> None:
+        if key.kind != Kind.DOC:
+            await super().set_field(parts, key, name, value)
+            return
+        record = await self.fields(parts, key)
+        await parts.fields.set(key.doc_id, None, record, name, value)
+
+    def lifecycle_of(self, key: NodeKey) -> int | None:
+        return key.doc_id if key.kind == Kind.DOC else None
+
     async def fields(self, parts: Parts, key: NodeKey) -> dict[str, Any]:
         return parts.tree.record(key.doc_id) if key.kind == Kind.DOC else {}
 

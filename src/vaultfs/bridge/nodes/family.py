@@ -97,6 +97,11 @@ class NodeFamily(Protocol):
 
     async def readlink(self, parts: Parts, key: NodeKey) -> str: ...
 
+    def lifecycle_of(self, key: NodeKey) -> int | None:
+        """The document whose lifecycle the node shows (``user.vault.actions``,
+        ``action``, ``event``, ``last_error``); None: none."""
+        ...
+
     async def fields(self, parts: Parts, key: NodeKey) -> dict[str, Any]:
         """The fields shown as extended attributes (``user.vault.<field>``)."""
         ...
@@ -177,11 +182,14 @@ class Family:
     async def readlink(self, parts: Parts, key: NodeKey) -> str:
         raise errors.InvalidData("not a symbolic link")
 
+    def lifecycle_of(self, key: NodeKey) -> int | None:
+        return None
+
     async def fields(self, parts: Parts, key: NodeKey) -> dict[str, Any]:
         return {}
 
     async def set_field(self, parts: Parts, key: NodeKey, name: str, value: bytes | None) -> None:
-        await parts.fields.set(key, await self.fields(parts, key), name, value)
+        await parts.fields.set(None, None, await self.fields(parts, key), name, value)
 
     async def create(self, parts: Parts, parent: NodeKey, name: str, mode: int) -> NodeKey:
         raise errors.AccessDenied("files are made in type folders and documents only")

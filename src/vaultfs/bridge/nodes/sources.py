@@ -111,6 +111,13 @@ class Sources(Family):
         else:
             await parts.editing.truncate(key.doc_id, change.size)
 
+    async def set_field(self, parts: Parts, key: NodeKey, name: str, value: bytes | None) -> None:
+        record = await self.fields(parts, key)
+        await parts.fields.set(key.doc_id, None, record, name, value)
+
+    def lifecycle_of(self, key: NodeKey) -> int | None:
+        return key.doc_id
+
     async def fields(self, parts: Parts, key: NodeKey) -> dict[str, Any]:
         return parts.tree.record(key.doc_id)
 

@@ -88,6 +88,13 @@ class Versions(Family):
             return {}
         return await parts.tree.version_record(key.doc_id, *_version(key))
 
+    async def set_field(self, parts: Parts, key: NodeKey, name: str, value: bytes | None) -> None:
+        if key.kind == Kind.VERS:
+            await super().set_field(parts, key, name, value)
+            return
+        record = await self.fields(parts, key)
+        await parts.fields.set(key.doc_id, _version(key), record, name, value)
+
     async def unlink(self, parts: Parts, key: NodeKey, name: str) -> None:
         if key.kind != Kind.VSRC:
             await super().unlink(parts, key, name)

@@ -4,7 +4,7 @@ What each kind of node does is its family's (``bridge.nodes``); the key types ar
 ``keys``'. This module keeps the fixed names of the tree (``.vaultfs``, ``lost+found``,
 a document's subdirectories and ``.events.jsonl``), the few sets of kinds the write
 side and the name rules test a parent directory against (type folders, directories a
-new file becomes a document or an upload in, nodes whose fields are a record's), and
+new file becomes a document or an upload in, the folders of the type hierarchy), and
 helpers that read a key's names.
 """
 
@@ -21,7 +21,6 @@ __all__ = [
     "DETAILS_DIRS",
     "DOC_DIR_NAMES",
     "EVENTS_FILE",
-    "FIELD_NODES",
     "FOLDERS",
     "LOCAL_NODES",
     "LOST_AND_FOUND",
@@ -57,8 +56,6 @@ DOC_DIR_NAMES = {
 DETAILS_DIRS = frozenset({Kind.VERS, Kind.RENDS, Kind.ATTS})
 #: directories a file written into is uploaded from (``write.files_in``)
 UPLOAD_DIRS = frozenset({Kind.RENDS, Kind.VRENDS, Kind.ATTS})
-#: nodes that show a record's fields as extended attributes
-FIELD_NODES = frozenset({Kind.DOC, Kind.SRC, Kind.VER, Kind.VSRC})
 #: directories a new file becomes a new document in
 NEW_DOCUMENT_DIRS = frozenset({*FOLDERS, Kind.NEWDIR})
 #: nodes of the mount alone, not of the vault (the families' ``is_local``, for the

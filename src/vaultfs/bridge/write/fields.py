@@ -16,8 +16,7 @@ import logging
 from typing import Any
 
 from vaultfs import errors
-from vaultfs.bridge.tree import nodes, xattrs
-from vaultfs.bridge.tree.nodes import FIELD_NODES, Kind, NodeKey
+from vaultfs.bridge.tree import xattrs
 from vaultfs.bridge.tree.tree import Tree, latest_version
 from vaultfs.client import VaultClient
 
@@ -49,12 +48,18 @@ class FieldEditor:
         self.client = client
 
     async def set(
-        self, key: NodeKey, record: dict[str, Any], name: str, value: bytes | None
+        self,
+        doc_id: int | None,
+        version: tuple[int, int] | None,
+        record: dict[str, Any],
+        name: str,
+        value: bytes | None,
     ) -> None:
-        """Set field ``name`` (an xattr name) of the node ``key`` whose fields are
-        ``record``; ``value`` None clears it."""
+        """Set field ``name`` (an xattr name) of document ``doc_id`` (of its
+        ``version``; None: the latest), whose fields are ``record``; ``value`` None
+        clears it. ``doc_id`` None: a node that shows no record's fields."""
         field = xattrs.field_of(name)
-        if field is None or key[0] not in FIELD_NODES:
+        if field is None or doc_id is None:
             raise errors.Unsupported(f"{name} is not a field")
         specs = await self.tree.catalog.fields()
         spec = specs.get(field)
@@ -67,11 +72,10 @@ class FieldEditor:
         if value is None and record.get(field) in (None, [], ""):
             return
         text = None if value is None else form_value(value)
-        doc_id = nodes.doc_id(key)
         client = self.client
-        if key[0] in (Kind.VER, Kind.VSRC):
-            major, minor = nodes.version(key)
-            if (major, minor) != latest_version(self.tree.record(doc_id)):
+        if version is not None:
+            major, minor = version
+            if version != latest_version(self.tree.record(doc_id)):
                 await client.update_version(doc_id, major, minor, {field: text})
                 self.tree.invalidate(doc_id)
                 return
