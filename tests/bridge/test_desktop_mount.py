@@ -4,6 +4,7 @@ GIO's trash, and what GNOME's ``.hidden`` lists."""
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import subprocess
@@ -36,12 +37,13 @@ def _documents_in(folder: Path) -> dict[str, int]:
     }
 
 
-def test_a_pasted_file_is_deleted_for_its_watchers_when_it_becomes_a_folder(
+def test_a_pasted_file_is_deleted_and_its_folder_created_for_its_watchers(
     own_mount: MountProcess, tmp_path: Path
 ) -> None:
     general = own_mount.mountpoint / "General"
     local = tmp_path / "DesktopPaste.txt"
     local.write_bytes(b"pasted from the desktop\n")
+    before = set(os.listdir(general))
     with Watcher(general) as folder_watcher:
         # The file stays open while a watch is put on it (the document is made at the
         # last release), as a window showing it holds a watch on it.
@@ -53,11 +55,18 @@ def test_a_pasted_file_is_deleted_for_its_watchers_when_it_becomes_a_folder(
             # The daemon's delete notification: the kernel raises IN_DELETE_SELF to the
             # watchers of the file once it became the document folder.
             file_watcher.wait_for("DELETE_SELF", "")
+            # The daemon's create event: the folder's watchers see the document folder
+            # appear (a window shows it without a refresh).
+            folder_watcher.wait_for("CREATE", "DesktopPaste")
         # The create and the write the kernel raised itself, in the folder.
         assert folder_watcher.seen("CREATE", "DesktopPaste.txt")
         assert folder_watcher.seen("CLOSE_WRITE", "DesktopPaste.txt")
+        assert folder_watcher.seen("ISDIR", "DesktopPaste")
     names = os.listdir(general)
     assert "DesktopPaste" in names and "DesktopPaste.txt" not in names
+    # The event's mkdir made nothing: one new document, no new folder beside it.
+    assert sorted(set(names) - before) == ["DesktopPaste"], names
+    assert not [line for line in own_mount.log_path.read_text().splitlines() if "mkdir" in line]
     assert (general / "DesktopPaste" / "DesktopPaste.txt").read_bytes() == local.read_bytes()
 
 
@@ -186,3 +195,85 @@ def test_gio_trash_changes_nothing_and_says_why(
             assert "mount with -o allow_delete" in log
     with _api(fresh_vault) as api:
         assert api.get(f"/objects/documents/{doc_id}").json()["responseStatus"] == "SUCCESS"
+
+
+def _document_named(folder: Path, name: str) -> Path:
+    """The document directory in ``folder`` whose name starts with ``name``."""
+    (found,) = [folder / n for n in _documents_in(folder) if n.startswith(name)]
+    return found
+
+
+def test_gnomes_hidden_list_keeps_old_versions_out_of_a_desktop_search(
+    own_mount: MountProcess,
+) -> None:
+    root = own_mount.mountpoint
+    doc_dir = _document_named(root / "General", "Travel Policy")
+    filename = os.getxattr(doc_dir, "user.vault.filename__v").decode()
+    version_dirs = os.listdir(doc_dir / "versions")
+    assert len(version_dirs) == 4, version_dirs  # the demo's 0.1, 0.2, 1.0, 1.1
+    # GIO reads the directory's .hidden: versions/ is hidden, the rest shown.
+    info = _gio("info", "-a", "standard::is-hidden", doc_dir / "versions")
+    assert info.returncode == 0, info.stderr
+    assert "standard::is-hidden: TRUE" in info.stdout, info.stdout
+    shown = _gio("list", doc_dir)
+    assert shown.returncode == 0, shown.stderr
+    assert set(shown.stdout.split()) == {filename, "renditions", "attachments", "relationships"}
+    assert "versions" in _gio("list", "--hidden", doc_dir).stdout.split()
+    # A desktop search walks the mount as GIO lists it, hidden directories left out
+    # (gio tree, as GNOME Files' search): the document is found once and no document's
+    # versions are listed.
+    before = _calls(own_mount)
+    tree = _gio("tree", root)
+    assert tree.returncode == 0, tree.stderr
+    hits = [line for line in tree.stdout.splitlines() if "Travel_Policy" in line]
+    assert len(hits) == 1 and hits[0].strip().endswith(filename), hits
+    cost = _since(before, _calls(own_mount))
+    print("a desktop walk of the mount:", cost)
+    assert not any("/versions" in endpoint for endpoint in cost), cost
+    # The shell is as before: the list is reachable by name only, versions/ works.
+    assert ".hidden" not in os.listdir(doc_dir) and "versions" in os.listdir(doc_dir)
+    assert (doc_dir / ".hidden").read_bytes() == b"versions\n"
+    assert os.listdir(doc_dir / "versions") == version_dirs
+    walked = subprocess.run(
+        ["find", str(doc_dir)], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert not any(p.endswith("/.hidden") for p in walked)
+    assert sum(1 for p in walked if p.endswith("/" + filename)) == 1 + len(version_dirs)
+
+
+def test_the_hidden_list_refuses_writes_and_a_copy_goes_back_unchanged(
+    own_mount: MountProcess, tmp_path: Path
+) -> None:
+    general = own_mount.mountpoint / "General"
+    doc_dir = _document_named(general, "Travel Policy")
+    hidden = doc_dir / ".hidden"
+    with pytest.raises(PermissionError) as refused:
+        hidden.open("w")
+    assert refused.value.errno == errno.EACCES
+    with pytest.raises(OSError) as refused:
+        hidden.unlink()
+    assert refused.value.errno == errno.EPERM
+    # An editor's or rsync's way to replace it: a new file renamed over it.
+    (doc_dir / ".hidden.new").write_bytes(b"")
+    with pytest.raises(OSError) as refused:
+        os.rename(doc_dir / ".hidden.new", hidden)
+    assert refused.value.errno == errno.EPERM
+    (doc_dir / ".hidden.new").unlink()
+    assert hidden.read_bytes() == b"versions\n"
+    # A copy of the folder made from the mount goes back into it with nothing to do.
+    documents = _documents_in(general)
+    copy = tmp_path / "copy"
+    for source, target in ((f"{general}/", copy), (f"{copy}/", general)):
+        rsync = subprocess.run(
+            ["rsync", "-a", "--itemize-changes", source, str(target)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        assert rsync.returncode == 0, rsync.stderr
+    assert not list(copy.rglob(".hidden"))
+    assert not [line for line in rsync.stdout.splitlines() if line.startswith(">f")], rsync.stdout
+    own_mount.settle()
+    assert _documents_in(general) == documents
+    assert sorted(os.listdir(doc_dir)) == sorted(os.listdir(copy / doc_dir.name))

@@ -6,12 +6,14 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from types import SimpleNamespace
 
 import pyfuse3
 import pytest
 
 from vaultfs import errors
 from vaultfs.bridge.daemon.capabilities import Capabilities
+from vaultfs.bridge.daemon.creates import CreateEvents
 from vaultfs.bridge.daemon.fuse_ops import FuseOps
 from vaultfs.bridge.fs.filesystem import FileSystem
 from vaultfs.bridge.fs.inodes import ROOT_INODE
@@ -118,3 +120,25 @@ async def test_xattrs_are_bytes_both_ways(core: FileSystem) -> None:
     names = await ops.listxattr(document.st_ino, None)  # type: ignore[arg-type]
     assert b"user.vault.name__v" in names
     assert await ops.getxattr(document.st_ino, b"user.vault.name__v", None) == b"Guide"  # type: ignore[arg-type]
+
+
+async def test_the_create_events_thread_alone_is_answered_apart(core: FileSystem) -> None:
+    creates = CreateEvents("/nonexistent", forget=lambda parent, name: None)
+    ops = FuseOps(core, creates=creates)
+    folder = await _lookup(ops, "Reference")
+    guide = await ops.lookup(folder.st_ino, b"Guide", SimpleNamespace(pid=100))  # type: ignore[arg-type]
+    # The state of the thread while its mkdir of Reference/Guide is under way.
+    creates._tid, creates._pending = 4242, (folder.st_ino, "Guide")
+    own, other = SimpleNamespace(pid=4242), SimpleNamespace(pid=100)
+    with pytest.raises(pyfuse3.FUSEError) as raised:
+        await ops.lookup(folder.st_ino, b"Guide", own)  # type: ignore[arg-type]
+    assert raised.value.errno == errno.ENOENT
+    assert (await ops.lookup(folder.st_ino, b"Guide", other)).st_ino == guide.st_ino  # type: ignore[arg-type]
+    made = await ops.mkdir(folder.st_ino, b"Guide", 0o755, own)  # type: ignore[arg-type]
+    assert made.st_ino == guide.st_ino and stat.S_ISDIR(made.st_mode)
+    # Any other mkdir of that thread makes nothing.
+    with pytest.raises(pyfuse3.FUSEError) as raised:
+        await ops.mkdir(folder.st_ino, b"Other", 0o755, own)  # type: ignore[arg-type]
+    assert raised.value.errno == errno.ENOENT
+    with pytest.raises(pyfuse3.FUSEError):
+        await ops.lookup(folder.st_ino, b"Other", other)  # type: ignore[arg-type]

@@ -24,6 +24,7 @@ from vaultfs.bridge.content.blobcache import BlobCache
 from vaultfs.bridge.content.prefetch import Prefetcher
 from vaultfs.bridge.content.sources import Contents
 from vaultfs.bridge.fs.attributes import Attributes
+from vaultfs.bridge.fs.desktop import NewFolders, no_create_events
 from vaultfs.bridge.fs.filesystem import FileSystem
 from vaultfs.bridge.fs.freshness import Freshness, no_entry_invalidation, no_invalidation
 from vaultfs.bridge.fs.handles import HandleTable
@@ -41,6 +42,7 @@ from vaultfs.bridge.nodes.attachments import Attachments
 from vaultfs.bridge.nodes.control import Control
 from vaultfs.bridge.nodes.documents import Documents
 from vaultfs.bridge.nodes.folders import Folders
+from vaultfs.bridge.nodes.hidden import HiddenLists
 from vaultfs.bridge.nodes.local import Local
 from vaultfs.bridge.nodes.parts import Parts
 from vaultfs.bridge.nodes.registry import Registry
@@ -102,6 +104,7 @@ def families(
         [
             Folders(),
             Documents(),
+            HiddenLists(),
             Sources(),
             Versions(),
             Renditions(),
@@ -141,11 +144,13 @@ def build_daemon(
     status_extra: Callable[[], dict[str, Any]] = dict,
     invalidate_attr: Callable[[int], None] = no_invalidation,
     invalidate_entry: Callable[[int, str, int], None] = no_entry_invalidation,
+    announce_entry: Callable[[int, str, str], None] = no_create_events,
 ) -> Daemon:
     """The daemon of a mount over ``client``; without a ``spool`` nothing can be
     written (a read-only mount). ``status_extra``: what the mount adds to the status
     file; ``invalidate_attr``/``invalidate_entry``: tell the kernel to forget an
-    inode's attributes / a name in a directory (never wait)."""
+    inode's attributes / a name in a directory (never wait); ``announce_entry``: raise
+    IN_CREATE for a directory that appeared in a folder (``fs.desktop.NewFolders``)."""
     started = time.time()
     index = DocumentIndex(client)
     catalog = TypeCatalog(client)
@@ -182,6 +187,7 @@ def build_daemon(
     index.on_change.append(freshness.document_changed)
     blobs.on_size.append(freshness.size_known)
     paths = DisplayPaths(tree, registry, lambda: scratch, overlay.resolve, inodes)
+    new_documents.on_made.append(NewFolders(overlay, paths, inodes, announce_entry).document_made)
     report = StatusReport(
         options,
         client,

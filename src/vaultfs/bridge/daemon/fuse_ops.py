@@ -35,6 +35,7 @@ import trio
 
 from vaultfs import errors
 from vaultfs.bridge.daemon.capabilities import Capabilities, detect
+from vaultfs.bridge.daemon.creates import CreateEvents
 from vaultfs.bridge.daemon.readahead import raise_read_ahead
 from vaultfs.bridge.fs.filesystem import Attr, FileSystem
 
@@ -43,6 +44,7 @@ __all__ = [
     "capabilities",
     "close",
     "default_options",
+    "forget_entry",
     "init",
     "invalidate_attr",
     "invalidate_entry",
@@ -71,9 +73,19 @@ def capabilities() -> Capabilities:
 
 
 class FuseOps(pyfuse3.Operations):
-    def __init__(self, core: FileSystem, using: Capabilities | None = None) -> None:
+    def __init__(
+        self,
+        core: FileSystem,
+        using: Capabilities | None = None,
+        *,
+        creates: CreateEvents | None = None,
+    ) -> None:
+        """``using``: the kernel-cache features of pyfuse3 the mount uses (None: those
+        detected); ``creates``: raises IN_CREATE for names the daemon made appear, its
+        own lookups and mkdirs answered apart (``daemon.creates``)."""
         super().__init__()
         self.core = core
+        self.creates = creates
         self.using = capabilities() if using is None else using
         if self.using.no_opendir:
             # A listing the kernel kept reaches the mount no more: a walk is taken from
@@ -169,6 +181,8 @@ class FuseOps(pyfuse3.Operations):
     async def lookup(
         self, parent_inode: int, name: bytes, ctx: pyfuse3.RequestContext | None = None
     ) -> pyfuse3.EntryAttributes:
+        if ctx is not None and self._creating(ctx, parent_inode, name):
+            raise pyfuse3.FUSEError(errno.ENOENT)  # then the mkdir that raises IN_CREATE
         with self._errors("lookup", parent_inode, name):
             return self._entry(await self.core.lookup(parent_inode, os.fsdecode(name)))
 
@@ -282,8 +296,18 @@ class FuseOps(pyfuse3.Operations):
     async def mkdir(
         self, parent_inode: int, name: bytes, mode: int, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.EntryAttributes:
+        if self.creates is not None and self.creates.own(ctx.pid):
+            # The create event's mkdir: the existing directory, never a new one.
+            if not self._creating(ctx, parent_inode, name):
+                raise pyfuse3.FUSEError(errno.ENOENT)
+            with self._errors("mkdir", parent_inode, name):
+                return self._entry(await self.core.lookup(parent_inode, os.fsdecode(name)))
         with self._errors("mkdir", parent_inode, name):
             return self._entry(await self.core.mkdir(parent_inode, os.fsdecode(name)))
+
+    def _creating(self, ctx: pyfuse3.RequestContext, parent_inode: int, name: bytes) -> bool:
+        creates = self.creates
+        return creates is not None and creates.pending(ctx.pid, parent_inode, os.fsdecode(name))
 
     async def rmdir(self, parent_inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
         with self._errors("rmdir", parent_inode, name):
@@ -437,6 +461,12 @@ def invalidate_entry(parent: int, name: str, deleted: int = 0) -> None:
         _notifier = threading.Thread(target=_notify_entries, name="entry-notify", daemon=True)
         _notifier.start()
     _entries.put((parent, os.fsencode(name), deleted))
+
+
+def forget_entry(parent: int, name: str) -> None:
+    """Make the kernel forget ``name`` in ``parent`` now; waits for requests on that
+    directory, so only for a thread of its own (``creates.CreateEvents``)."""
+    pyfuse3.invalidate_entry(parent, os.fsencode(name))
 
 
 _entries: queue.SimpleQueue[tuple[int, bytes, int] | None] = queue.SimpleQueue()

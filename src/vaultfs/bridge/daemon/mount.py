@@ -23,6 +23,7 @@ import trio
 from vaultfs.bridge.daemon import fuse_ops
 from vaultfs.bridge.daemon.build import SpoolSettings, build_daemon
 from vaultfs.bridge.daemon.config import MountConfig
+from vaultfs.bridge.daemon.creates import CreateEvents
 from vaultfs.bridge.daemon.notify import notify
 from vaultfs.bridge.daemon.ownership import owning
 from vaultfs.bridge.daemon.signals import on_signals
@@ -85,6 +86,7 @@ async def run_mount(config: MountConfig, ready: Callable[[], None] | None = None
         spool = None
         if not config.read_only:  # the write-back spool makes its private directory
             spool = SpoolSettings(config.cache_dir / "spool", user_id=client.user_id)
+        creates = CreateEvents(str(config.mountpoint.absolute()), fuse_ops.forget_entry)
         daemon = build_daemon(
             client,
             options,
@@ -94,10 +96,16 @@ async def run_mount(config: MountConfig, ready: Callable[[], None] | None = None
             status_extra=lambda: _status_extra(config),
             invalidate_attr=fuse_ops.invalidate_attr,
             invalidate_entry=fuse_ops.invalidate_entry,
+            announce_entry=creates.announce,
         )
         filesystem = daemon.filesystem
-        fuse_ops.init(fuse_ops.FuseOps(filesystem), str(config.mountpoint), _fuse_options(config))
+        fuse_ops.init(
+            fuse_ops.FuseOps(filesystem, creates=creates),
+            str(config.mountpoint),
+            _fuse_options(config),
+        )
         stack.callback(fuse_ops.close, unmount=True)
+        stack.callback(creates.close)
         nursery = await stack.enter_async_context(trio.open_nursery())
         await nursery.start(daemon.blobs.run)
         await nursery.start(filesystem.freshness.run)

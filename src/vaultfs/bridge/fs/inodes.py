@@ -43,6 +43,11 @@ class InodeTable:
         self._lookups[ino] = self._lookups.get(ino, 0) + 1
         return ino
 
+    def held(self, key: NodeKey) -> int | None:
+        """The inode of ``key`` when the kernel holds a reference to it, else None."""
+        ino = self._by_key.get(key)
+        return ino if ino is not None and self.lookups(ino) > 0 else None
+
     def key(self, ino: int) -> NodeKey | None:
         """The node an inode stands for, None when it was freed (or never existed)."""
         return self._by_inode.get(ino)

@@ -6,7 +6,8 @@ document's record. A new name in it is a scratch file, except the source file's 
 name after the source was renamed away (vim's backup), which is the source file again.
 Renaming the directory in its folder renames the document; removing it (with
 ``-o allow_delete``, once empty) deletes the document. Its events file is reachable
-by name only and read at open (``lifecycle.events``).
+by name only and read at open (``lifecycle.events``), as is its ``.hidden``
+(``hidden``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from vaultfs.bridge.fs.handles import Snapshot
 from vaultfs.bridge.fs.opening import Opened
 from vaultfs.bridge.fs.paths import DisplayPaths
 from vaultfs.bridge.nodes.family import Family, Move
+from vaultfs.bridge.nodes.hidden import HIDDEN_FILE, hidden_list
 from vaultfs.bridge.nodes.parts import Parts, is_writing
 from vaultfs.bridge.tree import keys
 from vaultfs.bridge.tree.filenames import Sibling, assign_names, unescape
@@ -57,6 +59,9 @@ class Documents(Family):
         if key.kind == Kind.DOC and name == EVENTS_FILE:
             tree.record(key.doc_id)  # the document must be in the index
             return keys.events(key.doc_id)
+        if key.kind == Kind.DOC and name == HIDDEN_FILE:
+            tree.record(key.doc_id)
+            return hidden_list(key.doc_id)
         return None
 
     def step(self, paths: DisplayPaths, key: NodeKey) -> tuple[NodeKey, str] | None:

@@ -129,7 +129,7 @@ async def _rename_scratch(
             return
     if target is not None:
         if store.file(target) is None:
-            if target.kind in (Kind.SRC, Kind.EVENTS):
+            if parts.registry.is_file(target):  # the source, .events.jsonl, .hidden
                 raise errors.OperationNotPermitted(new_name)
             raise errors.IsADirectory(new_name)
         store.unname(target)
