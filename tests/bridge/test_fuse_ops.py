@@ -14,7 +14,7 @@ import pytest
 from vaultfs import errors
 from vaultfs.bridge.daemon.capabilities import Capabilities
 from vaultfs.bridge.daemon.creates import CreateEvents
-from vaultfs.bridge.daemon.fuse_ops import FuseOps
+from vaultfs.bridge.daemon.fuse import FuseOps
 from vaultfs.bridge.fs.filesystem import FileSystem
 from vaultfs.bridge.fs.inodes import ROOT_INODE
 

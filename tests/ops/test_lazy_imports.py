@@ -27,7 +27,7 @@ with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.St
             main(argv)
         except SystemExit:
             pass
-loaded = [m for m in ("pyfuse3", "vaultfs.bridge.daemon.mount", "vaultfs.bridge.daemon.fuse_ops")
+loaded = [m for m in ("pyfuse3", "vaultfs.bridge.daemon.mount", "vaultfs.bridge.daemon.fuse")
           if m in sys.modules]
 print(json.dumps(loaded))
 """

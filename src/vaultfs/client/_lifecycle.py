@@ -2,7 +2,7 @@
 ``VaultClient`` that act on a document's life rather than on its content.
 
 Owns which method, path and body each of these calls sends and which part of the
-answer it returns, as ``_client`` does for documents; ``VaultClient`` inherits them.
+answer it returns, as ``_documents`` does for documents; ``VaultClient`` inherits them.
 """
 
 from __future__ import annotations

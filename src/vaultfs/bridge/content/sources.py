@@ -16,7 +16,8 @@ from typing import Any
 from vaultfs.bridge.content.blobcache import Fetch
 from vaultfs.bridge.tree import nodes
 from vaultfs.bridge.tree.nodes import Kind, NodeKey
-from vaultfs.bridge.tree.tree import Tree, latest_version
+from vaultfs.bridge.tree.tree import Tree
+from vaultfs.bridge.tree.versions import latest_version
 from vaultfs.client import VaultApi
 
 __all__ = ["Content", "Contents", "source_key"]

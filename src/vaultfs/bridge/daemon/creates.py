@@ -6,7 +6,7 @@ through it succeeds; FUSE has no notification that raises it (``invalidate_entry
 with ``deleted`` raises IN_DELETE, nothing raises a create). So the daemon makes the
 VFS raise it: a thread of its own forgets the name in the kernel (``invalidate_entry``)
 and calls mkdir(2) on it through the mount (this module never imports pyfuse3:
-``fuse_ops`` answers the requests). The kernel looks the name up for that
+the ``fuse`` package answers the requests). The kernel looks the name up for that
 mkdir, and the file system answers that thread, and only that thread (the request's
 pid is the calling thread's id), that the name does not exist; the mkdir that follows
 is answered with the existing directory's entry. Nothing is made, in the vault or in
@@ -37,7 +37,7 @@ class CreateEvents:
     ``FuseOps`` asks ``own`` and ``pending`` in lookup and mkdir."""
 
     def __init__(self, mountpoint: str, forget: Callable[[int, str], None]) -> None:
-        """``forget(parent, name)``: make the kernel forget a name now (``fuse_ops``'s
+        """``forget(parent, name)``: make the kernel forget a name now (``fuse.kernel_cache``'s
         ``forget_entry``; raises OSError when the kernel has no such name)."""
         self._mountpoint = mountpoint
         self._forget = forget

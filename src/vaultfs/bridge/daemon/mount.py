@@ -20,7 +20,7 @@ from typing import Any
 
 import trio
 
-from vaultfs.bridge.daemon import fuse_ops
+from vaultfs.bridge.daemon import fuse
 from vaultfs.bridge.daemon.build import SpoolSettings, build_daemon
 from vaultfs.bridge.daemon.config import MountConfig
 from vaultfs.bridge.daemon.creates import CreateEvents
@@ -40,7 +40,7 @@ _LOGIN_RETRIES = 2
 
 
 def _fuse_options(config: MountConfig) -> set[str]:
-    options = fuse_ops.default_options()
+    options = fuse.default_options()
     options.discard("default_permissions")
     # df and mount(8) name the vault (commas would split the option list)
     fsname = config.url.replace(",", "%2C")
@@ -86,7 +86,7 @@ async def run_mount(config: MountConfig, ready: Callable[[], None] | None = None
         spool = None
         if not config.read_only:  # the write-back spool makes its private directory
             spool = SpoolSettings(config.cache_dir / "spool", user_id=client.user_id)
-        creates = CreateEvents(str(config.mountpoint.absolute()), fuse_ops.forget_entry)
+        creates = CreateEvents(str(config.mountpoint.absolute()), fuse.forget_entry)
         daemon = build_daemon(
             client,
             options,
@@ -94,17 +94,17 @@ async def run_mount(config: MountConfig, ready: Callable[[], None] | None = None
             cache_size=config.cache_size,
             spool=spool,
             status_extra=lambda: _status_extra(config),
-            invalidate_attr=fuse_ops.invalidate_attr,
-            invalidate_entry=fuse_ops.invalidate_entry,
+            invalidate_attr=fuse.invalidate_attr,
+            invalidate_entry=fuse.invalidate_entry,
             announce_entry=creates.announce,
         )
         filesystem = daemon.filesystem
-        fuse_ops.init(
-            fuse_ops.FuseOps(filesystem, creates=creates),
+        fuse.init(
+            fuse.FuseOps(filesystem, creates=creates),
             str(config.mountpoint),
             _fuse_options(config),
         )
-        stack.callback(fuse_ops.close, unmount=True)
+        stack.callback(fuse.close, unmount=True)
         stack.callback(creates.close)
         nursery = await stack.enter_async_context(trio.open_nursery())
         await nursery.start(daemon.blobs.run)
@@ -112,9 +112,9 @@ async def run_mount(config: MountConfig, ready: Callable[[], None] | None = None
         await nursery.start(daemon.index.run, config.poll_interval)
         if daemon.spool is not None:
             await nursery.start(daemon.spool.run)
-        nursery.start_soon(on_signals, daemon.spool, nursery, fuse_ops.terminate)
+        nursery.start_soon(on_signals, daemon.spool, nursery, fuse.terminate)
         nursery.start_soon(_announce, config, ready)
-        await fuse_ops.main()
+        await fuse.main()
         log.info("unmounting %s", config.mountpoint)
         notify("STOPPING=1", f"STATUS=unmounting {config.mountpoint}")
         nursery.cancel_scope.cancel()
@@ -127,7 +127,7 @@ def _status_extra(config: MountConfig) -> dict[str, Any]:
         "pid": os.getpid(),
         "mountpoint": str(config.mountpoint),
         "cache_dir": str(config.cache_dir),
-        "fuse_requests": fuse_ops.request_counts(),
+        "fuse_requests": fuse.request_counts(),
     }
 
 

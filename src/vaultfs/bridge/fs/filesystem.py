@@ -7,7 +7,7 @@ the order of the checks every operation makes (a writable mount, an index read, 
 that may be made). What a node does is its family's (``bridge.nodes``): each operation
 finds the family of the key it acts on once, in the registry, and asks it. Names go
 through the overlay (``overlay``). It raises ``vaultfs.errors`` classes; turning
-those into FUSE replies is ``daemon.fuse_ops``' job. Every part is given by the
+those into FUSE replies is the job of ``daemon.fuse``. Every part is given by the
 builder (``daemon.build``).
 """
 

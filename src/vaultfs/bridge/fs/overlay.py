@@ -18,7 +18,8 @@ import time
 from vaultfs import errors
 from vaultfs.bridge.tree import keys
 from vaultfs.bridge.tree.keys import Kind, NodeKey
-from vaultfs.bridge.tree.tree import Tree, parse_version
+from vaultfs.bridge.tree.tree import Tree
+from vaultfs.bridge.tree.versions import parse_version
 from vaultfs.bridge.write.scratch import NewFolder, Scratch, ScratchFile
 
 __all__ = ["Overlay"]

@@ -22,7 +22,8 @@ from typing import Any
 
 from vaultfs import errors
 from vaultfs.bridge.lifecycle.principals import Principals
-from vaultfs.bridge.tree.tree import Tree, latest_version
+from vaultfs.bridge.tree.tree import Tree
+from vaultfs.bridge.tree.versions import latest_version
 from vaultfs.client import VaultApi
 
 __all__ = ["TTL", "ActionRequest", "LifecycleActions", "parse_request"]

@@ -21,7 +21,8 @@ from typing import Any
 
 from vaultfs import errors
 from vaultfs.bridge.tree import nodes
-from vaultfs.bridge.tree.tree import Tree, latest_version
+from vaultfs.bridge.tree.tree import Tree
+from vaultfs.bridge.tree.versions import latest_version
 from vaultfs.client import VaultApi
 
 __all__ = ["EVENTS_FILE", "DocumentEvents", "EventsStat", "event_form"]

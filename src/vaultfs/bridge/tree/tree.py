@@ -30,6 +30,7 @@ from vaultfs.bridge.tree.nodes import (
     folder_of,
 )
 from vaultfs.bridge.tree.relationships import Relationships
+from vaultfs.bridge.tree.versions import latest_version, parse_version
 from vaultfs.client import VaultApi
 from vaultfs.wire import format_datetime
 
@@ -37,7 +38,6 @@ __all__ = [
     "Details",
     "Lister",
     "Tree",
-    "parse_version",
     "rendition_filename",
 ]
 
@@ -45,15 +45,6 @@ log = logging.getLogger(__name__)
 
 #: how API names end (``promotional_piece__c``); labels do not
 _API_NAME = re.compile(r"__(v|c|vs|sys)$")
-
-
-def parse_version(number: str) -> tuple[int, int] | None:
-    """``"1.2"`` -> (1, 2); None for anything else."""
-    major, _, minor = number.partition(".")
-    try:
-        return int(major), int(minor)
-    except ValueError:
-        return None
 
 
 def rendition_filename(rtype: str) -> str:
@@ -247,10 +238,7 @@ class Tree:
     async def version_record(self, doc_id: int, major: int, minor: int) -> Record:
         """One version's fields (``get_version``, cached; the latest from the index)."""
         record = self.record(doc_id)
-        if (
-            _num(record.get("major_version_number__v")),
-            _num(record.get("minor_version_number__v")),
-        ) == (major, minor):
+        if latest_version(record) == (major, minor):
             return record
         key = (doc_id, major, minor)
         cached = self._versions.get(key)
@@ -399,18 +387,3 @@ class Tree:
             return value
         labels = await self.catalog.type_labels()
         return next((name for name, label in labels.items() if label == value), value)
-
-
-def _num(value: Any) -> int | None:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
-
-
-def latest_version(record: Record) -> tuple[int, int] | None:
-    major = _num(record.get("major_version_number__v"))
-    minor = _num(record.get("minor_version_number__v"))
-    if major is None or minor is None:
-        return None
-    return major, minor

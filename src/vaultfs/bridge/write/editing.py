@@ -24,7 +24,8 @@ import trio
 from vaultfs.bridge.content.blobcache import BlobCache
 from vaultfs.bridge.content.sources import Contents, source_key
 from vaultfs.bridge.tree import keys
-from vaultfs.bridge.tree.tree import Tree, latest_version
+from vaultfs.bridge.tree.tree import Tree
+from vaultfs.bridge.tree.versions import latest_version
 from vaultfs.bridge.write.spool.entry import EDITING
 from vaultfs.bridge.write.spool.spool import CheckIn, Start, StartFrom
 from vaultfs.bridge.write.writers import Writers

@@ -28,7 +28,8 @@ from vaultfs import errors
 from vaultfs.bridge.tree import keys, nodes
 from vaultfs.bridge.tree.nodes import ROOT, Kind, NodeKey
 from vaultfs.bridge.tree.relationships import Link
-from vaultfs.bridge.tree.tree import Tree, latest_version
+from vaultfs.bridge.tree.tree import Tree
+from vaultfs.bridge.tree.versions import latest_version
 from vaultfs.client import VaultApi
 from vaultfs.wire import format_datetime
 

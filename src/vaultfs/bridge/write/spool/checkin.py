@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 import trio
 
-from vaultfs.bridge.tree.tree import latest_version
+from vaultfs.bridge.tree.versions import latest_version
 from vaultfs.bridge.write.spool import lock_marks
 from vaultfs.bridge.write.spool.conflict import conflict
 from vaultfs.bridge.write.spool.entry import EDITING, PENDING, UNLOCKING, UPLOADING, SpoolEntry

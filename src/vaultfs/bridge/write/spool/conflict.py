@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vaultfs.bridge.tree.tree import latest_version
+from vaultfs.bridge.tree.versions import latest_version
 from vaultfs.bridge.write.spool import store
 from vaultfs.wire import parse_datetime
 

@@ -1,0 +1,107 @@
+"""What the kernel keeps of the mount, and the notifications that make it drop it:
+the directory inodes whose listings it may keep (``kept``), ``invalidate_attr`` (an
+inode's attributes, and its kept listing), ``invalidate_entry`` (a name, sent by a
+thread of its own), ``forget_entry`` (a name, now) and ``drop_listing``.
+
+The kernel drops a kept listing itself when this mount creates, links, renames or
+deletes in the directory; for every other change the listing goes with the directory's
+attributes: ``invalidate_attr`` (called for the inodes of each document the index
+learns a change of, and for every folder) drops the kept listing of a directory it was
+given for.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import queue
+import threading
+
+import pyfuse3
+
+__all__ = [
+    "drop_listing",
+    "forget_entry",
+    "invalidate_attr",
+    "invalidate_entry",
+    "kept",
+    "stop_notifier",
+]
+
+log = logging.getLogger(__name__)
+
+#: directory inodes whose listings the kernel may keep (opened with cache_readdir, or
+#: read without OPENDIR); emptied when a mount starts
+kept: set[int] = set()
+
+
+def drop_listing(inode: int) -> None:
+    try:
+        pyfuse3.invalidate_inode(inode, attr_only=False)
+    except OSError as exc:
+        log.debug("dropping the listing of inode %d: %s", inode, exc)
+
+
+def invalidate_attr(inode: int) -> None:
+    """Make the kernel ask for ``inode``'s attributes again, and list it again when it is
+    a directory whose listing it may keep. Attributes only for files: that never waits
+    for the kernel (no pages to write back), so it is safe inside a request. A kept
+    listing's pages are never locked while the kernel waits for this mount (it fills
+    them from a reply already received), so dropping them is safe there too."""
+    try:
+        pyfuse3.invalidate_inode(inode, attr_only=inode not in kept)
+    except OSError as exc:  # the kernel forgot the inode already (or is not mounted)
+        log.debug("invalidating inode %d: %s", inode, exc)
+
+
+def invalidate_entry(parent: int, name: str, deleted: int = 0) -> None:
+    """Make the kernel forget ``name`` in directory ``parent``; with ``deleted`` (the
+    inode it gave for the name, gone from there) as a delete, which raises
+    ``IN_DELETE`` to inotify watchers. Queued to a thread of its own: the kernel call
+    waits for requests on that directory, so made from a request handler (or the trio
+    loop) it could deadlock."""
+    global _notifier
+    if _notifier is None:
+        _notifier = threading.Thread(target=_notify_entries, name="entry-notify", daemon=True)
+        _notifier.start()
+    _entries.put((parent, os.fsencode(name), deleted))
+
+
+def forget_entry(parent: int, name: str) -> None:
+    """Make the kernel forget ``name`` in ``parent`` now; waits for requests on that
+    directory, so only for a thread of its own (``creates.CreateEvents``)."""
+    pyfuse3.invalidate_entry(parent, os.fsencode(name))
+
+
+_entries: queue.SimpleQueue[tuple[int, bytes, int] | None] = queue.SimpleQueue()
+_notifier: threading.Thread | None = None
+
+
+def _notify_entries() -> None:
+    """Send queued entry notifications, one at a time (pyfuse3's own queue logs every
+    refusal as a failure; here a refused delete falls back to forgetting the name)."""
+    while (entry := _entries.get()) is not None:
+        parent, name, deleted = entry
+        try:
+            try:
+                pyfuse3.invalidate_entry(parent, name, deleted)
+            except OSError as exc:
+                if exc.errno == errno.ENOENT or not deleted:
+                    continue  # the kernel does not hold that name (or that inode for it)
+                # A directory with entries in use below it (ENOTEMPTY) or a mount point
+                # (EBUSY) cannot be deleted: forgetting its name is what is left.
+                log.debug("delete notification of %r refused: %s", name, exc)
+                pyfuse3.invalidate_entry(parent, name)
+        except OSError as exc:
+            if exc.errno != errno.ENOENT:
+                log.debug("forgetting %r in %d: %s", name, parent, exc)
+
+
+def stop_notifier() -> None:
+    """End the notifying thread (if it started), after what it was given is sent."""
+    global _notifier
+    if _notifier is not None:
+        _entries.put(None)
+        _notifier.join()
+        _notifier = None

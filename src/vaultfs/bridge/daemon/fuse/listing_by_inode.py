@@ -1,0 +1,47 @@
+"""readdir without OPENDIR (``Capabilities.no_opendir``): the kernel names the
+directory by its inode, and the listing the core makes at the first read is kept here
+until a read finds its end."""
+
+from __future__ import annotations
+
+import pyfuse3
+
+from vaultfs.bridge.daemon.fuse.kernel_cache import drop_listing, kept
+from vaultfs.bridge.daemon.fuse.replies import reply_entries
+from vaultfs.bridge.daemon.fuse.requests import RequestErrors
+from vaultfs.bridge.fs.filesystem import FileSystem
+
+__all__ = ["ListingsByInode"]
+
+
+class ListingsByInode:
+    def __init__(self, core: FileSystem, errors: RequestErrors) -> None:
+        self.core = core
+        self.errors = errors
+        #: directory inode -> the core's handle of the listing being read
+        self._reading: dict[int, int] = {}
+
+    async def readdir(self, ino: int, start_id: int, token: pyfuse3.ReaddirToken) -> None:
+        """Without OPENDIR the kernel names the directory by its inode: the listing is
+        made at its first read and kept until a read finds its end."""
+        with self.errors.handling("readdir", ino):
+            fh = self._reading.pop(ino, None) if start_id == 0 else self._reading.get(ino)
+            if start_id == 0 and fh is not None:
+                self.core.releasedir(fh)  # a listing not read to its end
+                fh = None
+            if fh is None:
+                fh = self._reading[ino] = await self.core.opendir(ino)
+            entries = await self.core.readdir(fh, start_id)
+            if not entries:
+                del self._reading[ino]
+                self.core.releasedir(fh)
+            key = self.core.inodes.key(ino)
+            if key is not None and self.core.registry.is_local(key):
+                # The mount's own directories change with nothing announcing it: what
+                # the kernel kept of the listing so far is dropped before each answer
+                # (its pages are written by then: this read came after them), so the
+                # listing is never complete in the kernel and is asked for anew.
+                drop_listing(ino)
+            else:
+                kept.add(ino)  # from the first part on: the kernel serves parts too
+            reply_entries(self.core, entries, token)

@@ -1,0 +1,268 @@
+"""The FUSE operations: each unpacks the kernel's arguments, calls the core, and builds
+the reply (``replies``), inside the request's error translation (``requests``).
+
+With a pyfuse3 that offers it (``capabilities``), the kernel keeps directory listings:
+OPENDIR is answered ENOSYS (``no_opendir``), so that a warm walk sends no request for a
+directory at all, and readdir is given the directory's inode (``listing_by_inode``); or
+(``cache_readdir``) directories of the vault are opened with ``cache_readdir`` and
+``keep_cache``, and a warm walk sends an OPENDIR and a RELEASEDIR per directory, no
+READDIRPLUS. How a kept listing is dropped: ``kernel_cache``. The mount's own
+directories (``.vaultfs``, lost+found, a new folder) are never kept.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from collections.abc import Sequence
+
+import pyfuse3
+
+from vaultfs.bridge.daemon.capabilities import Capabilities, detect
+from vaultfs.bridge.daemon.creates import CreateEvents
+from vaultfs.bridge.daemon.fuse.kernel_cache import kept
+from vaultfs.bridge.daemon.fuse.listing_by_inode import ListingsByInode
+from vaultfs.bridge.daemon.fuse.replies import entry_attributes, reply_entries, statvfs
+from vaultfs.bridge.daemon.fuse.requests import RequestErrors, count
+from vaultfs.bridge.fs.filesystem import FileSystem
+
+__all__ = ["FuseOps", "capabilities"]
+
+
+def capabilities() -> Capabilities:
+    """What of the installed pyfuse3 the mount uses (see ``capabilities``)."""
+    offered = set(getattr(pyfuse3, "features", ()))
+    if not hasattr(pyfuse3.FileInfo(), "cache_readdir"):
+        offered.discard("cache_readdir")
+    return detect(offered)
+
+
+class FuseOps(pyfuse3.Operations):
+    def __init__(
+        self,
+        core: FileSystem,
+        using: Capabilities | None = None,
+        *,
+        creates: CreateEvents | None = None,
+    ) -> None:
+        """``using``: the kernel-cache features of pyfuse3 the mount uses (None: those
+        detected); ``creates``: raises IN_CREATE for names the daemon made appear, its
+        own lookups and mkdirs answered apart (``daemon.creates``)."""
+        super().__init__()
+        self.core = core
+        self.creates = creates
+        self.using = capabilities() if using is None else using
+        if self.using.no_opendir:
+            # A listing the kernel kept reaches the mount no more: a walk is taken from
+            # its first document.
+            core.parts.prefetch.listings_seen = False
+        if self.using.xattr_namespaces:
+            # The only namespace with attributes here: pyfuse3 answers other names.
+            self.xattr_namespaces = (b"user.",)
+            # Declaring POSIX ACLs makes the kernel ask for an inode's ACLs once and keep
+            # the answer (none) instead of sending the probes of every ``ls -l``; the
+            # kernel then leaves the umask to the file system (``create``).
+            self.enable_acl = True
+        self.errors = RequestErrors(core)
+        #: without OPENDIR: the listings being read, by directory inode
+        self.by_inode = ListingsByInode(core, self.errors)
+
+    # --- names and attributes ----------------------------------------------------
+
+    async def lookup(
+        self, parent_inode: int, name: bytes, ctx: pyfuse3.RequestContext | None = None
+    ) -> pyfuse3.EntryAttributes:
+        if ctx is not None and self._creating(ctx, parent_inode, name):
+            raise pyfuse3.FUSEError(errno.ENOENT)  # then the mkdir that raises IN_CREATE
+        with self.errors.handling("lookup", parent_inode, name):
+            return entry_attributes(await self.core.lookup(parent_inode, os.fsdecode(name)))
+
+    async def forget(self, inode_list: Sequence[tuple[int, int]]) -> None:
+        count("forget")
+        for ino, nlookup in inode_list:
+            self.core.forget(ino, nlookup)
+            if ino in kept and self.core.inodes.key(ino) is None:
+                kept.discard(ino)  # the kernel dropped the inode, and its listing
+
+    async def getattr(
+        self, inode: int, ctx: pyfuse3.RequestContext | None = None
+    ) -> pyfuse3.EntryAttributes:
+        with self.errors.handling("getattr", inode):
+            return entry_attributes(await self.core.getattr(inode))
+
+    async def setattr(
+        self,
+        inode: int,
+        attr: pyfuse3.EntryAttributes,
+        fields: pyfuse3.SetattrFields,
+        fh: int | None,
+        ctx: pyfuse3.RequestContext,
+    ) -> pyfuse3.EntryAttributes:
+        with self.errors.handling("setattr", inode):
+            return entry_attributes(
+                await self.core.setattr(
+                    inode,
+                    attr.st_size if fields.update_size else None,
+                    fh,
+                    mode=attr.st_mode if fields.update_mode else None,
+                    mtime_ns=attr.st_mtime_ns if fields.update_mtime else None,
+                )
+            )
+
+    async def statfs(self, ctx: pyfuse3.RequestContext) -> pyfuse3.StatvfsData:
+        with self.errors.handling("statfs"):
+            return statvfs(self.core.statfs())
+
+    # --- directories -------------------------------------------------------------
+
+    async def opendir(self, inode: int, ctx: pyfuse3.RequestContext) -> int | pyfuse3.FileInfo:
+        if self.using.no_opendir:
+            raise pyfuse3.FUSEError(errno.ENOSYS)
+        with self.errors.handling("opendir", inode):
+            # Opened as before (the listing is built, refusals are the open's), so
+            # that the kernel holding a listing changes nothing else.
+            fh = await self.core.opendir(inode)
+            key = self.core.inodes.key(inode)
+            if not self.using.cache_readdir or key is None or self.core.registry.is_local(key):
+                # The mount's own directories (and the search folders) change with
+                # nothing announcing it: their listings are never kept.
+                return fh
+            kept.add(inode)
+            # Both flags: without keep_cache the kernel drops the listing at every open.
+            return pyfuse3.FileInfo(fh=fh, keep_cache=True, cache_readdir=True)
+
+    async def readdir(self, fh: int, start_id: int, token: pyfuse3.ReaddirToken) -> None:
+        if self.using.no_opendir:
+            await self.by_inode.readdir(fh, start_id, token)
+            return
+        with self.errors.handling("readdir"):
+            reply_entries(self.core, await self.core.readdir(fh, start_id), token)
+
+    async def releasedir(self, fh: int) -> None:
+        count("releasedir")
+        self.core.releasedir(fh)
+
+    async def mkdir(
+        self, parent_inode: int, name: bytes, mode: int, ctx: pyfuse3.RequestContext
+    ) -> pyfuse3.EntryAttributes:
+        if self.creates is not None and self.creates.own(ctx.pid):
+            # The create event's mkdir: the existing directory, never a new one.
+            if not self._creating(ctx, parent_inode, name):
+                raise pyfuse3.FUSEError(errno.ENOENT)
+            with self.errors.handling("mkdir", parent_inode, name):
+                return entry_attributes(await self.core.lookup(parent_inode, os.fsdecode(name)))
+        with self.errors.handling("mkdir", parent_inode, name):
+            return entry_attributes(await self.core.mkdir(parent_inode, os.fsdecode(name)))
+
+    def _creating(self, ctx: pyfuse3.RequestContext, parent_inode: int, name: bytes) -> bool:
+        creates = self.creates
+        return creates is not None and creates.pending(ctx.pid, parent_inode, os.fsdecode(name))
+
+    async def rmdir(self, parent_inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
+        with self.errors.handling("rmdir", parent_inode, name):
+            await self.core.rmdir(parent_inode, os.fsdecode(name))
+
+    async def unlink(self, parent_inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
+        with self.errors.handling("unlink", parent_inode, name):
+            await self.core.unlink(parent_inode, os.fsdecode(name))
+
+    async def symlink(
+        self, parent_inode: int, name: bytes, target: bytes, ctx: pyfuse3.RequestContext
+    ) -> pyfuse3.EntryAttributes:
+        with self.errors.handling("symlink", parent_inode, name):
+            return entry_attributes(
+                await self.core.symlink(parent_inode, os.fsdecode(name), os.fsdecode(target))
+            )
+
+    async def readlink(self, inode: int, ctx: pyfuse3.RequestContext) -> bytes:
+        with self.errors.handling("readlink", inode):
+            return os.fsencode(await self.core.readlink(inode))
+
+    async def rename(
+        self,
+        parent_inode_old: int,
+        name_old: bytes,
+        parent_inode_new: int,
+        name_new: bytes,
+        flags: int,
+        ctx: pyfuse3.RequestContext,
+    ) -> None:
+        with self.errors.handling("rename", parent_inode_old, name_old):
+            await self.core.rename(
+                parent_inode_old,
+                os.fsdecode(name_old),
+                parent_inode_new,
+                os.fsdecode(name_new),
+                flags,
+            )
+
+    # --- files -------------------------------------------------------------------
+
+    async def open(self, inode: int, flags: int, ctx: pyfuse3.RequestContext) -> pyfuse3.FileInfo:
+        with self.errors.handling("open", inode):
+            opened = await self.core.open(inode, flags)
+            self.errors.fh_inodes[opened.fh] = inode
+            return pyfuse3.FileInfo(
+                fh=opened.fh, direct_io=opened.direct_io, keep_cache=opened.keep_cache
+            )
+
+    async def create(
+        self,
+        parent_inode: int,
+        name: bytes,
+        mode: int,
+        flags: int,
+        ctx: pyfuse3.RequestContext,
+    ) -> tuple[pyfuse3.FileInfo, pyfuse3.EntryAttributes]:
+        with self.errors.handling("create", parent_inode, name):
+            if self.enable_acl:
+                mode &= ~ctx.umask
+            opened, attr = await self.core.create(parent_inode, os.fsdecode(name), mode, flags)
+            self.errors.fh_inodes[opened.fh] = attr.ino
+            info = pyfuse3.FileInfo(
+                fh=opened.fh, direct_io=opened.direct_io, keep_cache=opened.keep_cache
+            )
+            return info, entry_attributes(attr)
+
+    async def read(self, fh: int, off: int, size: int) -> bytes:
+        with self.errors.handling("read", fh=fh):
+            return await self.core.read(fh, off, size)
+
+    async def write(self, fh: int, off: int, buf: bytes) -> int:
+        with self.errors.handling("write", fh=fh):
+            return await self.core.write(fh, off, buf)
+
+    async def flush(self, fh: int) -> None:
+        with self.errors.handling("flush", fh=fh):
+            await self.core.flush(fh)
+
+    async def fsync(self, fh: int, datasync: bool) -> None:
+        with self.errors.handling("fsync", fh=fh):
+            await self.core.fsync(fh)
+
+    async def release(self, fh: int) -> None:
+        try:
+            with self.errors.handling("release", fh=fh):
+                await self.core.release(fh)
+        finally:
+            self.errors.fh_inodes.pop(fh, None)
+
+    # --- extended attributes -----------------------------------------------------
+
+    async def listxattr(self, inode: int, ctx: pyfuse3.RequestContext) -> list[bytes]:
+        with self.errors.handling("listxattr", inode):
+            return [os.fsencode(n) for n in await self.core.listxattr(inode)]
+
+    async def getxattr(self, inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> bytes:
+        with self.errors.handling("getxattr", inode, attribute=name):
+            return await self.core.getxattr(inode, os.fsdecode(name))
+
+    async def setxattr(
+        self, inode: int, name: bytes, value: bytes, ctx: pyfuse3.RequestContext
+    ) -> None:
+        with self.errors.handling("setxattr", inode, attribute=name):
+            await self.core.setxattr(inode, os.fsdecode(name), value)
+
+    async def removexattr(self, inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
+        with self.errors.handling("removexattr", inode, attribute=name):
+            await self.core.setxattr(inode, os.fsdecode(name), None)

@@ -1,0 +1,54 @@
+"""The core's answers in pyfuse3's types: an ``Attr`` as ``EntryAttributes``, the
+file system's numbers as ``StatvfsData``, and a listing's part as readdir replies."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pyfuse3
+
+from vaultfs.bridge.fs.filesystem import Attr, FileSystem
+
+__all__ = ["entry_attributes", "reply_entries", "statvfs"]
+
+
+def entry_attributes(attr: Attr) -> pyfuse3.EntryAttributes:
+    entry = pyfuse3.EntryAttributes()
+    entry.st_ino = attr.ino
+    entry.generation = 0
+    entry.entry_timeout = attr.entry_timeout
+    entry.attr_timeout = attr.timeout
+    entry.st_mode = attr.mode
+    entry.st_nlink = attr.nlink
+    entry.st_uid = attr.uid
+    entry.st_gid = attr.gid
+    entry.st_rdev = 0
+    entry.st_size = attr.size
+    entry.st_blksize = 1 << 17
+    entry.st_blocks = (attr.size + 511) // 512
+    entry.st_atime_ns = attr.mtime_ns
+    entry.st_mtime_ns = attr.mtime_ns
+    entry.st_ctime_ns = attr.ctime_ns
+    return entry
+
+
+def statvfs(numbers: dict[str, int]) -> pyfuse3.StatvfsData:
+    data = pyfuse3.StatvfsData()
+    data.f_bsize = data.f_frsize = numbers["bsize"]
+    data.f_blocks = numbers["blocks"]
+    data.f_bfree = data.f_bavail = numbers["bfree"]
+    data.f_files = numbers["files"]
+    data.f_ffree = data.f_favail = numbers["ffree"]
+    data.f_namemax = numbers["namemax"]
+    return data
+
+
+def reply_entries(
+    core: FileSystem, entries: list[tuple[int, str, Any, Attr]], token: pyfuse3.ReaddirToken
+) -> None:
+    for n, (next_id, name, _, attr) in enumerate(entries):
+        if not pyfuse3.readdir_reply(token, os.fsencode(name), entry_attributes(attr), next_id):
+            # The kernel took no reference to these: give theirs back.
+            core.entries_not_returned(entries[n:])
+            break

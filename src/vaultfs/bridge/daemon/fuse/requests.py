@@ -1,0 +1,111 @@
+"""Each FUSE request's bookkeeping: counted by operation (what a walk costs,
+``.vaultfs/status``), and its failure translated to the errno the kernel is given.
+
+``vaultfs.errors`` and ``OSError`` become the errno of ``errors.errno_for``; anything
+unexpected is logged with its context and becomes EIO. Nothing but
+``pyfuse3.FUSEError`` (and trio's cancellation) escapes. A log line names the path the
+user knows, never a node key, and the same failure is logged at most once a minute.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pyfuse3
+
+from vaultfs import errors
+from vaultfs.bridge.fs.filesystem import FileSystem
+
+__all__ = ["RequestErrors", "count", "request_counts"]
+
+log = logging.getLogger(__name__)
+
+#: seconds between two log lines about the same unreachable-vault failure
+_REPEAT_LOG_AFTER = 60.0
+#: answers a file system gives in ordinary use (a name probed that does not exist, an
+#: attribute it does not have): not worth a log line
+_ORDINARY = frozenset(
+    {errno.ENOENT, errno.ENODATA, errno.ENOTSUP, errno.ENOTDIR, errno.EISDIR, errno.EEXIST}
+)
+
+#: requests that reached Python, by operation: what a walk costs (``.vaultfs/status``)
+_requests: Counter[str] = Counter()
+
+
+def count(op: str) -> None:
+    """One more request of ``op`` reached the mount's Python code."""
+    _requests[op] += 1
+
+
+def request_counts() -> dict[str, int]:
+    """The requests that reached the mount's Python code so far, by operation (a
+    getxattr answered inside pyfuse3 is not one)."""
+    return dict(_requests)
+
+
+class RequestErrors:
+    """The error translation of one mount's operations."""
+
+    def __init__(self, core: FileSystem) -> None:
+        self.core = core
+        self._logged: dict[tuple[str, Any], float] = {}
+        #: open file handle -> its inode, so that a log line about a read, a write or a
+        #: close names the file
+        self.fh_inodes: dict[int, int] = {}
+
+    @contextmanager
+    def handling(
+        self,
+        op: str,
+        ino: int | None = None,
+        name: bytes | None = None,
+        *,
+        fh: int | None = None,
+        attribute: bytes | None = None,
+    ) -> Iterator[None]:
+        """``ino`` (with ``name`` for an operation on a name in a directory), or the
+        open file ``fh``, says what a log line is about; ``attribute``: an xattr's name."""
+        count(op)
+        try:
+            yield
+        except pyfuse3.FUSEError:
+            raise
+        except (errors.VaultError, OSError) as exc:
+            number = errors.errno_for(exc)
+            what = self._what(ino, name, fh, attribute)
+            if number not in _ORDINARY:
+                self._log_once(op, what, exc)  # a refusal or a failure: the user's answer
+            elif isinstance(exc, errors.VaultError):
+                log.debug("%s(%s): %s -> %s", op, what, exc, errno.errorcode[number])
+            raise pyfuse3.FUSEError(number) from None
+        except Exception:
+            log.exception("%s(%s) failed unexpectedly", op, self._what(ino, name, fh, attribute))
+            raise pyfuse3.FUSEError(errno.EIO) from None
+
+    def _what(
+        self, ino: int | None, name: bytes | None, fh: int | None, attribute: bytes | None
+    ) -> str:
+        """The path the user knows (relative to the mount point), never a node key."""
+        if ino is None and fh is not None:
+            ino = self.fh_inodes.get(fh)
+        if ino is None:
+            what = "" if fh is None else f"file handle {fh}"
+        else:
+            what = self.core.report.paths.show_inode(
+                ino, None if name is None else os.fsdecode(name)
+            )
+        return what if attribute is None else f"{what}, {os.fsdecode(attribute)}"
+
+    def _log_once(self, op: str, what: str, exc: BaseException) -> None:
+        mark = (op, what)
+        now = time.monotonic()
+        if now - self._logged.get(mark, -_REPEAT_LOG_AFTER) >= _REPEAT_LOG_AFTER:
+            self._logged[mark] = now
+            log.warning("%s(%s) failed: %s", op, what, exc)
