@@ -36,6 +36,7 @@ from __future__ import annotations
 import logging
 import posixpath
 import stat
+import time
 from enum import StrEnum
 from typing import Any
 
@@ -211,7 +212,10 @@ class Search(Family):
             mtime = ns(record.get("version_modified_date__v"))
             return attributes.make(ino, stat.S_IFLNK | 0o777, len(text.encode()), mtime, mtime)
         answered = self._answered(key)
-        mtime = int(answered * 1e9) if answered else attributes.started_ns
+        # Without an answer kept, the time now: a kernel that keeps listings compares a
+        # folder's mtime before it serves one, and an mtime that stayed the same while
+        # no answer was kept would let it serve an old listing for ever.
+        mtime = int(answered * 1e9) if answered else time.time_ns()
         writable = key == SearchKey(SearchKind.VIEW, FAVORITES)
         return attributes.directory(ino, mtime, mtime, writable=writable)
 
