@@ -46,6 +46,7 @@ from vaultfs.bridge.nodes.family import Family
 from vaultfs.bridge.nodes.parts import Parts
 from vaultfs.bridge.tree.filenames import Sibling, assign_names
 from vaultfs.bridge.tree.keys import ROOT, Kind, NodeKey
+from vaultfs.bridge.tree.link_targets import link_target
 from vaultfs.bridge.tree.search_results import Answer, Hit, SearchResults
 from vaultfs.bridge.tree.tree import Tree
 from vaultfs.client import VaultApi
@@ -298,32 +299,15 @@ class Search(Family):
     async def _document_named(self, parts: Parts, parent: NodeKey, text: str) -> int:
         """The document whose directory ``text`` names, read relative to ``parent``
         (or absolute below the mount point); EINVAL for anything else."""
-        mountpoint = parts.options.mountpoint
-        if posixpath.isabs(text):
-            prefix = mountpoint.rstrip("/") + "/"
-            if not mountpoint or not text.startswith(prefix):
-                raise _refused(text, "outside the mount")
-            parts_of = text[len(prefix) :].split("/")
-        else:
-            here = await self._folder_path(parts.tree, SearchKey(SearchKind.VLINK, FAVORITES, 0))
-            parts_of = [*here, *text.split("/")]
-        names: list[str] = []
-        for part in parts_of:
-            if part in ("", "."):
-                continue
-            if part == "..":
-                if not names:
-                    raise _refused(text, "leaves the mount")
-                names.pop()
-            else:
-                names.append(part)
-        key: NodeKey | None = ROOT
-        for part in names:
-            assert key is not None
-            key = await parts.tree.lookup(key, part)
-            if key is None:
-                raise _refused(text, "no such document")
-        assert key is not None
+        try:
+            key = await link_target(
+                parts.tree,
+                text,
+                parts.options.mountpoint,
+                lambda: self._folder_path(parts.tree, SearchKey(SearchKind.VLINK, FAVORITES, 0)),
+            )
+        except errors.InvalidData as exc:
+            raise _refused(text, exc.message) from None
         if key[0] != Kind.DOC:
             raise _refused(text, "not a document's directory")
         return int(key[1])

@@ -21,12 +21,12 @@ Owns what a new link means and what removing one does (the listing is
 from __future__ import annotations
 
 import logging
-import posixpath
 from datetime import UTC, datetime
 
 from vaultfs import errors
 from vaultfs.bridge.tree import keys, nodes
-from vaultfs.bridge.tree.nodes import ROOT, Kind, NodeKey
+from vaultfs.bridge.tree.link_targets import link_target
+from vaultfs.bridge.tree.nodes import Kind, NodeKey
 from vaultfs.bridge.tree.relationships import Link
 from vaultfs.bridge.tree.tree import Tree
 from vaultfs.bridge.tree.versions import latest_version
@@ -117,32 +117,15 @@ class Linker:
         """The node ``text`` names, read relative to directory ``parent``; EINVAL for a
         path that leaves the mount or names nothing."""
         doc_id = nodes.doc_id(parent)
-        if posixpath.isabs(text):
-            prefix = self._mountpoint + "/"
-            if not self._mountpoint or not text.startswith(prefix):
-                raise self._refused(doc_id, text, errors.InvalidData("outside the mount"))
-            parts = text[len(prefix) :].split("/")
-        else:
-            here = await self._tree.relationships.type_dir_path(doc_id, str(parent[2]))
-            parts = [*here, *text.split("/")]
-        names: list[str] = []
-        for part in parts:
-            if part in ("", "."):
-                continue
-            if part == "..":
-                if not names:
-                    raise self._refused(doc_id, text, errors.InvalidData("leaves the mount"))
-                names.pop()
-            else:
-                names.append(part)
-        key: NodeKey | None = ROOT
-        for part in names:
-            assert key is not None
-            key = await self._tree.lookup(key, part)
-            if key is None:
-                raise self._refused(doc_id, text, errors.InvalidData("no such document"))
-        assert key is not None
-        return key
+        try:
+            return await link_target(
+                self._tree,
+                text,
+                self._mountpoint,
+                lambda: self._tree.relationships.type_dir_path(doc_id, str(parent[2])),
+            )
+        except errors.InvalidData as exc:
+            raise self._refused(doc_id, text, exc) from None
 
     # --- rm ------------------------------------------------------------------------
 
