@@ -251,13 +251,17 @@ def test_a_refused_upload_keeps_the_content_in_lost_and_found(
         pytest.skip("needs /dev/fuse and fusermount3")
     doc_id = document(api, rendition=True)
     with MountProcess(vault.url, tmp_path / "viewer", user=VIEWER) as viewer:
+        lost_and_found = viewer.mountpoint / ".vaultfs" / "lost+found"
+        # Listed empty first: a kernel that keeps listings must not keep this one.
+        assert os.listdir(lost_and_found) == []
         target = viewer.document_dir(doc_id) / "attachments" / "refused.txt"
         target.write_bytes(b"the viewer's notes\n")  # close(): safe in the spool
         viewer.settle()
         lost = viewer.status()["lost_and_found"]
         assert [item["filename"] for item in lost] == ["refused.txt"]
         assert "INSUFFICIENT_ACCESS" in lost[0]["error"]
-        kept = viewer.mountpoint / ".vaultfs" / "lost+found" / lost[0]["file"]
+        assert os.listdir(lost_and_found) == [lost[0]["file"]]
+        kept = lost_and_found / lost[0]["file"]
         assert kept.read_bytes() == b"the viewer's notes\n"
         assert viewer.status()["pending_uploads"] == []
     assert "refused.txt" not in attachments(api, doc_id)

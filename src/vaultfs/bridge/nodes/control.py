@@ -75,6 +75,14 @@ class Control(Family):
             info = os.stat(self._lost_path(key))
             mode = stat.S_IFREG | 0o444  # kept as long as the vault's files: it never changes
             return attributes.make(ino, mode, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+        if key == LOST and self._spool_dir is not None:
+            # The spool's folder's own mtime, which moves with every file put there or
+            # removed: a kernel that keeps listings compares it before it serves one.
+            try:
+                changed = os.stat(self._spool_dir / LOST_AND_FOUND).st_mtime_ns
+            except FileNotFoundError:
+                changed = started
+            return attributes.directory(ino, changed, changed, writable=True)
         return attributes.directory(ino, started, started, writable=key == LOST)
 
     async def open(self, parts: Parts, key: NodeKey, ino: int, flags: int) -> Opened:
