@@ -20,10 +20,11 @@ import httpx
 import pytest
 
 from tests.conftest import API, login
+from vaultfs.server.samples import docx_bytes
 from vaultfs.testing.mount_process import MountProcess, can_mount
 from vaultfs.testing.vault_process import VaultProcess
 
-from .conftest import need, run, total_documents
+from .conftest import Office, need, run, total_documents
 
 pytestmark = pytest.mark.mount
 
@@ -57,15 +58,22 @@ _count = iter(range(1, 10_000))
 class Doc:
     """A document made through the mount (``cp`` of a new file into General)."""
 
-    def __init__(self, mount: MountProcess, api: httpx.Client, tmp_path: Path) -> None:
+    def __init__(
+        self,
+        mount: MountProcess,
+        api: httpx.Client,
+        tmp_path: Path,
+        suffix: str = ".txt",
+        content: bytes = TEXT,
+    ) -> None:
         self.mount, self.api = mount, api
         name = f"saved {next(_count)}"
-        seed = tmp_path / f"{name}.txt"
-        seed.write_bytes(TEXT)
+        seed = tmp_path / f"{name}{suffix}"
+        seed.write_bytes(content)
         run("cp", seed, mount.mountpoint / "General")
         mount.settle()
-        self.path = mount.mountpoint / "General" / name / f"{name}.txt"
-        assert self.path.read_bytes() == TEXT  # shown at once, no poll
+        self.path = mount.mountpoint / "General" / name / f"{name}{suffix}"
+        assert self.path.read_bytes() == content  # shown at once, no poll
         self.doc_id = int(os.getxattr(self.path, "user.vault.id"))
         self.versions = self.version_numbers()
 
@@ -80,14 +88,17 @@ class Doc:
     def locked(self) -> bool:
         return bool(self.api.get(f"/objects/documents/{self.doc_id}/lock").json().get("lock"))
 
-    def check(self, expected: bytes, *, versions: int = 1) -> None:
-        """``versions`` new versions since the last check, the latest ``expected``, no
-        lock, and the mount showing it at once: writable, exact size and content."""
+    def check(self, expected: bytes | None, *, versions: int = 1) -> None:
+        """``versions`` new versions since the last check, the latest ``expected`` (None:
+        whatever the program wrote), no lock, and the mount showing it at once: writable,
+        exact size and content."""
         self.mount.settle()
         now = self.version_numbers()
         assert now[: len(self.versions)] == self.versions
         assert len(now) == len(self.versions) + versions, (self.versions, now)
         latest = self.api.get(f"/objects/documents/{self.doc_id}/file").content
+        if expected is None:
+            expected = latest
         assert hashlib.md5(latest).hexdigest() == hashlib.md5(expected).hexdigest(), latest
         assert not self.locked()
         info = os.stat(self.path)
@@ -164,6 +175,31 @@ def test_vim_writes_twice_in_one_session(doc: Doc, settings: str) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     assert "changed since reading" not in result.stdout + result.stderr
     doc.check(b"two: one: " + TEXT, versions=2)
+
+
+# --- desktop programs, one save right after another ------------------------------------
+
+
+def test_emacs_then_gio_save_at_once(doc: Doc) -> None:
+    emacs, gio = need("emacs"), need("gio")
+    append = '(progn (goto-char (point-max)) (insert "emacs line\\n") (save-buffer))'
+    run(emacs, "-Q", "--batch", "--eval", "(setq make-backup-files t)", doc.path, "--eval", append)
+    doc.check(TEXT + b"emacs line\n")
+    run(gio, "save", "--backup", str(doc.path), input="saved by gio\n")
+    doc.check(b"saved by gio\n")
+
+
+def test_libreoffice_saves_twice_at_once(
+    slow_mount: MountProcess, api: httpx.Client, tmp_path: Path, office: Office
+) -> None:
+    doc = Doc(slow_mount, api, tmp_path, ".docx", docx_bytes(["Dear reader,", "the body."]))
+    office("edit", doc.path, "First. ")
+    doc.check(None)
+    office("edit", doc.path, "Second. ")  # the mount showed the first save writable
+    doc.check(None)
+    text = office("text", doc.path).stdout
+    assert "Second. First. " in text and "the body." in text, text
+    doc.check(None, versions=0)  # reading it again changed nothing
 
 
 # --- rsync of new files, twice ----------------------------------------------------------
