@@ -287,9 +287,7 @@ class Search(Family):
             await parts.client.set_favorite(doc_id, favorite)
         except _NO_FAVORITES as exc:
             log.warning(
-                "Favorites cannot be changed: this vault has no favourite call "
-                "(%s /objects/documents/{id}/favorite: %s)",
-                "POST" if favorite else "DELETE",
+                "Favorites cannot be changed: this vault has no favourite call (%s)",
                 exc.message,
             )
             raise errors.Unsupported("this vault has no favourite call") from None
