@@ -22,6 +22,7 @@ from vaultfs.testing.vault_process import VaultProcess, wait_until
 pytestmark = pytest.mark.mount
 
 API = "/api/v25.1"
+GENERAL = {"type__v": "General", "lifecycle__v": "General Lifecycle"}
 
 
 def _api(vault: VaultProcess) -> httpx.Client:
@@ -55,44 +56,93 @@ def test_a_pasted_file_is_deleted_and_its_folder_created_for_its_watchers(
             # The daemon's delete notification: the kernel raises IN_DELETE_SELF to the
             # watchers of the file once it became the document folder.
             file_watcher.wait_for("DELETE_SELF", "")
-            # The daemon's create event: the folder's watchers see the document folder
-            # appear (a window shows it without a refresh).
+            # The daemon's events: the folder's watchers see the file go and the
+            # document folder appear (a window shows the truth without a refresh).
+            folder_watcher.wait_for("DELETE", "DesktopPaste.txt")
             folder_watcher.wait_for("CREATE", "DesktopPaste")
         # The create and the write the kernel raised itself, in the folder.
         assert folder_watcher.seen("CREATE", "DesktopPaste.txt")
         assert folder_watcher.seen("CLOSE_WRITE", "DesktopPaste.txt")
         assert folder_watcher.seen("ISDIR", "DesktopPaste")
+        assert not folder_watcher.seen("ISDIR", "DesktopPaste.txt")  # a file went
     names = os.listdir(general)
     assert "DesktopPaste" in names and "DesktopPaste.txt" not in names
-    # The event's mkdir made nothing: one new document, no new folder beside it.
+    # The events' calls made and deleted nothing: one new document, nothing beside it.
     assert sorted(set(names) - before) == ["DesktopPaste"], names
-    assert not [line for line in own_mount.log_path.read_text().splitlines() if "mkdir" in line]
+    assert sorted(set(before) - set(names)) == [], names
+    log = own_mount.log_path.read_text()
+    assert log.count("created document") == 1 and " deleted " not in log, log
     assert (general / "DesktopPaste" / "DesktopPaste.txt").read_bytes() == local.read_bytes()
 
 
-def test_another_clients_delete_and_rename_are_deletes_for_watchers(
+def test_another_clients_create_delete_and_rename_reach_the_folders_watchers(
     polling_mount: MountProcess, fresh_vault: VaultProcess
 ) -> None:
     general = polling_mount.mountpoint / "General"
     documents = _documents_in(general)  # a window lists the folder: the kernel holds names
-    assert len(documents) >= 2, documents
-    (deleted_name, deleted_id), (renamed_name, renamed_id) = sorted(documents.items())[:2]
-    # A window showing each document folder watches it.
-    with (
-        Watcher(general / deleted_name) as deleted_watcher,
-        Watcher(general / renamed_name) as renamed_watcher,
-        _api(fresh_vault) as api,
-    ):
-        r = api.delete(f"/objects/documents/{deleted_id}")
-        assert r.json()["responseStatus"] == "SUCCESS", r.text
-        r = api.put(f"/objects/documents/{renamed_id}", data={"name__v": "Renamed on the web"})
-        assert r.json()["responseStatus"] == "SUCCESS", r.text
-        deleted_watcher.wait_for("DELETE_SELF", "")
-        renamed_watcher.wait_for("DELETE_SELF", "")
+    assert len(documents) >= 3, documents
+    (deleted_name, deleted_id), (renamed_name, renamed_id), (changed_name, changed_id) = sorted(
+        documents.items()
+    )[:3]
+    # A shell works in one document folder: a change of its fields by another client
+    # must not take its working directory away.
+    shell = subprocess.Popen(
+        ["sh", "-c", "read line; pwd; ls versions"],
+        cwd=general / changed_name,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        # A window showing the folder watches it, and one showing each document folder.
+        with (
+            Watcher(general) as folder_watcher,
+            Watcher(general / deleted_name) as deleted_watcher,
+            Watcher(general / renamed_name) as renamed_watcher,
+            _api(fresh_vault) as api,
+        ):
+            r = api.delete(f"/objects/documents/{deleted_id}")
+            assert r.json()["responseStatus"] == "SUCCESS", r.text
+            r = api.put(f"/objects/documents/{renamed_id}", data={"name__v": "Renamed on the web"})
+            assert r.json()["responseStatus"] == "SUCCESS", r.text
+            r = api.put(f"/objects/documents/{changed_id}", data={"title__v": "Changed on the web"})
+            assert r.json()["responseStatus"] == "SUCCESS", r.text
+            r = api.post(
+                "/objects/documents",
+                data={**GENERAL, "name__v": "Made on the web"},
+                files={"file": ("web.txt", b"made on the web\n")},
+            )
+            assert r.json()["responseStatus"] == "SUCCESS", r.text
+            deleted_watcher.wait_for("DELETE_SELF", "")
+            renamed_watcher.wait_for("DELETE_SELF", "")
+            for event, name in [
+                ("DELETE", deleted_name),
+                ("DELETE", renamed_name),
+                ("CREATE", "Renamed on the web"),
+                ("CREATE", "Made on the web"),
+            ]:
+                folder_watcher.wait_for(event, name)
+                assert folder_watcher.seen("ISDIR", name)
+        # Nothing else was told: the document whose fields changed kept its name.
+        assert not [e for e in folder_watcher.events if e[1] == changed_name], folder_watcher.events
+        out, err = shell.communicate("go\n", timeout=30)
+        assert shell.returncode == 0, err
+        assert out.splitlines()[0] == str(general / changed_name)
+    finally:
+        if shell.poll() is None:
+            shell.kill()
+            shell.wait()
     listing = os.listdir(general)
-    assert "Renamed on the web" in listing
+    assert "Renamed on the web" in listing and "Made on the web" in listing
     assert deleted_name not in listing and renamed_name not in listing
     assert (general / "Renamed on the web" / "versions").is_dir()  # the renamed one works
+    made = general / "Made on the web"
+    assert (made / "web.txt").read_bytes() == b"made on the web\n"
+    # The events' calls made and deleted nothing in the vault.
+    with _api(fresh_vault) as api:
+        r = api.get(f"/objects/documents/{renamed_id}")
+        assert r.json()["document"]["name__v"] == "Renamed on the web", r.text
 
 
 #: the index poll's calls: they happen whatever is opened

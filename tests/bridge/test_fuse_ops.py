@@ -13,8 +13,8 @@ import pytest
 
 from vaultfs import errors
 from vaultfs.bridge.daemon.capabilities import Capabilities
-from vaultfs.bridge.daemon.creates import CreateEvents
 from vaultfs.bridge.daemon.fuse import FuseOps
+from vaultfs.bridge.daemon.name_events import STAND_IN_INODES, Event, NameEvents, Sort
 from vaultfs.bridge.fs.filesystem import FileSystem
 from vaultfs.bridge.fs.inodes import ROOT_INODE
 
@@ -122,13 +122,22 @@ async def test_xattrs_are_bytes_both_ways(core: FileSystem) -> None:
     assert await ops.getxattr(document.st_ino, b"user.vault.name__v", None) == b"Guide"  # type: ignore[arg-type]
 
 
-async def test_the_create_events_thread_alone_is_answered_apart(core: FileSystem) -> None:
-    creates = CreateEvents("/nonexistent", forget=lambda parent, name: None)
-    ops = FuseOps(core, creates=creates)
+def _events() -> NameEvents:
+    return NameEvents(
+        "/nonexistent", forget=lambda parent, name: None, delete=lambda parent, name, ino: None
+    )
+
+
+async def test_the_name_events_thread_alone_is_answered_apart_for_a_create(
+    core: FileSystem,
+) -> None:
+    events = _events()
+    ops = FuseOps(core, events=events)
     folder = await _lookup(ops, "Reference")
     guide = await ops.lookup(folder.st_ino, b"Guide", SimpleNamespace(pid=100))  # type: ignore[arg-type]
     # The state of the thread while its mkdir of Reference/Guide is under way.
-    creates._tid, creates._pending = 4242, (folder.st_ino, "Guide")
+    events._tid = 4242
+    events._pending = Event(Sort.CREATE_DIR, folder.st_ino, "Reference", "Guide")
     own, other = SimpleNamespace(pid=4242), SimpleNamespace(pid=100)
     with pytest.raises(pyfuse3.FUSEError) as raised:
         await ops.lookup(folder.st_ino, b"Guide", own)  # type: ignore[arg-type]
@@ -136,9 +145,45 @@ async def test_the_create_events_thread_alone_is_answered_apart(core: FileSystem
     assert (await ops.lookup(folder.st_ino, b"Guide", other)).st_ino == guide.st_ino  # type: ignore[arg-type]
     made = await ops.mkdir(folder.st_ino, b"Guide", 0o755, own)  # type: ignore[arg-type]
     assert made.st_ino == guide.st_ino and stat.S_ISDIR(made.st_mode)
-    # Any other mkdir of that thread makes nothing.
-    with pytest.raises(pyfuse3.FUSEError) as raised:
-        await ops.mkdir(folder.st_ino, b"Other", 0o755, own)  # type: ignore[arg-type]
-    assert raised.value.errno == errno.ENOENT
+    # Any other call of that thread changes nothing.
+    for call in (
+        ops.mkdir(folder.st_ino, b"Other", 0o755, own),  # type: ignore[arg-type]
+        ops.rmdir(folder.st_ino, b"Guide", own),  # type: ignore[arg-type]
+        ops.unlink(folder.st_ino, b"Guide", own),  # type: ignore[arg-type]
+    ):
+        with pytest.raises(pyfuse3.FUSEError) as raised:
+            await call
+        assert raised.value.errno == errno.ENOENT
     with pytest.raises(pyfuse3.FUSEError):
         await ops.lookup(folder.st_ino, b"Other", other)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("sort", [Sort.DELETE_FILE, Sort.DELETE_DIR])
+async def test_the_name_events_thread_alone_is_answered_apart_for_a_delete(
+    core: FileSystem, sort: Sort
+) -> None:
+    events = _events()
+    ops = FuseOps(core, events=events)
+    folder = await _lookup(ops, "Reference")
+    other = SimpleNamespace(pid=100, uid=0, gid=0)
+    guide = await ops.lookup(folder.st_ino, b"Guide", other)  # type: ignore[arg-type]
+    # The thread deletes the name Reference/Gone, the kernel held it as inode 77.
+    events._tid = 4242
+    events._pending = Event(sort, folder.st_ino, "Reference", "Gone", 77, STAND_IN_INODES + 5)
+    own = SimpleNamespace(pid=4242, uid=1000, gid=1000)
+    entry = await ops.lookup(folder.st_ino, b"Gone", own)  # type: ignore[arg-type]
+    assert entry.st_ino == STAND_IN_INODES + 5 and entry.entry_timeout == entry.attr_timeout == 0
+    assert stat.S_ISDIR(entry.st_mode) == (sort is Sort.DELETE_DIR) and entry.st_uid == 1000
+    wrong, right = (ops.unlink, ops.rmdir) if sort is Sort.DELETE_DIR else (ops.rmdir, ops.unlink)
+    with pytest.raises(pyfuse3.FUSEError) as raised:
+        await wrong(folder.st_ino, b"Gone", own)  # type: ignore[arg-type]
+    assert raised.value.errno == errno.ENOENT
+    await right(folder.st_ino, b"Gone", own)  # type: ignore[arg-type]
+    # A delete of another name by that thread deletes nothing; other programs are
+    # answered as ever, and the kernel's forget of the stand-in is nothing to the mount.
+    with pytest.raises(pyfuse3.FUSEError) as raised:
+        await right(folder.st_ino, b"Guide", own)  # type: ignore[arg-type]
+    assert raised.value.errno == errno.ENOENT
+    await ops.forget([(STAND_IN_INODES + 5, 1)])
+    assert (await ops.lookup(folder.st_ino, b"Guide", other)).st_ino == guide.st_ino  # type: ignore[arg-type]
+    assert core.inodes.key(STAND_IN_INODES + 5) is None

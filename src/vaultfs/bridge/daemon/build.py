@@ -24,7 +24,7 @@ from vaultfs.bridge.content.blobcache import BlobCache
 from vaultfs.bridge.content.prefetch import Prefetcher
 from vaultfs.bridge.content.sources import Contents
 from vaultfs.bridge.fs.attributes import Attributes
-from vaultfs.bridge.fs.desktop import NewFolders, no_create_events
+from vaultfs.bridge.fs.desktop import GoneNames, NameEvents, NewFolders
 from vaultfs.bridge.fs.filesystem import FileSystem
 from vaultfs.bridge.fs.freshness import Freshness, no_entry_invalidation, no_invalidation
 from vaultfs.bridge.fs.handles import HandleTable
@@ -144,13 +144,14 @@ def build_daemon(
     status_extra: Callable[[], dict[str, Any]] = dict,
     invalidate_attr: Callable[[int], None] = no_invalidation,
     invalidate_entry: Callable[[int, str, int], None] = no_entry_invalidation,
-    announce_entry: Callable[[int, str, str], None] = no_create_events,
+    name_events: NameEvents | None = None,
 ) -> Daemon:
     """The daemon of a mount over ``client``; without a ``spool`` nothing can be
     written (a read-only mount). ``status_extra``: what the mount adds to the status
     file; ``invalidate_attr``/``invalidate_entry``: tell the kernel to forget an
-    inode's attributes / a name in a directory (never wait); ``announce_entry``: raise
-    IN_CREATE for a directory that appeared in a folder (``fs.desktop.NewFolders``)."""
+    inode's attributes / a name in a directory (never wait); ``name_events``: raise
+    inotify events for names that appear or go by themselves (``fs.desktop``; None
+    without a kernel)."""
     started = time.time()
     index = DocumentIndex(client)
     catalog = TypeCatalog(client)
@@ -174,20 +175,25 @@ def build_daemon(
     )
     inodes = InodeTable(ROOT)
     handles = HandleTable()
+    paths = DisplayPaths(tree, registry, lambda: scratch, overlay.resolve, inodes)
     freshness = Freshness(
         inodes,
         overlay.child,
         invalidate_attr=invalidate_attr,
-        invalidate_entry=invalidate_entry,
+        invalidate_entry=GoneNames(
+            paths, inodes, registry.is_file, name_events, invalidate_entry
+        ).forget,
         generation=lambda: index.generation,
         is_local=registry.is_local,
     )
     # Every change the index learns of (poll, save, field change, check-in) and every
-    # exact size the content cache learns is pushed to the kernel's caches.
+    # exact size the content cache learns is pushed to the kernel's caches, and the
+    # names that appeared are announced to the folders' watchers.
     index.on_change.append(freshness.document_changed)
     blobs.on_size.append(freshness.size_known)
-    paths = DisplayPaths(tree, registry, lambda: scratch, overlay.resolve, inodes)
-    new_documents.on_made.append(NewFolders(overlay, paths, inodes, announce_entry).document_made)
+    if name_events is not None:
+        new_folders = NewFolders(overlay, paths, inodes, freshness.name_of, name_events)
+        freshness.on_names_checked.append(new_folders.documents_changed)
     report = StatusReport(
         options,
         client,

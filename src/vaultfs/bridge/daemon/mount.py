@@ -23,7 +23,7 @@ import trio
 from vaultfs.bridge.daemon import fuse
 from vaultfs.bridge.daemon.build import SpoolSettings, build_daemon
 from vaultfs.bridge.daemon.config import MountConfig
-from vaultfs.bridge.daemon.creates import CreateEvents
+from vaultfs.bridge.daemon.name_events import NameEvents
 from vaultfs.bridge.daemon.notify import notify
 from vaultfs.bridge.daemon.ownership import owning
 from vaultfs.bridge.daemon.signals import on_signals
@@ -86,7 +86,7 @@ async def run_mount(config: MountConfig, ready: Callable[[], None] | None = None
         spool = None
         if not config.read_only:  # the write-back spool makes its private directory
             spool = SpoolSettings(config.cache_dir / "spool", user_id=client.user_id)
-        creates = CreateEvents(str(config.mountpoint.absolute()), fuse.forget_entry)
+        events = NameEvents(str(config.mountpoint.absolute()), fuse.forget_entry, fuse.delete_entry)
         daemon = build_daemon(
             client,
             options,
@@ -96,16 +96,16 @@ async def run_mount(config: MountConfig, ready: Callable[[], None] | None = None
             status_extra=lambda: _status_extra(config),
             invalidate_attr=fuse.invalidate_attr,
             invalidate_entry=fuse.invalidate_entry,
-            announce_entry=creates.announce,
+            name_events=events,
         )
         filesystem = daemon.filesystem
         fuse.init(
-            fuse.FuseOps(filesystem, creates=creates),
+            fuse.FuseOps(filesystem, events=events),
             str(config.mountpoint),
             _fuse_options(config),
         )
         stack.callback(fuse.close, unmount=True)
-        stack.callback(creates.close)
+        stack.callback(events.close)
         nursery = await stack.enter_async_context(trio.open_nursery())
         await nursery.start(daemon.blobs.run)
         await nursery.start(filesystem.freshness.run)

@@ -7,11 +7,13 @@ moved there would have to leave the vault's tree, and the vault's delete is no t
 (nothing in the mount restores it). Making such a directory is refused, so a trash
 changes nothing, and the file manager offers to delete at once instead.
 
-Also owns telling a folder's watchers that a document folder appeared in it: a file
-pasted into a folder becomes its document's folder when it is closed, which no
-program's mkdir made, so the kernel raised no IN_CREATE for it. ``NewFolders`` has the
-FUSE layer raise one (``daemon.creates``) when the kernel holds the folder (a window
-can watch only a folder the kernel holds).
+Also owns telling a folder's watchers (a file manager's window) of names that appeared
+or went without a program's call through the mount: a file pasted into a folder
+becomes its document's folder when it is closed (``General/x.txt`` goes, ``General/x/``
+appears), and the poll learns of documents another client created, renamed or
+deleted. The kernel raised no inotify event for those; ``GoneNames`` and ``NewFolders``
+have the FUSE layer raise IN_DELETE and IN_CREATE (``daemon.name_events``) when the
+kernel holds the folder (a window can watch only a folder the kernel holds).
 """
 
 from __future__ import annotations
@@ -19,14 +21,16 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable
+from typing import Protocol
 
 from vaultfs import errors
 from vaultfs.bridge.fs.inodes import InodeTable
 from vaultfs.bridge.fs.overlay import Overlay
 from vaultfs.bridge.fs.paths import DisplayPaths
 from vaultfs.bridge.tree import keys
+from vaultfs.bridge.tree.nodes import NodeKey
 
-__all__ = ["NewFolders", "is_trash_name", "no_create_events"]
+__all__ = ["GoneNames", "NameEvents", "NewFolders", "is_trash_name"]
 
 log = logging.getLogger(__name__)
 
@@ -39,43 +43,99 @@ def is_trash_name(name: str) -> bool:
     return _TRASH.fullmatch(name) is not None
 
 
-def no_create_events(parent: int, parent_path: str, name: str) -> None:
-    """Without a kernel (the tests' file system over a fake vault): nothing to raise."""
+class NameEvents(Protocol):
+    """What raises the events (``daemon.name_events.NameEvents``); never waits."""
+
+    def created(self, parent: int, parent_path: str, name: str) -> None: ...
+
+    def deleted(self, parent: int, parent_path: str, name: str, ino: int, is_dir: bool) -> None: ...
+
+
+class GoneNames:
+    """Names the kernel holds that lead nowhere now: forgotten as deleted, with an
+    IN_DELETE for the folder's watchers."""
+
+    def __init__(
+        self,
+        paths: DisplayPaths,
+        inodes: InodeTable,
+        is_file: Callable[[NodeKey], bool],
+        events: NameEvents | None,
+        invalidate_entry: Callable[[int, str, int], None],
+    ) -> None:
+        """``events``: None without a kernel (the tests' file system over a fake vault);
+        ``invalidate_entry(parent, name, deleted)``: the kernel forgets a name (as a
+        delete of inode ``deleted`` when not 0), what is left when no event can be
+        raised."""
+        self._paths = paths
+        self._inodes = inodes
+        self._is_file = is_file
+        self._events = events
+        self._invalidate_entry = invalidate_entry
+
+    def forget(self, parent: int, name: str, deleted: int = 0) -> None:
+        """``Freshness``'s ``invalidate_entry``: ``name`` in ``parent`` leads elsewhere
+        (``deleted`` 0) or nowhere (``deleted``, the inode the kernel holds for it)."""
+        parent_key = self._inodes.key(parent)
+        key = self._inodes.key(deleted) if deleted else None
+        path = self._paths.of_key(parent_key) if parent_key is not None else None
+        if key is None or path is None or self._events is None:
+            self._invalidate_entry(parent, name, deleted)
+            return
+        self._events.deleted(parent, path, name, deleted, not self._is_file(key))
 
 
 class NewFolders:
+    """Documents that may have a new name in their folder: the name is announced to
+    the folder's watchers, unless the kernel holds it already (for that document's
+    directory, or for a folder made with mkdir that became the document: that mkdir
+    raised the event). Announcing a name the kernel holds would make it forget the
+    name of a directory that may be someone's working directory."""
+
     def __init__(
         self,
         overlay: Overlay,
         paths: DisplayPaths,
         inodes: InodeTable,
-        announce: Callable[[int, str, str], None],
+        name_of: Callable[[int], tuple[int, str] | None],
+        events: NameEvents,
     ) -> None:
-        """``announce(parent inode, parent path, name)``: raise IN_CREATE for
-        directory ``name`` (never waits)."""
+        """``name_of(ino)``: (parent inode, name) the kernel holds ``ino`` under
+        (``Freshness.name_of``)."""
         self._overlay = overlay
         self._paths = paths
         self._inodes = inodes
-        self._announce = announce
+        self._name_of = name_of
+        self._events = events
 
-    async def document_made(self, doc_id: int) -> None:
-        """A new file became document ``doc_id``: its folder's watchers are told."""
-        record = self._overlay.tree.index.get(doc_id)
-        where = self._paths.document_dir(doc_id) if record is not None else None
-        if where is None:
-            return
-        parent = where[0]
-        ino = self._inodes.held(parent)
-        path = self._paths.of_key(parent)
-        if ino is None or path is None:
-            return
-        try:
-            # The name it has among its siblings now (a `` [id]`` suffix, maybe).
-            listing = await self._overlay.children(parent)
-        except errors.VaultError as exc:
-            log.debug("no create event for document %d: %s", doc_id, exc)
-            return
-        document = keys.document(doc_id)
-        name = next((n for n, key in listing.items() if key == document), None)
-        if name is not None:
-            self._announce(ino, path, name)
+    async def documents_changed(self, doc_ids: set[int]) -> None:
+        """``Freshness.on_names_checked``: the names of ``doc_ids`` were checked (the
+        names gone were forgotten); the ones their folders show now are announced."""
+        by_folder: dict[NodeKey, list[int]] = {}
+        index = self._overlay.tree.index
+        for doc_id in doc_ids:
+            where = self._paths.document_dir(doc_id) if index.get(doc_id) is not None else None
+            if where is not None:
+                by_folder.setdefault(where[0], []).append(doc_id)
+        for folder, documents in by_folder.items():
+            ino = self._inodes.held(folder)
+            path = self._paths.of_key(folder)
+            if ino is None or path is None:
+                continue
+            try:
+                # The names they have among their siblings now (`` [id]`` suffixes, maybe).
+                listing = await self._overlay.children(folder)
+            except errors.VaultError as exc:
+                log.debug("no create events in %s: %s", path or "/", exc)
+                continue
+            names = {key: name for name, key in listing.items()}
+            for doc_id in documents:
+                name = names.get(keys.document(doc_id))
+                if name is not None and not self._held(keys.document(doc_id), ino, name):
+                    self._events.created(ino, path, name)
+
+    def _held(self, document: NodeKey, folder: int, name: str) -> bool:
+        if self._overlay.stands_for(document):
+            return True
+        ino = self._inodes.held(document)
+        return ino is not None and self._name_of(ino) == (folder, name)

@@ -15,15 +15,16 @@ check-in: they all end in ``DocumentIndex.on_change``) it
   to the same node (renamed, moved, deleted). Names that still hold are left alone:
   forgetting them would unhash a directory that is someone's working directory.
 
-A name that now leads nowhere is forgotten as deleted (the kernel's delete
-notification, with the inode it held): the kernel unhashes it, and raises
-``IN_DELETE_SELF`` to the inotify watchers of that inode, which is how a file manager's
-window showing a document folder another client deleted or renamed learns it is gone.
-The same holds for a new file written into a folder: once its document is made, its
-name (``General/x.txt``) leads nowhere (the document is ``General/x/``), and
-``new_file_done`` has the name checked. The kernel raises no ``IN_DELETE`` to watchers
-of the folder for such a notification, and has none for a name that appears (``x/``, a
-renamed document's new name): a window of the folder sees those at its next listing.
+A name that now leads nowhere is forgotten as deleted (``invalidate_entry`` with the
+inode it held: ``fs.desktop.GoneNames`` has the kernel unhash it and raise
+``IN_DELETE_SELF`` to the watchers of that inode and ``IN_DELETE`` to the watchers of
+its folder), which is how a file manager's window learns that a document another
+client deleted or renamed is gone. The same holds for a new file written into a
+folder: once its document is made, its name (``General/x.txt``) leads nowhere (the
+document is ``General/x/``), and ``new_file_done`` has the name checked. The documents
+checked are then given to ``on_names_checked`` (``fs.desktop.NewFolders``: a name that
+appeared, ``x/`` or a renamed document's new name, is announced to the folder's
+watchers).
 """
 
 from __future__ import annotations
@@ -120,6 +121,8 @@ class Freshness:
         #: name leads nowhere (their document was made) or the kernel forgets them
         self._new_files: dict[int, tuple[int, str]] = {}
         self._wake = trio.Event()
+        #: called with the documents whose names ``check_names`` checked
+        self.on_names_checked: list[Callable[[set[int]], Awaitable[None]]] = []
 
     def _document_of(self, key: NodeKey) -> int | None:
         """The document a node of the vault belongs to, None for every other node."""
@@ -154,6 +157,10 @@ class Freshness:
                 self._invalidate_entry(*before, 0)
         if parent in self._folders:
             self._in_folders.add(ino)
+
+    def name_of(self, ino: int) -> tuple[int, str] | None:
+        """(parent inode, name) the kernel was last given ``ino`` under, if it holds it."""
+        return self._names.get(ino)
 
     def forgotten(self, ino: int, key: NodeKey) -> None:
         """The kernel dropped its last reference to ``ino``."""
@@ -253,6 +260,9 @@ class Freshness:
                     del self._names[ino]
                 self._invalidate_entry(*dentry, ino if now is None else 0)
         await self._check_new_files()
+        if pending:
+            for on_checked in self.on_names_checked:
+                await on_checked(pending)
 
     async def _check_new_files(self) -> None:
         """Names of new files in folders that lead nowhere now (their document was

@@ -46,6 +46,11 @@ class Overlay:
     def resolve(self, key: NodeKey) -> NodeKey:
         return self.aliases.get(key, key)
 
+    def stands_for(self, key: NodeKey) -> bool:
+        """Whether a node the kernel knows stands for ``key`` now (a folder made with
+        mkdir that became this document, a file renamed over it)."""
+        return key in self.aliases.values()
+
     def unshadow(self, scratch_key: NodeKey) -> None:
         """The vault's file a scratch file stood for while written is shown again."""
         for key in [k for k, v in self.aliases.items() if v == scratch_key]:

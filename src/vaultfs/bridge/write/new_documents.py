@@ -12,7 +12,6 @@ source file now) and the count of those still being made, for the status.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Protocol
 
@@ -75,8 +74,6 @@ class NewDocuments:
         self.files_in = files_in
         #: new documents (or uploads) a last close started making, not done yet
         self.in_flight = 0
-        #: called with each document a new file became, once it is in the tree
-        self.on_made: list[Callable[[int], Awaitable[None]]] = []
 
     def scratch_closed(self, scratch: ScratchFile) -> None:
         """The last handle on ``scratch`` is gone: its content goes if it has no name."""
@@ -119,7 +116,6 @@ class NewDocuments:
         given = self.new_fields.given(where, scratch)
         try:
             doc_id = await self._draft_of_namesake(where, name, scratch.path)
-            made = doc_id is None
             if doc_id is None:
                 doc_id = await self.creator.create(where, name, filename, scratch.path, given)
         except (errors.ParameterRequired, errors.InvalidData) as exc:
@@ -145,9 +141,6 @@ class NewDocuments:
             self.overlay.aliases[folder.key] = keys.document(doc_id)
             store.move_children(folder.key, keys.document(doc_id))
             store.unname(folder.key)
-        elif made:  # a new name in the folder, which no mkdir made (a mkdir'ed one did)
-            for on_made in self.on_made:
-                await on_made(doc_id)
 
     async def _draft_of_namesake(self, folder: NodeKey, name: str, content: Path) -> int | None:
         """A new file whose document name a document of ``folder`` has already is a new

@@ -7,7 +7,12 @@ sends the notifications that drop it, ``session`` starts, runs and closes the mo
 FUSE session. This module only gathers what the mount daemon uses.
 """
 
-from vaultfs.bridge.daemon.fuse.kernel_cache import forget_entry, invalidate_attr, invalidate_entry
+from vaultfs.bridge.daemon.fuse.kernel_cache import (
+    delete_entry,
+    forget_entry,
+    invalidate_attr,
+    invalidate_entry,
+)
 from vaultfs.bridge.daemon.fuse.operations import FuseOps, capabilities
 from vaultfs.bridge.daemon.fuse.requests import request_counts
 from vaultfs.bridge.daemon.fuse.session import close, default_options, init, main, terminate
@@ -17,6 +22,7 @@ __all__ = [
     "capabilities",
     "close",
     "default_options",
+    "delete_entry",
     "forget_entry",
     "init",
     "invalidate_attr",

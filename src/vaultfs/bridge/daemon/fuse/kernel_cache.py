@@ -1,7 +1,8 @@
 """What the kernel keeps of the mount, and the notifications that make it drop it:
 the directory inodes whose listings it may keep (``kept``), ``invalidate_attr`` (an
 inode's attributes, and its kept listing), ``invalidate_entry`` (a name, sent by a
-thread of its own), ``forget_entry`` (a name, now) and ``drop_listing``.
+thread of its own), ``forget_entry`` and ``delete_entry`` (a name, now) and
+``drop_listing``.
 
 The kernel drops a kept listing itself when this mount creates, links, renames or
 deletes in the directory; for every other change the listing goes with the directory's
@@ -21,6 +22,7 @@ import threading
 import pyfuse3
 
 __all__ = [
+    "delete_entry",
     "drop_listing",
     "forget_entry",
     "invalidate_attr",
@@ -70,8 +72,13 @@ def invalidate_entry(parent: int, name: str, deleted: int = 0) -> None:
 
 def forget_entry(parent: int, name: str) -> None:
     """Make the kernel forget ``name`` in ``parent`` now; waits for requests on that
-    directory, so only for a thread of its own (``creates.CreateEvents``)."""
+    directory, so only for a thread of its own (``name_events.NameEvents``)."""
     pyfuse3.invalidate_entry(parent, os.fsencode(name))
+
+
+def delete_entry(parent: int, name: str, deleted: int) -> None:
+    """``forget_entry``, as a delete of inode ``deleted`` (``invalidate_entry``)."""
+    pyfuse3.invalidate_entry(parent, os.fsencode(name), deleted)
 
 
 _entries: queue.SimpleQueue[tuple[int, bytes, int] | None] = queue.SimpleQueue()

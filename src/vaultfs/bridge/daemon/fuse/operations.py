@@ -19,11 +19,16 @@ from collections.abc import Sequence
 import pyfuse3
 
 from vaultfs.bridge.daemon.capabilities import Capabilities, detect
-from vaultfs.bridge.daemon.creates import CreateEvents
 from vaultfs.bridge.daemon.fuse.kernel_cache import kept
 from vaultfs.bridge.daemon.fuse.listing_by_inode import ListingsByInode
-from vaultfs.bridge.daemon.fuse.replies import entry_attributes, reply_entries, statvfs
+from vaultfs.bridge.daemon.fuse.replies import (
+    entry_attributes,
+    reply_entries,
+    stand_in,
+    statvfs,
+)
 from vaultfs.bridge.daemon.fuse.requests import RequestErrors, count
+from vaultfs.bridge.daemon.name_events import Event, NameEvents, Sort
 from vaultfs.bridge.fs.filesystem import FileSystem
 
 __all__ = ["FuseOps", "capabilities"]
@@ -43,14 +48,14 @@ class FuseOps(pyfuse3.Operations):
         core: FileSystem,
         using: Capabilities | None = None,
         *,
-        creates: CreateEvents | None = None,
+        events: NameEvents | None = None,
     ) -> None:
         """``using``: the kernel-cache features of pyfuse3 the mount uses (None: those
-        detected); ``creates``: raises IN_CREATE for names the daemon made appear, its
-        own lookups and mkdirs answered apart (``daemon.creates``)."""
+        detected); ``events``: raises IN_CREATE and IN_DELETE for names the daemon made
+        appear or go, its own requests answered apart (``daemon.name_events``)."""
         super().__init__()
         self.core = core
-        self.creates = creates
+        self.events = events
         self.using = capabilities() if using is None else using
         if self.using.no_opendir:
             # A listing the kernel kept reaches the mount no more: a walk is taken from
@@ -72,8 +77,12 @@ class FuseOps(pyfuse3.Operations):
     async def lookup(
         self, parent_inode: int, name: bytes, ctx: pyfuse3.RequestContext | None = None
     ) -> pyfuse3.EntryAttributes:
-        if ctx is not None and self._creating(ctx, parent_inode, name):
-            raise pyfuse3.FUSEError(errno.ENOENT)  # then the mkdir that raises IN_CREATE
+        event = self._event(ctx, parent_inode, name)
+        if event is not None and ctx is not None:
+            if event.creates:
+                raise pyfuse3.FUSEError(errno.ENOENT)  # then the mkdir that raises IN_CREATE
+            # then the unlink (rmdir) that raises IN_DELETE
+            return stand_in(event.stand_in, event.sort is not Sort.DELETE_FILE, ctx)
         with self.errors.handling("lookup", parent_inode, name):
             return entry_attributes(await self.core.lookup(parent_inode, os.fsdecode(name)))
 
@@ -145,24 +154,43 @@ class FuseOps(pyfuse3.Operations):
     async def mkdir(
         self, parent_inode: int, name: bytes, mode: int, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.EntryAttributes:
-        if self.creates is not None and self.creates.own(ctx.pid):
+        if self._apart(Sort.CREATE_DIR, ctx, parent_inode, name):
             # The create event's mkdir: the existing directory, never a new one.
-            if not self._creating(ctx, parent_inode, name):
-                raise pyfuse3.FUSEError(errno.ENOENT)
             with self.errors.handling("mkdir", parent_inode, name):
                 return entry_attributes(await self.core.lookup(parent_inode, os.fsdecode(name)))
         with self.errors.handling("mkdir", parent_inode, name):
             return entry_attributes(await self.core.mkdir(parent_inode, os.fsdecode(name)))
 
-    def _creating(self, ctx: pyfuse3.RequestContext, parent_inode: int, name: bytes) -> bool:
-        creates = self.creates
-        return creates is not None and creates.pending(ctx.pid, parent_inode, os.fsdecode(name))
+    def _event(
+        self, ctx: pyfuse3.RequestContext | None, parent_inode: int, name: bytes
+    ) -> Event | None:
+        """The name event a request is the call (or the lookup) of, if any."""
+        if self.events is None or ctx is None:
+            return None
+        return self.events.pending(ctx.pid, parent_inode, os.fsdecode(name))
+
+    def _apart(
+        self, sort: Sort, ctx: pyfuse3.RequestContext, parent_inode: int, name: bytes
+    ) -> bool:
+        """Whether a request is the name events' thread's call of ``sort`` for its
+        event, answered as ``name_events`` says; any other call of that thread changes
+        nothing (ENOENT)."""
+        if self.events is None or not self.events.own(ctx.pid):
+            return False
+        event = self._event(ctx, parent_inode, name)
+        if event is None or event.sort is not sort:
+            raise pyfuse3.FUSEError(errno.ENOENT)
+        return True
 
     async def rmdir(self, parent_inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
+        if self._apart(Sort.DELETE_DIR, ctx, parent_inode, name):
+            return  # the delete event's rmdir: nothing is deleted
         with self.errors.handling("rmdir", parent_inode, name):
             await self.core.rmdir(parent_inode, os.fsdecode(name))
 
     async def unlink(self, parent_inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
+        if self._apart(Sort.DELETE_FILE, ctx, parent_inode, name):
+            return  # the delete event's unlink: nothing is deleted
         with self.errors.handling("unlink", parent_inode, name):
             await self.core.unlink(parent_inode, os.fsdecode(name))
 

@@ -1,16 +1,18 @@
 """The core's answers in pyfuse3's types: an ``Attr`` as ``EntryAttributes``, the
-file system's numbers as ``StatvfsData``, and a listing's part as readdir replies."""
+file system's numbers as ``StatvfsData``, and a listing's part as readdir replies; and
+the stand-in entry of a name event's delete."""
 
 from __future__ import annotations
 
 import os
+import stat
 from typing import Any
 
 import pyfuse3
 
 from vaultfs.bridge.fs.filesystem import Attr, FileSystem
 
-__all__ = ["entry_attributes", "reply_entries", "statvfs"]
+__all__ = ["entry_attributes", "reply_entries", "stand_in", "statvfs"]
 
 
 def entry_attributes(attr: Attr) -> pyfuse3.EntryAttributes:
@@ -30,6 +32,21 @@ def entry_attributes(attr: Attr) -> pyfuse3.EntryAttributes:
     entry.st_atime_ns = attr.mtime_ns
     entry.st_mtime_ns = attr.mtime_ns
     entry.st_ctime_ns = attr.ctime_ns
+    return entry
+
+
+def stand_in(ino: int, is_dir: bool, ctx: pyfuse3.RequestContext) -> pyfuse3.EntryAttributes:
+    """An entry no node stands behind (``name_events``): empty, owned by the caller,
+    never kept by the kernel."""
+    entry = pyfuse3.EntryAttributes()
+    entry.st_ino = ino
+    entry.generation = 0
+    entry.entry_timeout = entry.attr_timeout = 0
+    entry.st_mode = (stat.S_IFDIR | 0o700) if is_dir else (stat.S_IFREG | 0o600)
+    entry.st_nlink = 2 if is_dir else 1
+    entry.st_uid = ctx.uid
+    entry.st_gid = ctx.gid
+    entry.st_size = 0
     return entry
 
 
