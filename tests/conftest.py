@@ -49,7 +49,7 @@ def module_mount(
         pytest.skip("needs /dev/fuse and fusermount3")
     # A fast poll, because the module's tests make their documents through the API and
     # wait for the mount to list them. What the mount shows after its own saves never
-    # waits for a poll: tests/apps/test_saves_default_poll.py checks that at the default.
+    # waits for a poll: the save matrix (tests/apps) runs at the default interval.
     process = MountProcess(
         module_vault.url, tmp_path_factory.mktemp("module-mount"), options="poll_interval=1"
     )

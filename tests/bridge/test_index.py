@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import trio
+import trio.testing
+
 from vaultfs.bridge.tree.index import DocumentIndex, TypeCatalog
 
 from .fakevault import FakeVault
@@ -88,3 +91,18 @@ async def test_equal_values_of_records_are_one_object_and_records_stay_equal() -
     assert await index.refresh() == {ids[0]}  # nothing else looks changed
     assert index.documents[ids[0]]["name__v"] == "renamed"
     assert index.documents[ids[1]]["name__v"] == "doc 1"
+
+
+async def test_a_poll_asked_for_out_of_turn_runs_at_once_and_is_answered() -> None:
+    vault = FakeVault()
+    vault.add("first")
+    index = DocumentIndex(vault)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(index.run, 3600)  # an interval no test waits for
+        await index.ready.wait()
+        vault.add("made elsewhere")
+        index.poll_now()
+        await trio.testing.wait_all_tasks_blocked()  # the poll ran, the loop waits again
+        assert {r["name__v"] for r in index.documents.values()} == {"first", "made elsewhere"}
+        assert index.polls_asked == index.polls_answered == 1 and index.poll_error is None
+        nursery.cancel_scope.cancel()

@@ -1,6 +1,7 @@
 """A pending upload seen through ``vaultfs status``, cured by ``vaultfs flush``, and an
 unmount that refuses to leave it behind unless ``--force`` (which keeps it in the
-spool for the next mount). Real daemons, a real server stopped and started."""
+spool for the next mount); ``vaultfs refresh``. Real daemons, a real server stopped
+and started."""
 
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ import signal
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
+from tests.conftest import login
 from tests.ops.conftest import Daemon, documents, latest_file, needs_mount, run_vaultfs
 from vaultfs.bridge.commands.control import alive
 from vaultfs.testing.vault_process import VaultProcess, wait_until
@@ -136,3 +139,33 @@ def test_a_mount_left_dead_by_a_crash_is_cleared_by_the_next_mount(
     assert dead.value.errno in (errno.ENOTCONN, errno.ECONNABORTED)
     daemon.start()  # as Restart=on-failure would
     assert os.listdir(daemon.mountpoint)
+
+
+def test_refresh_shows_another_clients_document_at_once_and_says_when_the_vault_is_away(
+    fresh_vault: VaultProcess, daemon_factory: Any
+) -> None:
+    daemon: Daemon = daemon_factory(fresh_vault.url, OPTIONS)  # the default poll: 30 s
+    general = daemon.mountpoint / "General"
+    os.listdir(general)  # listed before the other client's document exists
+    r = httpx.post(
+        f"{fresh_vault.url}/api/v25.1/objects/documents",
+        headers={"Authorization": login(fresh_vault.url)},
+        data={"type__v": "General", "lifecycle__v": "General Lifecycle", "name__v": "Refreshed"},
+        files={"file": ("refreshed.txt", b"made by another client\n")},
+    )
+    assert r.json()["responseStatus"] == "SUCCESS", r.text
+    before = daemon.status()
+
+    done = run_vaultfs("refresh", str(daemon.mountpoint))
+    assert done.returncode == 0, done.stderr
+    assert "shows the vault as of now" in done.stdout
+    assert (general / "Refreshed" / "refreshed.txt").read_bytes() == b"made by another client\n"
+    after = daemon.status()
+    assert after["index"]["polls_answered"] > before["index"]["polls_asked"]
+    # One poll's calls: a page of documents and the deletions, plus the file read.
+    calls = after["api_calls"] - before["api_calls"]
+    assert calls <= 4, after["api_calls_by_endpoint"]
+
+    fresh_vault.stop()
+    away = run_vaultfs("refresh", str(daemon.mountpoint))
+    assert away.returncode == 1 and "did not answer" in away.stderr, away.stderr

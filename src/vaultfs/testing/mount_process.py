@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from vaultfs.bridge.commands import control
 from vaultfs.bridge.commands.control import alive, unmount
 from vaultfs.testing.vault_process import ADMIN, DEMO_PASSWORD, end_process, wait_until
 
@@ -128,6 +129,15 @@ class MountProcess:
             if time.monotonic() > deadline:
                 raise AssertionError(f"saves still under way: {status['pending_uploads']}")
             time.sleep(0.02)
+
+    def refresh(self, timeout: float = 60.0) -> dict[str, Any]:
+        """What ``vaultfs refresh`` does: the daemon looks for the vault's changes now
+        (another client's, made through the API), not at its next poll. Returns the
+        status once that look is done."""
+        status = control.refresh(self.mountpoint, timeout)
+        if status is None:
+            raise AssertionError(f"no refresh of {self.mountpoint} within {timeout}s")
+        return status
 
     def document_dir(self, doc_id: int) -> Path:
         """The directory of document ``doc_id`` in the mount (found by its id xattr)."""

@@ -1,12 +1,12 @@
 """Talking to a running mount daemon from another process.
 
-Owns what the ``status``, ``flush`` and ``umount`` commands know about a mount from
+Owns what the ``status``, ``flush``, ``refresh`` and ``umount`` commands know about a mount from
 outside: which vaultfs mounts exist (``/proc/mounts``), the daemon's status (the
 mount's ``.vaultfs/status`` json, whose ``pid`` names the daemon), the signals the
 daemon understands, and waiting for a daemon to go. The daemon's side of the signals
 is in ``daemon.signals``:
 
-- ``SIGUSR1``: try every pending upload now;
+- ``SIGUSR1``: try every pending upload now, and look for the vault's changes now;
 - ``SIGTERM`` (also ``SIGINT``, ``SIGHUP``): flush pending uploads (bounded), unmount;
 - ``SIGUSR2``: unmount now; pending uploads stay in the spool for the next mount.
 """
@@ -35,6 +35,7 @@ __all__ = [
     "clear_dead_mount",
     "not_in_vault",
     "read_status",
+    "refresh",
     "send",
     "unmount",
     "vaultfs_mounts",
@@ -86,6 +87,24 @@ def send(pid: int, signum: signal.Signals) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+def refresh(mountpoint: Path, timeout: float) -> dict[str, Any] | None:
+    """Have the daemon look for the vault's changes now, and wait (polling its status,
+    with a deadline) until that look is done; the status then, None after ``timeout``.
+    OSError, ValueError: as ``read_status``."""
+    deadline = time.monotonic() + timeout
+    status = read_status(mountpoint)
+    asked = int(status["index"]["polls_asked"])
+    if not send(status["pid"], FLUSH_SIGNAL):
+        raise ProcessLookupError(f"the daemon of {mountpoint} is gone")
+    while True:
+        status = read_status(mountpoint)
+        if int(status["index"]["polls_answered"]) > asked:
+            return status
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(0.02)
 
 
 def alive(pid: int) -> bool:

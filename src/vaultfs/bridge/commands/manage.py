@@ -1,7 +1,9 @@
-"""The commands that manage a running mount: ``status``, ``flush`` and ``umount``.
+"""The commands that manage a running mount: ``status``, ``flush``, ``refresh`` and
+``umount``.
 
 Owns what a user sees of a running daemon: the status table (or its json), uploading
-pending work now with progress until it is in the vault, and an unmount that never
+pending work now with progress until it is in the vault, looking for the vault's
+changes now rather than at the next poll, and an unmount that never
 drops work silently: ``umount`` first waits for every pending upload, and without
 ``--force`` it refuses (exit 1, naming the documents) when they do not get through in
 time. Work left behind by ``--force`` is still safe in the spool and is checked in at
@@ -45,6 +47,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     flush.add_argument("target", metavar="MOUNTPOINT|PROFILE")
     flush.add_argument("--timeout", type=float, default=60.0, help="seconds to wait (60)")
     flush.set_defaults(handler=_flush)
+
+    refresh = sub.add_parser(
+        "refresh", help="show the vault's changes in a mount now, not at its next poll"
+    )
+    refresh.add_argument("target", metavar="MOUNTPOINT|PROFILE")
+    refresh.add_argument("--timeout", type=float, default=60.0, help="seconds to wait (60)")
+    refresh.set_defaults(handler=_refresh)
 
     umount = sub.add_parser("umount", help="upload pending work, then unmount")
     umount.add_argument("target", metavar="MOUNTPOINT|PROFILE")
@@ -279,6 +288,27 @@ def _flush(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return 1
+
+
+def _refresh(args: argparse.Namespace) -> int:
+    try:
+        mountpoint = _mountpoint(args.target)
+        status = control.refresh(mountpoint, args.timeout)
+    except (ProfileError, OSError, ValueError) as exc:
+        print(f"vaultfs refresh: {exc}", file=sys.stderr)
+        return 2
+    if status is None:
+        print(
+            f"vaultfs refresh: no answer from {mountpoint} after {args.timeout:g}s", file=sys.stderr
+        )
+        return 1
+    error = status["index"].get("poll_error")
+    if error:
+        print(f"vaultfs refresh: the vault did not answer: {error}", file=sys.stderr)
+        return 1
+    documents = status["index"]["documents"]
+    print(f"vaultfs refresh: {mountpoint} shows the vault as of now ({documents} documents)")
+    return 0
 
 
 def _refusal(mountpoint: Path, left: list[dict[str, Any]]) -> str:

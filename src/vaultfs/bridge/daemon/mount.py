@@ -112,7 +112,7 @@ async def run_mount(config: MountConfig, ready: Callable[[], None] | None = None
         await nursery.start(daemon.index.run, config.poll_interval)
         if daemon.spool is not None:
             await nursery.start(daemon.spool.run)
-        nursery.start_soon(on_signals, daemon.spool, nursery, fuse.terminate)
+        nursery.start_soon(on_signals, daemon.spool, daemon.index.poll_now, nursery, fuse.terminate)
         nursery.start_soon(_announce, config, ready)
         await fuse.main()
         log.info("unmounting %s", config.mountpoint)

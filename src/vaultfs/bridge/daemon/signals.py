@@ -1,6 +1,7 @@
-"""The daemon's side of its signals: flush now, stop after a bounded flush, stop now.
+"""The daemon's side of its signals: sync now, stop after a bounded flush, stop now.
 
-- ``SIGUSR1`` (``FLUSH_SIGNAL``): try every pending upload now;
+- ``SIGUSR1`` (``FLUSH_SIGNAL``): try every pending upload now, and look for the
+  vault's changes now (``vaultfs flush``, ``vaultfs refresh``);
 - ``SIGTERM`` (also ``SIGINT``, ``SIGHUP``): flush pending uploads (bounded), unmount;
 - ``SIGUSR2`` (``STOP_NOW_SIGNAL``): unmount now; pending uploads stay in the spool for
   the next mount. A second stop signal cuts a stop's wait short as well.
@@ -36,17 +37,21 @@ _STOP_PROGRESS_INTERVAL = 2.0
 
 
 async def on_signals(
-    spool: Spool | None, nursery: trio.Nursery, terminate: Callable[[], None]
+    spool: Spool | None,
+    poll_now: Callable[[], None],
+    nursery: trio.Nursery,
+    terminate: Callable[[], None],
 ) -> None:
-    """Flush on SIGUSR1; stop on the others. A stop waits for pending check-ins (bounded);
-    SIGUSR2, or a second stop signal, cuts that wait short; ``terminate`` ends the FUSE
-    main loop."""
+    """Flush and poll (``poll_now``) on SIGUSR1; stop on the others. A stop waits for
+    pending check-ins (bounded); SIGUSR2, or a second stop signal, cuts that wait
+    short; ``terminate`` ends the FUSE main loop."""
     stop_signals = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, STOP_NOW_SIGNAL)
     waiting: trio.CancelScope | None = None
     with trio.open_signal_receiver(FLUSH_SIGNAL, *stop_signals) as signals:
         async for signum in signals:
             name = signal.Signals(signum).name
             if signum == FLUSH_SIGNAL:
+                poll_now()
                 if spool is not None:
                     log.info("signal %s: uploading pending check-ins now", name)
                     nursery.start_soon(spool.flush_now)

@@ -85,6 +85,9 @@ class StatusReport:
                 "age_seconds": None
                 if refreshed is None
                 else round(time.monotonic() - refreshed, 3),
+                "polls_asked": index.polls_asked,
+                "polls_answered": index.polls_answered,
+                "poll_error": index.poll_error,
             },
             "cache": self._blobs.usage(),
             "api_calls": budget.calls,

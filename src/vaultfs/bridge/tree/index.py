@@ -217,6 +217,12 @@ class DocumentIndex:
         self.generation = 0
         self.ready = trio.Event()
         self.last_refresh: float | None = None
+        #: polls asked for out of turn (``poll_now``), and the last of them answered
+        self.polls_asked = 0
+        self.polls_answered = 0
+        #: why the last poll failed (None: it did not)
+        self.poll_error: str | None = None
+        self._poked = trio.Event()
         self._last_poll: datetime | None = None
         self._seen_deletions: set[tuple[int, str]] = set()
         #: one refresh at a time (the poller and a check-in may both ask)
@@ -339,13 +345,26 @@ class DocumentIndex:
     async def run(
         self, interval: float, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
-        """Build, then refresh every ``interval`` seconds (errors are logged, not fatal)."""
+        """Build, then refresh every ``interval`` seconds, or at once when asked
+        (``poll_now``); errors are logged, not fatal."""
         task_status.started()
         while True:
+            asked = self.polls_asked
             try:
                 changed = await self.refresh()
+                self.poll_error = None
                 if changed:
                     log.info("index: %d document(s) changed", len(changed))
             except errors.VaultError as exc:
+                self.poll_error = str(exc)
                 log.warning("index refresh failed: %s", exc)
-            await trio.sleep(interval)
+            self.polls_answered = asked
+            with trio.move_on_after(interval):
+                await self._poked.wait()
+            self._poked = trio.Event()
+
+    def poll_now(self) -> None:
+        """Look for the vault's changes now rather than at the next poll (``vaultfs
+        refresh``); a poll under way is followed by another."""
+        self.polls_asked += 1
+        self._poked.set()
