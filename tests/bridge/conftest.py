@@ -76,14 +76,6 @@ def own_mount(fresh_vault: VaultProcess, tmp_path: Path) -> Iterator[MountProces
 
 
 @pytest.fixture
-def polling_mount(fresh_vault: VaultProcess, tmp_path: Path) -> Iterator[MountProcess]:
-    """``own_mount`` polling every second: for tests of how another client's changes
-    (made through the API) reach the mount, which the default interval (30 s) would
-    make wait that long."""
-    yield from _mount(fresh_vault.url, tmp_path, options="poll_interval=1")
-
-
-@pytest.fixture
 def invalidated() -> list[int]:
     """Inodes whose attributes the file system told the kernel to forget."""
     return []

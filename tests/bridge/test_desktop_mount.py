@@ -76,9 +76,9 @@ def test_a_pasted_file_is_deleted_and_its_folder_created_for_its_watchers(
 
 
 def test_another_clients_create_delete_and_rename_reach_the_folders_watchers(
-    polling_mount: MountProcess, fresh_vault: VaultProcess
+    own_mount: MountProcess, fresh_vault: VaultProcess
 ) -> None:
-    general = polling_mount.mountpoint / "General"
+    general = own_mount.mountpoint / "General"
     documents = _documents_in(general)  # a window lists the folder: the kernel holds names
     assert len(documents) >= 3, documents
     (deleted_name, deleted_id), (renamed_name, renamed_id), (changed_name, changed_id) = sorted(
@@ -114,6 +114,7 @@ def test_another_clients_create_delete_and_rename_reach_the_folders_watchers(
                 files={"file": ("web.txt", b"made on the web\n")},
             )
             assert r.json()["responseStatus"] == "SUCCESS", r.text
+            own_mount.refresh()  # the mount's poll (every 30 s by default), now
             deleted_watcher.wait_for("DELETE_SELF", "")
             renamed_watcher.wait_for("DELETE_SELF", "")
             for event, name in [

@@ -128,13 +128,13 @@ def _api(url: str) -> httpx.Client:
 
 
 def test_changes_and_deletions_appear_after_a_poll(
-    polling_mount: MountProcess, fresh_vault: VaultProcess
+    own_mount: MountProcess, fresh_vault: VaultProcess
 ) -> None:
-    own_mount = polling_mount
     doc = documents(fresh_vault.url)[0]
     with _api(fresh_vault.url) as api:
         r = api.put(f"/objects/documents/{doc['id']}", data={"name__v": "Renamed by the API"})
         assert r.json()["responseStatus"] == "SUCCESS", r.text
+        own_mount.refresh()
         wait_until(
             lambda: list(own_mount.mountpoint.rglob("Renamed by the API")),
             timeout=20,
@@ -142,6 +142,7 @@ def test_changes_and_deletions_appear_after_a_poll(
         )
         r = api.delete(f"/objects/documents/{doc['id']}")
         assert r.json()["responseStatus"] == "SUCCESS", r.text
+        own_mount.refresh()
         wait_until(
             lambda: not list(own_mount.mountpoint.rglob("Renamed by the API")),
             timeout=20,
@@ -149,10 +150,7 @@ def test_changes_and_deletions_appear_after_a_poll(
         )
 
 
-def test_hostile_names_show_up_safely(
-    polling_mount: MountProcess, fresh_vault: VaultProcess
-) -> None:
-    own_mount = polling_mount
+def test_hostile_names_show_up_safely(own_mount: MountProcess, fresh_vault: VaultProcess) -> None:
     doc = documents(fresh_vault.url)[0]
     content = b"hostile content\n"
     with _api(fresh_vault.url) as api:
@@ -177,6 +175,7 @@ def test_hostile_names_show_up_safely(
             if "versions" not in p.parts and p.read_bytes() == content
         ]
 
+    own_mount.refresh()
     paths = wait_until(lambda: len(found()) == 3 and found(), timeout=20, what="hostile docs")
     for path in paths:
         assert path.resolve().is_relative_to(own_mount.mountpoint)

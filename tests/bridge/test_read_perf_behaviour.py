@@ -180,13 +180,13 @@ def _create(url: str, name: str, content: bytes) -> None:
 
 @pytest.mark.mount
 def test_cat_wc_and_cp_see_the_exact_size_of_a_never_read_file(
-    polling_mount: MountProcess, fresh_vault: VaultProcess, tmp_path: Path
+    own_mount: MountProcess, fresh_vault: VaultProcess, tmp_path: Path
 ) -> None:
-    own_mount = polling_mount
     # 1500 bytes: size__v says 2 KB, so the kernel is first told 2048 bytes.
     content = os.urandom(1500)
     for tool in ("cat", "wc", "cp"):
         _create(fresh_vault.url, f"estimate-{tool}", content)
+    own_mount.refresh()
     paths = {
         tool: wait_until(
             lambda tool=tool: next(own_mount.mountpoint.rglob(f"estimate-{tool}.bin"), None),
