@@ -47,12 +47,9 @@ def module_mount(
     """A real mount of ``module_vault`` as the demo admin, for the module's tests."""
     if not can_mount():
         pytest.skip("needs /dev/fuse and fusermount3")
-    # A fast poll, because the module's tests make their documents through the API and
-    # wait for the mount to list them. What the mount shows after its own saves never
-    # waits for a poll: the save matrix (tests/apps) runs at the default interval.
-    process = MountProcess(
-        module_vault.url, tmp_path_factory.mktemp("module-mount"), options="poll_interval=1"
-    )
+    # The default poll interval: what the mount shows after its own saves never waits
+    # for a poll; what tests make through the API is shown by ``process.refresh()``.
+    process = MountProcess(module_vault.url, tmp_path_factory.mktemp("module-mount"))
     try:
         yield process.start()
     finally:

@@ -247,6 +247,7 @@ def test_change_by_another_client_shows_within_a_poll(
     assert os.stat(file).st_mode & 0o222
     r = api.put(f"/objects/documents/{doc_id}", data={"status__v": "Approved"}).json()
     assert r["responseStatus"] == "SUCCESS", r
+    mount.refresh()
     wait_until(lambda: os.getxattr(path, "user.vault.status__v") == b"Approved", timeout=20)
     wait_until(lambda: stat.S_IMODE(os.stat(file).st_mode) == 0o444, timeout=20)
 
