@@ -279,7 +279,7 @@ def test_rm_of_a_version_and_rm_r_of_a_document(
 ) -> None:
     if not can_mount():
         pytest.skip("needs /dev/fuse and fusermount3")
-    deleting = MountProcess(vault.url, tmp_path, options="poll_interval=1,allow_delete")
+    deleting = MountProcess(vault.url, tmp_path, options="allow_delete")
     try:
         deleting.start()
         path = source_file(deleting, 7)  # Travel Policy: versions 0.1, 0.2, 1.0, 1.1
@@ -303,7 +303,7 @@ def test_vault_down_at_close_then_back_and_a_killed_daemon(
     if not can_mount():
         pytest.skip("needs /dev/fuse and fusermount3")
     # Few client retries, so that the close gives up on the outage quickly.
-    options = "poll_interval=1,retries=1"
+    options = "retries=1"
     first = MountProcess(fresh_vault.url, tmp_path / "one", options=options).start()
     spool = first.cache_dir / "spool"
     try:

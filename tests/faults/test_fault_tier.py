@@ -47,6 +47,8 @@ def test_every_byte_arrives_exactly_once_through_a_failing_proxy(
     for name, data in files.items():
         (source / name).write_bytes(data)
     with FaultProxy(port, seed=seed, share=0.25) as proxy:
+        # A poll every second: the index's own calls go through the faults too, between
+        # and during the saves, as over hours of a real mount's life.
         mount = MountProcess(proxy.url, tmp_path / "m", options="poll_interval=1,retries=8")
         try:
             mount.start()

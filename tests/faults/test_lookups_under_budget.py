@@ -69,6 +69,8 @@ def version_dirs(url: str) -> set[tuple[int, str]]:
 def test_find_beside_edits_under_a_burst_limit_finds_every_version(
     budget_vault: VaultProcess, tmp_path: Path
 ) -> None:
+    # A poll every 5 s: the index's calls spend the same burst budget as find's, as a
+    # mount's polls would over a long walk.
     with MountProcess(budget_vault.url, tmp_path, options="poll_interval=5") as mount:
         texts = sorted(
             p
