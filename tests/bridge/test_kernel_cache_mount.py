@@ -114,6 +114,31 @@ def test_another_clients_documents_are_listed_after_a_poll(
     assert set(os.listdir(general)) == before
 
 
+def test_an_empty_listing_the_kernel_kept_shows_another_clients_attachment(
+    deleting_mount: MountProcess, api: httpx.Client
+) -> None:
+    """An empty listing is complete after one reply: the kernel keeps it with no page
+    to drop, so only the directory's attributes (its mtime) can tell it to list again."""
+    general = deleting_mount.mountpoint / "General"
+    doc_dir = next(
+        p
+        for p in sorted(general.iterdir())
+        if (p / "versions").is_dir() and not os.listdir(p / "attachments")
+    )
+    doc_id = int(os.getxattr(doc_dir, "user.vault.id"))
+    attachments = doc_dir / "attachments"
+    assert os.listdir(attachments) == []  # the second listing: kept (patched)
+    _ok(
+        api.post(
+            f"/objects/documents/{doc_id}/attachments",
+            files={"file": ("from elsewhere.txt", b"attached by another client\n")},
+        )
+    )
+    deleting_mount.refresh()
+    assert os.listdir(attachments) == ["from elsewhere.txt"]
+    assert (attachments / "from elsewhere.txt").read_bytes() == b"attached by another client\n"
+
+
 def test_this_mounts_own_creates_links_and_deletes_are_listed_at_once(
     deleting_mount: MountProcess,
 ) -> None:
