@@ -23,8 +23,8 @@ from typing import Any
 import httpx
 import pytest
 
-from vaultfs.testing.mount_process import MountProcess, can_mount
-from vaultfs.testing.vault_process import VaultProcess, wait_until
+from vaultfs.testing.mount_process import MountProcess
+from vaultfs.testing.vault_process import wait_until
 
 GENERAL = {"type__v": "General", "lifecycle__v": "General Lifecycle"}
 #: Debian's Python, for which python3-uno is built (the tests' own may be another)
@@ -71,26 +71,11 @@ class Documents:
         return path
 
 
-@pytest.fixture(scope="module")
-def apps_mount(
-    module_vault: VaultProcess, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[MountProcess]:
-    """A real mount of the module's vault (tests/conftest.py) as the demo admin, at the
-    default poll interval: what the mount shows right after a save never waits for a
-    poll. Documents made through the API are shown by ``MountProcess.refresh``."""
-    if not can_mount():
-        pytest.skip("needs /dev/fuse and fusermount3")
-    process = MountProcess(module_vault.url, tmp_path_factory.mktemp("apps-mount"))
-    try:
-        yield process.start()
-    finally:
-        process.stop()
-
-
 @pytest.fixture
-def documents(module_api: httpx.Client, apps_mount: MountProcess) -> Documents:
-    """Documents of the module's vault, found in its mount."""
-    return Documents(module_api, apps_mount)
+def documents(module_api: httpx.Client, module_mount: MountProcess) -> Documents:
+    """Documents of the module's vault, found in its mount (tests/conftest.py: at the
+    default poll interval)."""
+    return Documents(module_api, module_mount)
 
 
 def doc_id_of(path: Path) -> int:

@@ -21,7 +21,7 @@ import pytest
 
 from tests.conftest import API, login
 from vaultfs.server.samples import docx_bytes
-from vaultfs.testing.mount_process import MountProcess, can_mount
+from vaultfs.testing.mount_process import MountProcess
 from vaultfs.testing.vault_process import VaultProcess
 
 from .conftest import Office, need, run, total_documents
@@ -29,20 +29,6 @@ from .conftest import Office, need, run, total_documents
 pytestmark = pytest.mark.mount
 
 TEXT = b"alpha line\nbeta line\n"
-
-
-@pytest.fixture(scope="module")
-def slow_mount(
-    module_vault: VaultProcess, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[MountProcess]:
-    """A mount at the default poll interval (none given)."""
-    if not can_mount():
-        pytest.skip("needs /dev/fuse and fusermount3")
-    process = MountProcess(module_vault.url, tmp_path_factory.mktemp("slow-mount"))
-    try:
-        yield process.start()
-    finally:
-        process.stop()
 
 
 @pytest.fixture(scope="module")
@@ -110,8 +96,8 @@ class Doc:
 
 
 @pytest.fixture
-def doc(slow_mount: MountProcess, api: httpx.Client, tmp_path: Path) -> Doc:
-    return Doc(slow_mount, api, tmp_path)
+def doc(module_mount: MountProcess, api: httpx.Client, tmp_path: Path) -> Doc:
+    return Doc(module_mount, api, tmp_path)
 
 
 def calls(mount: MountProcess) -> int:
@@ -190,9 +176,9 @@ def test_emacs_then_gio_save_at_once(doc: Doc) -> None:
 
 
 def test_libreoffice_saves_twice_at_once(
-    slow_mount: MountProcess, api: httpx.Client, tmp_path: Path, office: Office
+    module_mount: MountProcess, api: httpx.Client, tmp_path: Path, office: Office
 ) -> None:
-    doc = Doc(slow_mount, api, tmp_path, ".docx", docx_bytes(["Dear reader,", "the body."]))
+    doc = Doc(module_mount, api, tmp_path, ".docx", docx_bytes(["Dear reader,", "the body."]))
     office("edit", doc.path, "First. ")
     doc.check(None)
     office("edit", doc.path, "Second. ")  # the mount showed the first save writable
@@ -206,30 +192,30 @@ def test_libreoffice_saves_twice_at_once(
 
 
 def test_rsync_of_new_files_twice_creates_nothing_the_second_time(
-    slow_mount: MountProcess, api: httpx.Client, tmp_path: Path
+    module_mount: MountProcess, api: httpx.Client, tmp_path: Path
 ) -> None:
     need("rsync")
     source = tmp_path / "batch"
     source.mkdir()
     for n in range(3):
         (source / f"synced file {n}.txt").write_bytes(f"file {n}\n".encode())
-    general = slow_mount.mountpoint / "General"
+    general = module_mount.mountpoint / "General"
     before = total_documents(api)
     run("rsync", "-r", f"{source}/", f"{general}/")
-    slow_mount.settle()
+    module_mount.settle()
     assert total_documents(api) == before + 3
     shown = general / "synced file 1" / "synced file 1.txt"
     assert shown.read_bytes() == b"file 1\n"
     doc_id = int(os.getxattr(shown, "user.vault.id"))
     versions = len(api.get(f"/objects/documents/{doc_id}").json()["versions"])
     run("rsync", "-r", f"{source}/", f"{general}/")
-    slow_mount.settle()
+    module_mount.settle()
     assert total_documents(api) == before + 3  # no duplicates
     assert len(api.get(f"/objects/documents/{doc_id}").json()["versions"]) == versions
     # A changed file sent again is a new draft of its document, not a second one.
     (source / "synced file 1.txt").write_bytes(b"file 1, changed\n")
     run("rsync", "-r", f"{source}/", f"{general}/")
-    slow_mount.settle()
+    module_mount.settle()
     assert total_documents(api) == before + 3
     assert len(api.get(f"/objects/documents/{doc_id}").json()["versions"]) == versions + 1
     assert shown.read_bytes() == b"file 1, changed\n"
