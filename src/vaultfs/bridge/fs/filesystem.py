@@ -206,7 +206,11 @@ class FileSystem:
 
     async def open(self, ino: int, flags: int) -> Opened:
         key = self._key(ino)
-        return await self.registry.of(key).open(self.parts, key, ino, flags)
+        opened = await self.registry.of(key).open(self.parts, key, ino, flags)
+        # The flush of a read-only open has nothing to do, whatever the file (see
+        # ``handles.OpenFile``): its close need not reach the mount. The release does.
+        opened.noflush = flags & os.O_ACCMODE == os.O_RDONLY
+        return opened
 
     async def read(self, fh: int, offset: int, size: int) -> bytes:
         return await self.handles.file(fh).read(offset, size)
