@@ -135,7 +135,7 @@ async def test_an_open_whose_pages_the_kernel_keeps_opens_the_cache_file_at_a_re
     assert _open_fds() == fds
 
 
-async def test_a_read_only_open_needs_no_flush_a_writers_does(core: FileSystem) -> None:
+async def test_read_only_opens_of_any_kind_need_no_flush(core: FileSystem) -> None:
     ino = await walk(core, "Reference", "Guide", "guide.txt")
     reader = await core.open(ino, os.O_RDONLY)
     assert reader.noflush

@@ -36,8 +36,9 @@ log = logging.getLogger(__name__)
 
 
 class OpenFile(Protocol):
-    """``flush`` (close(2) of one descriptor) does nothing for an open without write
-    access: the kernel is told so at open (``Opened.noflush``) and may not send it."""
+    """``flush`` (close(2) of one descriptor) does nothing for an open that neither
+    writes nor truncates: the kernel is told so at open (``Opened.noflush``) and may
+    not send it."""
 
     async def read(self, offset: int, size: int) -> bytes: ...
     async def write(self, offset: int, data: bytes) -> int: ...
