@@ -3,7 +3,8 @@
 Cold grep: a new mount with a fresh cache after dropping the page cache; the reference
 downloads the same documents' files with 8 parallel transfers (curl), after dropping
 the page cache too. Warm grep and rsync: the same mount again; their references run
-over a copy of the mount's folder (taken with rsync) on local disk.
+over a copy of the mount's folder (taken with rsync) on local disk. What the warm grep
+costs the daemon: the requests that reached it, by kind, and its CPU time.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from pathlib import Path
 
 from ..context import Context
 from ..dataset import NEEDLE
-from ..measure import median, timed_run
+from ..measure import cpu_seconds, median, timed_run
 from ..results import Aim, Row, seconds
+from .daemon_requests import requests, shares
 
 __all__ = ["run"]
 
@@ -68,7 +70,10 @@ def run(ctx: Context) -> list[Row]:
             if run_number < repeats - 1:
                 continue
             before = mount.api_calls()
+            requests_before, cpu_before = requests(mount), cpu_seconds(mount.pid)
             warm = [_grep(directory, matches) for _ in range(repeats)]
+            warm_cpu = cpu_seconds(mount.pid) - cpu_before
+            warm_requests = requests(mount) - requests_before
             rsync_warm = _rsync_runs(ctx, directory, "rsync-mount", repeats)
             warm_calls = mount.api_calls() - before
             local = ctx.scratch("grep-local")
@@ -92,6 +97,20 @@ def run(ctx: Context) -> list[Row]:
             median(warm) / median(local_grep),
             Aim(False, 2),
             f"{warm_calls} (grep and rsync runs)",
+        ),
+        Row(
+            f"requests reaching the daemon per warm grep -rl over {documents} documents",
+            shares(warm_requests, repeats),
+            "—",
+            None,
+            None,
+        ),
+        Row(
+            f"daemon CPU per warm grep -rl over {documents} documents",
+            seconds(warm_cpu / repeats),
+            "—",
+            None,
+            None,
         ),
         Row(
             f"rsync -a of {documents} documents out of the mount, warm",

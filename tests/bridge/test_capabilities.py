@@ -7,13 +7,15 @@ import pytest
 
 from vaultfs.bridge.daemon.capabilities import ENVIRONMENT, Capabilities, detect
 
-PATCHED = frozenset({"cache_readdir", "opendir_fileinfo", "ino_without_fh", "xattr_namespaces"})
+PATCHED = frozenset(
+    {"cache_readdir", "opendir_fileinfo", "ino_without_fh", "xattr_namespaces", "noflush"}
+)
 
 
 @pytest.mark.parametrize(
     ("offered", "setting", "expected"),
     [
-        (PATCHED, None, Capabilities(no_opendir=True, xattr_namespaces=True)),
+        (PATCHED, None, Capabilities(no_opendir=True, xattr_namespaces=True, noflush=True)),
         (frozenset(), None, Capabilities()),
         (PATCHED, "none", Capabilities()),
         (
@@ -22,6 +24,7 @@ PATCHED = frozenset({"cache_readdir", "opendir_fileinfo", "ino_without_fh", "xat
             Capabilities(cache_readdir=True, xattr_namespaces=True),
         ),
         (PATCHED, "xattr_namespaces", Capabilities(xattr_namespaces=True)),
+        (PATCHED, "noflush", Capabilities(noflush=True)),
         # a pyfuse3 that keeps listings on open only: that way, by default
         (
             frozenset({"cache_readdir", "opendir_fileinfo"}),
@@ -31,7 +34,16 @@ PATCHED = frozenset({"cache_readdir", "opendir_fileinfo", "ino_without_fh", "xat
         # asked for, not offered: not used
         (frozenset({"xattr_namespaces"}), "no_opendir,cache_readdir", Capabilities()),
     ],
-    ids=["patched", "stock", "none", "cache_readdir", "xattrs only", "partial", "not offered"],
+    ids=[
+        "patched",
+        "stock",
+        "none",
+        "cache_readdir",
+        "xattrs only",
+        "noflush only",
+        "partial",
+        "not offered",
+    ],
 )
 def test_detect(offered: frozenset[str], setting: str | None, expected: Capabilities) -> None:
     environ = {} if setting is None else {ENVIRONMENT: setting}

@@ -62,7 +62,7 @@ def test_the_start_names_the_features_in_use(
 ) -> None:
     patched = "cache_readdir" in getattr(pyfuse3, "features", ())
     expected = {
-        "default": "no_opendir, xattr_namespaces",
+        "default": "no_opendir, xattr_namespaces, noflush",
         "cache_readdir": "cache_readdir, xattr_namespaces",
         "stock": "none (stock pyfuse3 behaviour)",
     }[pyfuse3_features if patched else "stock"]

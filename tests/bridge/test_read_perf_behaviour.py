@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -100,6 +101,90 @@ async def test_the_kernel_drops_pages_when_the_latest_file_changes_content(
     assert not changed.keep_cache and not changed.direct_io
     await core.release(changed.fh)
     assert await read_all(core, ino) == b"guide, second version\n"
+
+
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+async def test_an_open_whose_pages_the_kernel_keeps_opens_the_cache_file_at_a_read(
+    core: FileSystem, vault: FakeVault
+) -> None:
+    ino = await walk(core, "Reference", "Guide", "guide.txt")
+    assert await read_all(core, ino) == b"guide\n"
+    await _until(lambda: not core.blobs.usage()["downloading"])  # in the cache now
+    fds = _open_fds()
+    kept = await core.open(ino, os.O_RDONLY)
+    assert kept.keep_cache and kept.noflush
+    # A warm walk's open: nothing to read yet (the kernel has the pages).
+    assert _open_fds() == fds
+    await core.release(kept.fh)
+    assert _open_fds() == fds
+    # A page the kernel dropped since is read from the cache file, opened then; a
+    # cache file evicted meanwhile is downloaded again (the content is immutable).
+    again = await core.open(ino, os.O_RDONLY)
+    for blob in (core.blobs.directory / "blobs").iterdir():
+        blob.unlink()
+    core.blobs._lru.clear()
+    vault.calls.clear()
+    assert await core.read(again.fh, 0, 1 << 17) == b"guide\n"
+    assert vault.calls["download_file"] == 1
+    await _until(lambda: not core.blobs.usage()["downloading"])
+    assert _open_fds() == fds + 1  # the handle's own
+    await core.release(again.fh)
+    assert _open_fds() == fds
+
+
+async def test_read_only_opens_of_any_kind_need_no_flush(core: FileSystem) -> None:
+    ino = await walk(core, "Reference", "Guide", "guide.txt")
+    reader = await core.open(ino, os.O_RDONLY)
+    assert reader.noflush
+    await core.release(reader.fh)
+    status = await walk(core, ".vaultfs", "status")
+    snapshot = await core.open(status, os.O_RDONLY)
+    assert snapshot.noflush and snapshot.direct_io
+    await core.release(snapshot.fh)
+
+
+async def test_a_warm_walk_starts_no_read_ahead_and_a_cold_one_each_document_once(
+    core: FileSystem, vault: FakeVault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for number in range(20):
+        vault.add(f"Walked {number:02d}", f"walked {number}\n".encode(), filename="w.txt")
+    await core.tree.index.refresh()
+    started: list[tuple[str, int]] = []
+    spawn = core.blobs.spawn
+
+    def counting(work: Callable[..., Any], mark: tuple[str, int], *args: Any) -> bool:
+        started.append(mark)
+        return spawn(work, mark, *args)
+
+    monkeypatch.setattr(core.blobs, "spawn", counting)
+
+    async def grep_r() -> list[bytes]:
+        """What ``grep -r`` opens: each document's file and its ``versions/`` twin."""
+        folder = await walk(core, "Reference")
+        found = []
+        for name in sorted(await listdir(core, folder)):
+            if not name.startswith("Walked"):
+                continue
+            doc = await walk(core, "Reference", name)
+            versions = (await core.lookup(doc, "versions")).ino
+            version = (await core.lookup(versions, "0.1")).ino
+            found.append(await read_all(core, (await core.lookup(version, "w.txt")).ino))
+            found.append(await read_all(core, await walk(core, "Reference", name, "w.txt")))
+        return found
+
+    cold = await grep_r()
+    await _until(lambda: not core.blobs.usage()["downloading"])
+    assert len(cold) == 40
+    assert started and len(started) == len(set(started))  # no document twice
+    assert {what for what, _ in started} == {"source"}
+    started.clear()
+    vault.calls.clear()
+    assert await grep_r() == cold
+    assert started == []  # everything ahead is cached: no task at all
+    assert sum(vault.calls.values()) == 0
 
 
 async def _until(condition: Callable[[], bool]) -> None:

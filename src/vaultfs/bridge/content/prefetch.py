@@ -13,6 +13,12 @@ source file, the next documents' source files are downloaded. At most ``AHEAD`` 
 time, in the content cache's nursery, only what such a walk reads anyway, and nothing
 while the vault's burst budget runs low or the cache has no room: a prefetch must never
 cost the user's own calls their budget or their cached files.
+
+A visit costs the walk next to nothing when everything ahead is at hand (a warm
+``grep -r`` opens hundreds of files a second): each document ahead is considered once
+per walk (the window moves by one document per visit, and a document's source file and
+its ``versions/`` twin are one visit), and a source file already in the cache, or too
+big, is passed over without starting a task.
 """
 
 from __future__ import annotations
@@ -25,7 +31,6 @@ import trio
 from vaultfs import errors
 from vaultfs.bridge.content.blobcache import BlobCache
 from vaultfs.bridge.content.sources import Contents
-from vaultfs.bridge.tree import keys
 from vaultfs.bridge.tree.tree import Tree
 from vaultfs.client import VaultApi
 
@@ -57,6 +62,9 @@ class Prefetcher:
         #: the document visited last, and whether that visit was a walk's
         self._last: int | None = None
         self._walking = False
+        #: what the current walk has considered reading ahead so far, by kind
+        #: ("details", "source"): the folder's documents and the end of that stretch
+        self._horizon: dict[str, tuple[list[int], int]] = {}
         #: whether every listing reaches the mount: not when the kernel keeps listings
         #: without OPENDIR (``daemon/capabilities.py``); then the first document of a
         #: folder starts a walk whether or not its listing was seen
@@ -72,7 +80,7 @@ class Prefetcher:
         """The walk needs ``doc_id``'s details: fetch the next documents' too."""
         if not self._walked(doc_id):
             return
-        for following in self._following(doc_id):
+        for following in self._following("details", doc_id):
             if not self._tree.has_details(following):
                 self._start("details", following)
 
@@ -81,8 +89,9 @@ class Prefetcher:
         small, download the next documents' source files."""
         if not self._walked(doc_id) or size >= SMALL:
             return
-        for following in self._following(doc_id):
-            self._start("source", following)
+        for following in self._following("source", doc_id):
+            if self._source_wanted(following):
+                self._start("source", following)
 
     def _walked(self, doc_id: int) -> bool:
         """Record a visit to ``doc_id``; whether it continues a walk (see above)."""
@@ -91,17 +100,20 @@ class Prefetcher:
         if last == doc_id and listed is None:
             return self._walking  # the same visit: its details, then its file
         found = self._position.get(doc_id)
+        continued = False
         if found is None:
             self._walking = False
         else:
             documents, position = found
             starts = listed is documents or not self.listings_seen
-            self._walking = (position == 0 and starts) or (
-                position > 0 and documents[position - 1] == last
-            )
+            continued = position > 0 and documents[position - 1] == last
+            self._walking = (position == 0 and starts) or continued
+        if not continued:
+            self._horizon.clear()  # a new walk (or none): it considers everything anew
         return self._walking
 
-    def _following(self, doc_id: int) -> list[int]:
+    def _following(self, what: str, doc_id: int) -> list[int]:
+        """The documents after ``doc_id`` this walk has not considered for ``what``."""
         found = self._position.get(doc_id)
         if found is None:
             return []
@@ -109,7 +121,22 @@ class Prefetcher:
         if remaining is not None and remaining < _BUDGET_RESERVE:
             return []
         documents, position = found
-        return documents[position + 1 : position + 1 + AHEAD]
+        start, end = position + 1, min(len(documents), position + 1 + AHEAD)
+        seen = self._horizon.get(what)
+        if seen is not None and seen[0] is documents:
+            start = max(start, seen[1])
+        self._horizon[what] = (documents, max(start, end))
+        return documents[start:end]
+
+    def _source_wanted(self, doc_id: int) -> bool:
+        """Whether ``doc_id``'s source file is worth a download task: small, not cached."""
+        content = self._contents.latest_source(doc_id)
+        return (
+            content is not None
+            and content.estimate < SMALL
+            and not self._blobs.is_cached(content.key)
+            and content.estimate <= self._blobs.room()
+        )
 
     def _start(self, what: str, doc_id: int) -> None:
         mark = (what, doc_id)
@@ -134,14 +161,8 @@ class Prefetcher:
             await self._tree.details(doc_id)
 
     async def _source(self, doc_id: int) -> None:
-        record = self._tree.index.get(doc_id)
-        if record is None or not record.get("filename__v"):
+        if not self._source_wanted(doc_id):  # cached meanwhile, or changed
             return
-        content = await self._contents.of(keys.source(doc_id))
-        if (
-            content.estimate >= SMALL
-            or self._blobs.is_cached(content.key)
-            or content.estimate > self._blobs.room()
-        ):
-            return
-        await self._blobs.cached_path(content.key, content.fetch)
+        content = self._contents.latest_source(doc_id)
+        if content is not None:
+            await self._blobs.cached_path(content.key, content.fetch)

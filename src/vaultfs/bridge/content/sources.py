@@ -72,6 +72,14 @@ class Contents:
             lambda offset: client.download_file(doc_id, major, minor, offset=offset),
         )
 
+    def latest_source(self, doc_id: int) -> Content | None:
+        """The content of ``doc_id``'s latest source file, from the index alone (None: the
+        document is not indexed, or has no file)."""
+        record = self._tree.index.get(doc_id)
+        if record is None or not record.get("filename__v"):
+            return None
+        return self._source(doc_id, record)
+
     async def of(self, key: NodeKey) -> Content:
         """The content of file node ``key`` (may fetch the version record or details)."""
         tree, client = self._tree, self._client

@@ -14,7 +14,10 @@ install`` elsewhere) names nothing, and the mount then behaves as before. What i
   directory of the vault is opened with ``cache_readdir`` and ``keep_cache``;
 - ``xattr_namespaces``: getxattr of names outside ``user.`` (the ``security.selinux``
   and ``system.posix_acl_*`` probes of ``ls -l``) is answered ENODATA inside pyfuse3,
-  without a request reaching Python.
+  without a request reaching Python;
+- ``noflush``: a file opened read-only is opened with ``FOPEN_NOFLUSH``, so its close
+  sends no FLUSH (the flush of a read-only open has nothing to do); OPEN and RELEASE
+  still reach the mount.
 
 The environment variable ``VAULTFS_PYFUSE3_FEATURES`` narrows the choice (a comma list
 of the names above, or ``none`` for exactly the stock behaviour): the test suite runs
@@ -44,6 +47,8 @@ class Capabilities:
     cache_readdir: bool = False
     #: getxattr outside ``user.`` answered inside pyfuse3
     xattr_namespaces: bool = False
+    #: read-only opens answered with ``noflush``: no FLUSH at their close
+    noflush: bool = False
 
     def names(self) -> list[str]:
         return [f.name for f in fields(self) if getattr(self, f.name)]
@@ -55,7 +60,7 @@ class Capabilities:
 
 
 #: what is used when the environment does not say: every feature pyfuse3 offers
-DEFAULT = frozenset({"no_opendir", "cache_readdir", "xattr_namespaces"})
+DEFAULT = frozenset({"no_opendir", "cache_readdir", "xattr_namespaces", "noflush"})
 
 
 def detect(offered: Iterable[str], environ: Mapping[str, str] | None = None) -> Capabilities:
@@ -71,4 +76,5 @@ def detect(offered: Iterable[str], environ: Mapping[str, str] | None = None) -> 
         # Without OPENDIR there is no open to set flags at: the kernel keeps listings.
         cache_readdir=not no_opendir and "cache_readdir" in wanted & available,
         xattr_namespaces="xattr_namespaces" in wanted & available,
+        noflush="noflush" in wanted & available,
     )

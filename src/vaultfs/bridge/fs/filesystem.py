@@ -29,7 +29,7 @@ from vaultfs.bridge.fs.new_names import MAX_NAME_BYTES, NameRules
 from vaultfs.bridge.fs.opening import Opened
 from vaultfs.bridge.fs.options import Options
 from vaultfs.bridge.nodes.family import Change, Move
-from vaultfs.bridge.nodes.parts import Parts
+from vaultfs.bridge.nodes.parts import Parts, is_writing
 from vaultfs.bridge.tree import nodes, xattrs
 from vaultfs.bridge.tree.keys import ROOT, FolderKey, Kind, NodeKey, typed
 from vaultfs.bridge.write.scratch import makes_document
@@ -206,7 +206,12 @@ class FileSystem:
 
     async def open(self, ino: int, flags: int) -> Opened:
         key = self._key(ino)
-        return await self.registry.of(key).open(self.parts, key, ino, flags)
+        opened = await self.registry.of(key).open(self.parts, key, ino, flags)
+        # The flush of an open that neither writes nor truncates has nothing to do,
+        # whatever the file (``handles.OpenFile``): its close need not reach the mount.
+        # The release does.
+        opened.noflush = not is_writing(flags)
+        return opened
 
     async def read(self, fh: int, offset: int, size: int) -> bytes:
         return await self.handles.file(fh).read(offset, size)

@@ -36,6 +36,10 @@ log = logging.getLogger(__name__)
 
 
 class OpenFile(Protocol):
+    """``flush`` (close(2) of one descriptor) does nothing for an open that neither
+    writes nor truncates: the kernel is told so at open (``Opened.noflush``) and may
+    not send it."""
+
     async def read(self, offset: int, size: int) -> bytes: ...
     async def write(self, offset: int, data: bytes) -> int: ...
     async def flush(self) -> None: ...
@@ -60,16 +64,34 @@ class _ReadOnly:
 
 
 class CachedContent(_ReadOnly):
-    """Vault content (a source file, rendition or attachment) read through the cache."""
+    """Vault content (a source file, rendition or attachment) read through the cache:
+    ``blob`` opened already, or ``open_blob`` at the first read (an open whose pages
+    the kernel keeps may never read)."""
 
-    def __init__(self, blob: BlobHandle) -> None:
+    def __init__(
+        self,
+        blob: BlobHandle | None = None,
+        open_blob: Callable[[], Awaitable[BlobHandle]] | None = None,
+    ) -> None:
         self._blob = blob
+        self._open_blob = open_blob
 
     async def read(self, offset: int, size: int) -> bytes:
-        return await self._blob.read(offset, size)
+        blob = self._blob
+        if blob is None:
+            if self._open_blob is None:
+                raise errors.BadHandle("file handle is not open")
+            blob = await self._open_blob()
+            if self._blob is None:
+                self._blob = blob
+            else:  # another read opened it meanwhile
+                blob.close()
+                blob = self._blob
+        return await blob.read(offset, size)
 
     async def release(self) -> None:
-        self._blob.close()
+        if self._blob is not None:
+            self._blob.close()
 
 
 class LostFile(_ReadOnly):

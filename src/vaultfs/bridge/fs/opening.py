@@ -9,6 +9,7 @@ immutable content. Which handle a node gets is its family's (``bridge.nodes``).
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -29,6 +30,8 @@ class Opened:
     fh: int
     direct_io: bool = False
     keep_cache: bool = False
+    #: the kernel need not send a flush at close: the open has nothing to flush
+    noflush: bool = False
 
 
 class Opener:
@@ -69,6 +72,17 @@ class Opener:
         """The vault's content of file ``key`` read through the cache; ``sized`` is told
         its exact size when known at open."""
         content = await self._contents.of(key)
+        if self._page_keys.get(ino) == content.key and self._blobs.is_cached(content.key):
+            size = self._blobs.exact_size(content.key)
+            if size is not None:
+                # The kernel keeps this inode's pages of this content (``keep_cache``):
+                # only a page it dropped since is read here, so the cache file is opened
+                # at the first read that comes, not at every open of a warm walk.
+                open_blob = functools.partial(self._blobs.open, content.key, content.fetch)
+                fh = self._handles.add_file(CachedContent(open_blob=open_blob))
+                if sized is not None:
+                    sized(size)
+                return self._opened_content(ino, fh, content.key, size)
         blob = await self._blobs.open(content.key, content.fetch)
         if not blob.complete:
             # Wait for the response to begin: its length is the exact size.

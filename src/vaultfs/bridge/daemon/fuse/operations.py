@@ -7,7 +7,8 @@ directory at all, and readdir is given the directory's inode (``listing_by_inode
 (``cache_readdir``) directories of the vault are opened with ``cache_readdir`` and
 ``keep_cache``, and a warm walk sends an OPENDIR and a RELEASEDIR per directory, no
 READDIRPLUS. How a kept listing is dropped: ``kernel_cache``. The mount's own
-directories (``.vaultfs``, lost+found, a new folder) are never kept.
+directories (``.vaultfs``, lost+found, a new folder) are never kept. A file opened
+read-only is opened with ``noflush`` where offered: its close sends no FLUSH.
 """
 
 from __future__ import annotations
@@ -37,8 +38,10 @@ __all__ = ["FuseOps", "capabilities"]
 def capabilities() -> Capabilities:
     """What of the installed pyfuse3 the mount uses (see ``capabilities``)."""
     offered = set(getattr(pyfuse3, "features", ()))
-    if not hasattr(pyfuse3.FileInfo(), "cache_readdir"):
-        offered.discard("cache_readdir")
+    info = pyfuse3.FileInfo()
+    for field in ("cache_readdir", "noflush"):
+        if not hasattr(info, field):
+            offered.discard(field)
     return detect(offered)
 
 
@@ -230,9 +233,13 @@ class FuseOps(pyfuse3.Operations):
         with self.errors.handling("open", inode):
             opened = await self.core.open(inode, flags)
             self.errors.fh_inodes[opened.fh] = inode
-            return pyfuse3.FileInfo(
+            info = pyfuse3.FileInfo(
                 fh=opened.fh, direct_io=opened.direct_io, keep_cache=opened.keep_cache
             )
+            if opened.noflush and self.using.noflush:
+                # No FLUSH at close: a round trip per file of a warm ``grep -r`` spared.
+                info.noflush = True
+            return info
 
     async def create(
         self,

@@ -1,0 +1,137 @@
+"""Reads from the kernel's page cache on a real mount, each way of ``PYFUSE3_WAYS``: a
+file read again is served by the kernel (no READ reaches the mount), yet a save through
+the mount and another client's new version are read at once (never the pages of the
+content before); a read-only close sends no FLUSH where pyfuse3 offers ``noflush``,
+while OPEN and RELEASE still reach the mount and a writer's close still flushes."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+import pyfuse3
+import pytest
+
+from tests.conftest import login
+from vaultfs.testing.mount_process import MountProcess
+from vaultfs.testing.vault_process import VaultProcess, wait_until
+
+pytestmark = [pytest.mark.mount, pytest.mark.usefixtures("pyfuse3_features")]
+
+API = "/api/v25.1"
+
+
+def _source(mount: MountProcess, doc_id: int) -> Path:
+    for doc_dir in mount.mountpoint.glob("*/**/"):
+        if (doc_dir / "versions").is_dir() and os.getxattr(doc_dir, "user.vault.id") == str(
+            doc_id
+        ).encode():
+            return doc_dir / os.getxattr(doc_dir, "user.vault.filename__v").decode()
+    raise AssertionError(f"document {doc_id} not in the mount")
+
+
+def _requests(mount: MountProcess) -> Counter[str]:
+    """The requests that reached the mount so far, by operation (0 for none)."""
+    return Counter({op: int(n) for op, n in mount.status()["fuse_requests"].items()})
+
+
+def _cost(mount: MountProcess, action: Callable[[], object]) -> Counter[str]:
+    """The requests ``action`` sent to the mount, by operation: those of reading the
+    status itself (measured by reading it twice) left out."""
+    first = _requests(mount)
+    second = _requests(mount)
+    action()
+    third = _requests(mount)
+    ops = set(first) | set(second) | set(third)
+    # Counter's own subtraction drops what falls below zero: spelled out instead.
+    return Counter({op: third[op] - second[op] - (second[op] - first[op]) for op in ops})
+
+
+def _noflush(features: str) -> bool:
+    """Whether mounts of this way open read-only files with ``noflush``."""
+    return features == "default" and "noflush" in getattr(pyfuse3, "features", ())
+
+
+def test_a_file_read_again_comes_from_the_kernels_pages(own_mount: MountProcess) -> None:
+    source = _source(own_mount, 5)
+    content = source.read_bytes()  # the first read: READs reach the mount
+    assert content
+    cost = _cost(own_mount, source.read_bytes)
+    # keep_cache: the kernel kept the pages across the open; only OPEN (and RELEASE,
+    # which the kernel sends after close returned) reached the mount.
+    assert cost["read"] == 0, cost
+    assert cost["open"] == 1, cost
+    assert source.read_bytes() == content
+
+
+def test_a_save_through_the_mount_is_read_at_once_not_the_kept_pages(
+    own_mount: MountProcess,
+) -> None:
+    source = _source(own_mount, 6)
+    old = source.read_bytes()
+    assert source.read_bytes() == old  # the kernel now holds the old content's pages
+    # The same length: only the content tells the pages apart.
+    new = bytes(b ^ 0xFF for b in old)
+    source.write_bytes(new)
+    assert source.read_bytes() == new  # while the check-in runs
+    own_mount.settle()
+    assert source.read_bytes() == new  # the vault's new version
+    assert source.read_bytes() == new  # and again, from the kernel's pages
+
+
+def test_another_clients_version_of_the_same_size_is_read_after_the_poll(
+    polling_mount: MountProcess, fresh_vault: VaultProcess
+) -> None:
+    # polling_mount: the index polls every second, so this waits a second, not 30.
+    source = _source(polling_mount, 5)
+    old = source.read_bytes()
+    assert source.read_bytes() == old  # kept by the kernel
+    before = source.stat()
+    new = bytes(b ^ 0xFF for b in old)
+    with httpx.Client(
+        base_url=fresh_vault.url + API, headers={"Authorization": login(fresh_vault.url)}
+    ) as api:
+        r = api.post(
+            "/objects/documents/5",
+            data={"createDraft": "uploadedContent"},
+            files={"file": (source.name, new)},
+        )
+        assert r.json()["responseStatus"] == "SUCCESS", r.text
+    # What the poll tells the kernel: the file's attributes changed.
+    wait_until(
+        lambda: source.stat().st_mtime_ns != before.st_mtime_ns, timeout=20, what="new mtime"
+    )
+    # (Its size is the vault's estimate until the new content is opened.)
+    assert source.read_bytes() == new
+    assert source.stat().st_size == len(new)
+
+
+def test_a_read_only_close_sends_no_flush_where_offered(
+    own_mount: MountProcess, pyfuse3_features: str
+) -> None:
+    source = _source(own_mount, 7)
+    source.read_bytes()
+    cost = _cost(own_mount, source.read_bytes)
+    assert cost["open"] == 1, cost
+    assert cost["flush"] == (0 if _noflush(pyfuse3_features) else 1), cost
+
+    def every_open_released() -> bool:
+        # The kernel sends RELEASE after close(2) returned: once it came, every open so
+        # far has its release, but the status file's being read right now.
+        counts = _requests(own_mount)
+        return counts["release"] == counts["open"] + counts["create"] - 1
+
+    wait_until(every_open_released, what="the releases")
+
+
+def test_a_writers_close_still_flushes_and_saves(own_mount: MountProcess) -> None:
+    source = _source(own_mount, 7)
+    new = b"written through the mount, then closed\n"
+    cost = _cost(own_mount, lambda: source.write_bytes(new))
+    assert cost["open"] == 1, cost
+    assert cost["flush"] == 1, cost  # close(2) of a writer: what it wrote is made durable
+    own_mount.settle()
+    assert source.read_bytes() == new
