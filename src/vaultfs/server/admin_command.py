@@ -7,9 +7,8 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from . import demo
-from .app import open_database
 from .command_options import (
     content_argument,
     data_argument,
@@ -18,9 +17,14 @@ from .command_options import (
     settings_of,
 )
 from .config import ServerConfig, default_data_dir
-from .storage import backup, users
-from .storage.db import Database
-from .storage.move import Moved, move_content
+
+if TYPE_CHECKING:
+    from .storage.db import Database
+    from .storage.move import Moved
+
+# The database, the demo data and the storage functions (SQLAlchemy, Alembic, the
+# application) are imported by each action when it runs, not when the ``vaultfs``
+# parser is built: every other command, a mount above all, runs without them.
 
 __all__ = ["admin_database", "register"]
 
@@ -80,6 +84,8 @@ def admin_database(args: argparse.Namespace) -> Database | None:
     if settings.url is None and not (data_dir / "vault.sqlite3").exists():
         print(f"vaultfs serve-admin: no vault data in {data_dir}", file=sys.stderr)
         return None
+    from .app import open_database
+
     db = open_database(config)
     db.open()
     return db
@@ -88,6 +94,8 @@ def admin_database(args: argparse.Namespace) -> Database | None:
 def run_unlock(args: argparse.Namespace) -> int:
     """Unlock an account; works while the server runs (the database allows a second
     writer)."""
+    from .storage import users
+
     db = admin_database(args)
     if db is None:
         return 1
@@ -104,6 +112,9 @@ def run_unlock(args: argparse.Namespace) -> int:
 
 def run_backup(args: argparse.Namespace) -> int:
     """Back up records and blobs in one consistent snapshot; servers keep running."""
+    from . import demo
+    from .storage import backup
+
     db = admin_database(args)
     if db is None:
         return 1
@@ -125,6 +136,9 @@ def run_backup(args: argparse.Namespace) -> int:
 def run_restore(args: argparse.Namespace) -> int:
     """Restore an archive into an empty database (the data directory's SQLite file by
     default) and data directory; no server may run on them meanwhile."""
+    from .app import open_database
+    from .storage import backup
+
     settings = settings_of(args, "serve-admin")
     if settings is None:
         return 1
@@ -157,6 +171,9 @@ def run_restore(args: argparse.Namespace) -> int:
 def run_move_content(args: argparse.Namespace) -> int:
     """Copy every file the records reference to the store TARGET; servers may keep
     running (run it again after they stopped: it copies only what is missing)."""
+    from . import demo
+    from .storage.move import move_content
+
     source = opened_content(args, "serve-admin move-content")
     if source is None:
         return 1

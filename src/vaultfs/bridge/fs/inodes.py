@@ -22,7 +22,10 @@ class InodeTable:
         self._next = ROOT_INODE + 1
         self._by_key: dict[NodeKey, int] = {root_key: ROOT_INODE}
         self._by_inode: dict[int, NodeKey] = {ROOT_INODE: root_key}
-        self._lookups: dict[int, int] = {}
+        #: lookup counts other than 1 of the inodes in ``_by_inode`` (0: numbered, not
+        #: held). After a walk nearly every inode is held once: keeping only the other
+        #: counts saves a third of the table (a dict entry per inode, 5 MiB for 90,000).
+        self._counts: dict[int, int] = {ROOT_INODE: 0}
 
     def __len__(self) -> int:
         return len(self._by_inode)
@@ -35,12 +38,13 @@ class InodeTable:
             self._next += 1
             self._by_key[key] = ino
             self._by_inode[ino] = key
+            self._counts[ino] = 0
         return ino
 
     def lookup(self, key: NodeKey) -> int:
         """The inode of ``key``, counting one kernel reference to it."""
         ino = self.inode(key)
-        self._lookups[ino] = self._lookups.get(ino, 0) + 1
+        self._count(ino, self.lookups(ino) + 1)
         return ino
 
     def held(self, key: NodeKey) -> int | None:
@@ -53,17 +57,26 @@ class InodeTable:
         return self._by_inode.get(ino)
 
     def lookups(self, ino: int) -> int:
-        return self._lookups.get(ino, 0)
+        if ino not in self._by_inode:
+            return 0
+        return self._counts.get(ino, 1)
+
+    def _count(self, ino: int, count: int) -> None:
+        if count == 1:
+            self._counts.pop(ino, None)
+        else:
+            self._counts[ino] = count
 
     def forget(self, ino: int, nlookup: int) -> None:
         """Drop ``nlookup`` kernel references; free the number when none are left."""
-        left = self._lookups.get(ino, 0) - nlookup
+        left = self.lookups(ino) - nlookup
         if left > 0:
-            self._lookups[ino] = left
+            self._count(ino, left)
             return
-        self._lookups.pop(ino, None)
         if ino == ROOT_INODE:
+            self._counts[ino] = 0
             return
+        self._counts.pop(ino, None)
         key = self._by_inode.pop(ino, None)
         if key is not None and self._by_key.get(key) == ino:
             del self._by_key[key]

@@ -25,6 +25,7 @@ strings) in its own module; ``NodeKey.__init_subclass__`` makes ``typed`` know i
 
 from __future__ import annotations
 
+import sys
 from enum import StrEnum
 from typing import Any, ClassVar, Self
 
@@ -137,7 +138,10 @@ def typed(key: tuple[str | int, ...]) -> NodeKey:
     if isinstance(key, NodeKey):
         return key
     kind, *names = key
-    return _TYPES[str(kind)](str(kind), *names)
+    # One string object per kind, not one per key: ``str`` of a ``Kind`` is a new string
+    # each time, and a walk makes 40,000 keys here (2 MiB of copies of "vers").
+    kind = sys.intern(str(kind))
+    return _TYPES[kind](kind, *names)
 
 
 class FolderKey(NodeKey):

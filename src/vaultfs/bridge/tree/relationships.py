@@ -32,6 +32,7 @@ from __future__ import annotations
 import logging
 import posixpath
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any, Protocol
@@ -42,6 +43,7 @@ from vaultfs import errors
 from vaultfs.bridge.tree import keys, nodes
 from vaultfs.bridge.tree.filenames import Sibling, assign_names
 from vaultfs.bridge.tree.index import DocumentIndex, Record
+from vaultfs.bridge.tree.locks import KeyedLocks
 from vaultfs.bridge.tree.nodes import ROOT, Kind, NodeKey
 from vaultfs.client import VaultApi
 
@@ -103,11 +105,16 @@ class Link:
         return int(self.records[0]["id"])
 
 
-@dataclass
+@dataclass(slots=True)
 class _Cached:
     #: version_modified_date__v of the document the records were read for
     stamp: Any
-    records: list[Record]
+    records: Sequence[Record]
+
+
+#: the records of every document without relationships (most of them: one tuple shared
+#: rather than an empty list each)
+_NO_RECORDS: tuple[Record, ...] = ()
 
 
 class _Versions(Protocol):
@@ -138,7 +145,7 @@ class Relationships:
         #: whether the vault offers the cross-document listing (None: not asked yet)
         self.listing_offered: bool | None = None
         self._load_lock = trio.Lock()
-        self._doc_locks: dict[int, trio.Lock] = {}
+        self._doc_locks: KeyedLocks[int] = KeyedLocks()
         #: document type API name -> (when read, relationship type entries)
         self._types: dict[str, tuple[float, list[dict[str, Any]]]] = {}
         self._types_lock = trio.Lock()
@@ -176,7 +183,7 @@ class Relationships:
     def _stamp(self, doc_id: int) -> Any:
         return self._tree.record(doc_id).get("version_modified_date__v")
 
-    async def records(self, doc_id: int) -> list[Record]:
+    async def records(self, doc_id: int) -> Sequence[Record]:
         """The relationship records whose source is a version of ``doc_id``."""
         stamp = self._stamp(doc_id)
         cached = self._by_doc.get(doc_id)
@@ -186,7 +193,7 @@ class Relationships:
             await self._load_all()
             if self.listing_offered:
                 cached = self._by_doc.get(doc_id)
-                return cached.records if cached is not None else []
+                return cached.records if cached is not None else _NO_RECORDS
         return await self._load_one(doc_id)
 
     async def _load_all(self) -> None:
@@ -224,13 +231,12 @@ class Relationships:
                 raise
             self.listing_offered = True
             log.debug("read %d relationship(s) of %d document(s)", start, len(grouped))
-            self._by_doc = {d: _Cached(s, grouped.get(d, [])) for d, s in stamps.items()}
+            self._by_doc = {d: _Cached(s, grouped.get(d, _NO_RECORDS)) for d, s in stamps.items()}
 
-    async def _load_one(self, doc_id: int) -> list[Record]:
+    async def _load_one(self, doc_id: int) -> Sequence[Record]:
         """One document's relationships from the per-version listing (one call per
         version that can hold them)."""
-        lock = self._doc_locks.setdefault(doc_id, trio.Lock())
-        async with lock:
+        async with self._doc_locks.hold(doc_id):
             stamp = self._stamp(doc_id)
             cached = self._by_doc.get(doc_id)
             if cached is not None and cached.stamp == stamp:

@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-import trio
-
 from vaultfs import errors
 from vaultfs.bridge.tree import keys, nodes
 from vaultfs.bridge.tree.filenames import Sibling, assign_names
 from vaultfs.bridge.tree.index import DocumentIndex, Record, TypeCatalog
+from vaultfs.bridge.tree.listing_cache import ListingCache
+from vaultfs.bridge.tree.locks import KeyedLocks
 from vaultfs.bridge.tree.nodes import (
     ROOT,
     Kind,
@@ -53,7 +53,7 @@ def rendition_filename(rtype: str) -> str:
     return f"{rtype}.pdf"
 
 
-@dataclass
+@dataclass(slots=True)
 class Details:
     """What ``get_document`` (plus the attachment list) tells about one document."""
 
@@ -98,12 +98,12 @@ class Tree:
         self._lister = lister
         self.catalog = catalog
         self._details: dict[int, Details] = {}
-        self._details_locks: dict[int, trio.Lock] = {}
+        self._details_locks: KeyedLocks[int] = KeyedLocks()
         self._versions: dict[tuple[int, int, int], Record] = {}
         self._folders: dict[NodeKey, _Folder] = {}
         self._folders_generation = -1
-        #: directory key -> (index generation, name -> child key)
-        self._listings: dict[NodeKey, tuple[int, dict[str, NodeKey]]] = {}
+        #: directory key -> its listing, per index generation
+        self._listings = ListingCache()
         index.on_change.append(self.invalidate)
         self.relationships = Relationships(self, client)
         #: doc id -> (md5, mtime) of the content this mount last checked in: shown as
@@ -117,8 +117,8 @@ class Tree:
         self._details.pop(doc_id, None)
         for version in [v for v in self._versions if v[0] == doc_id]:
             del self._versions[version]
-        for key in [k for k in self._listings if len(k) > 1 and k[1] == doc_id]:
-            del self._listings[key]
+        for key in [k for k in self._listings.directories() if len(k) > 1 and k[1] == doc_id]:
+            self._listings.drop(key)
 
     # --- records -----------------------------------------------------------------
 
@@ -145,8 +145,7 @@ class Tree:
         cached = self._details.get(doc_id)
         if cached is not None and cached.stamp == stamp:
             return cached
-        lock = self._details_locks.setdefault(doc_id, trio.Lock())
-        async with lock:
+        async with self._details_locks.hold(doc_id):
             cached = self._details.get(doc_id)
             if cached is not None and cached.stamp == stamp:
                 return cached
@@ -307,18 +306,15 @@ class Tree:
         """The name ``child`` had in the last listing of ``parent`` made, None when
         ``parent`` was not listed or did not hold it. Never lists: for display (a
         status, a log line), where a name one index generation old is good enough."""
-        cached = self._listings.get(parent)
-        if cached is None:
-            return None
-        return next((name for name, key in cached[1].items() if key == child), None)
+        return next((name for name, key in self._listings.entries(parent) if key == child), None)
 
     def where_listed(self, child: NodeKey, parent_kind: Kind) -> tuple[NodeKey, str] | None:
         """(parent, name) of ``child`` in a listing made of one of its document's
         directories of ``parent_kind`` (a relationship link: its type directory is
         not in its key). Never lists."""
-        for parent, (_, listing) in self._listings.items():
+        for parent in self._listings.directories():
             if parent[0] == parent_kind and parent[1:2] == child[1:2]:
-                name = next((n for n, k in listing.items() if k == child), None)
+                name = next((n for n, k in self._listings.entries(parent) if k == child), None)
                 if name is not None:
                     return parent, name
         return None
@@ -326,12 +322,12 @@ class Tree:
     async def children(self, key: NodeKey) -> dict[str, NodeKey]:
         """Name -> child key of directory ``key`` (made by its family, ``Lister``;
         cached per index generation, except the mount's own nodes' listings)."""
-        cached = self._listings.get(key)
-        if cached is not None and cached[0] == self.index.generation:
-            return cached[1]
+        cached = self._listings.get(key, self.index.generation)
+        if cached is not None:
+            return cached
         listing = await self._lister.children(self, key)
         if not self._lister.is_local(key):
-            self._listings[key] = (self.index.generation, listing)
+            self._listings.put(key, self.index.generation, listing)
         return listing
 
     async def list_folder(self, key: NodeKey) -> dict[str, NodeKey]:
