@@ -101,4 +101,3 @@ def test_a_mount_loads_none_of_the_servers_stack() -> None:
         [sys.executable, "-c", child], capture_output=True, text=True, timeout=60, check=True
     )
     assert json.loads(result.stdout.strip().splitlines()[-1]) == []
-
