@@ -14,15 +14,14 @@ from __future__ import annotations
 import math
 import os
 import subprocess
-from collections import Counter
 from pathlib import Path
 
 from vaultfs.wire import PAGE_LIMIT
 
 from ..context import Context
 from ..measure import RssSampler, cpu_seconds, median, timed_run
-from ..mount import Mount
 from ..results import Aim, Row, seconds
+from .daemon_requests import requests, shares
 
 __all__ = ["run"]
 
@@ -61,21 +60,6 @@ def mirror(source: Path, target: Path) -> int:
 _SHALLOW = ("-maxdepth", "2")
 
 
-def _requests(mount: Mount) -> Counter[str]:
-    """The FUSE requests that reached the daemon's Python code so far, by operation."""
-    return Counter(mount.status().get("fuse_requests", {}))
-
-
-def _shares(requests: Counter[str], runs: int) -> str:
-    """Requests per run by operation, largest first, with each one's share."""
-    total = sum(requests.values())
-    if not total:
-        return "none"
-    return ", ".join(
-        f"{op} {count / runs:.0f} ({count / total:.0%})" for op, count in requests.most_common()
-    )
-
-
 def run(ctx: Context) -> list[Row]:
     repeats = ctx.sizes.repeats
     with ctx.mount() as mount:
@@ -93,13 +77,13 @@ def run(ctx: Context) -> list[Row]:
             index_s = mount.seconds_to_index
             before = mount.api_calls()
             cpu_before = cpu_seconds(mount.pid)
-            requests = _requests(mount)
+            counted = requests(mount)
             find_warm = [timed_run(_find(directory)) for _ in range(repeats)]
             find_cpu = (cpu_seconds(mount.pid) - cpu_before) / repeats
-            find_requests = _requests(mount) - requests
-            requests = _requests(mount)
+            find_requests = requests(mount) - counted
+            counted = requests(mount)
             ls_warm = [timed_run(_ls(directory)) for _ in range(repeats)]
-            ls_requests = _requests(mount) - requests
+            ls_requests = requests(mount) - counted
         warm_calls = mount.api_calls() - before
         local = ctx.scratch("listing-local")
         entries = mirror(directory, local)
@@ -146,14 +130,14 @@ def run(ctx: Context) -> list[Row]:
         ),
         Row(
             f"requests reaching the daemon per warm find -ls over {documents} documents",
-            _shares(find_requests, repeats),
+            shares(find_requests, repeats),
             "—",
             None,
             None,
         ),
         Row(
             f"requests reaching the daemon per warm ls -lR over {documents} documents",
-            _shares(ls_requests, repeats),
+            shares(ls_requests, repeats),
             "—",
             None,
             None,
