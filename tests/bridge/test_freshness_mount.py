@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-from pathlib import Path
 
 import httpx
 import pytest
@@ -20,20 +19,11 @@ pytestmark = [pytest.mark.mount, pytest.mark.usefixtures("pyfuse3_features")]
 API = "/api/v25.1"
 
 
-def _source(mount: MountProcess, doc_id: int) -> Path:
-    for doc_dir in mount.mountpoint.glob("*/**/"):
-        if (doc_dir / "versions").is_dir() and os.getxattr(doc_dir, "user.vault.id") == str(
-            doc_id
-        ).encode():
-            return doc_dir / os.getxattr(doc_dir, "user.vault.filename__v").decode()
-    raise AssertionError(f"document {doc_id} not in the mount")
-
-
 def test_timeouts_are_long_yet_another_clients_changes_show_within_a_poll(
     own_mount: MountProcess, fresh_vault: VaultProcess
 ) -> None:
     assert "attr_timeout" not in own_mount.options  # the default: long timeouts
-    source = _source(own_mount, 5)
+    source = own_mount.source_file(5)
     doc_dir = source.parent
     old = source.read_bytes()
     before = source.stat()  # cached by the kernel, with the exact size
@@ -66,7 +56,7 @@ def test_timeouts_are_long_yet_another_clients_changes_show_within_a_poll(
 
 
 def test_a_save_and_a_setfattr_through_the_mount_show_at_once(own_mount: MountProcess) -> None:
-    source = _source(own_mount, 6)
+    source = own_mount.source_file(6)
     before = source.stat()
     doc_before = source.parent.stat()
     content = b"saved through the mount, longer than before\n" * 50

@@ -10,7 +10,6 @@ import json
 import os
 from collections import Counter
 from collections.abc import Callable
-from pathlib import Path
 
 import httpx
 import pyfuse3
@@ -23,15 +22,6 @@ from vaultfs.testing.vault_process import VaultProcess, wait_until
 pytestmark = [pytest.mark.mount, pytest.mark.usefixtures("pyfuse3_features")]
 
 API = "/api/v25.1"
-
-
-def _source(mount: MountProcess, doc_id: int) -> Path:
-    for doc_dir in mount.mountpoint.glob("*/**/"):
-        if (doc_dir / "versions").is_dir() and os.getxattr(doc_dir, "user.vault.id") == str(
-            doc_id
-        ).encode():
-            return doc_dir / os.getxattr(doc_dir, "user.vault.filename__v").decode()
-    raise AssertionError(f"document {doc_id} not in the mount")
 
 
 def _requests(mount: MountProcess) -> Counter[str]:
@@ -66,7 +56,7 @@ def _noflush(features: str) -> bool:
 
 
 def test_a_file_read_again_comes_from_the_kernels_pages(own_mount: MountProcess) -> None:
-    source = _source(own_mount, 5)
+    source = own_mount.source_file(5)
     content = source.read_bytes()  # the first read: READs reach the mount
     assert content
     cost = _cost(own_mount, source.read_bytes)
@@ -80,7 +70,7 @@ def test_a_file_read_again_comes_from_the_kernels_pages(own_mount: MountProcess)
 def test_a_save_through_the_mount_is_read_at_once_not_the_kept_pages(
     own_mount: MountProcess,
 ) -> None:
-    source = _source(own_mount, 6)
+    source = own_mount.source_file(6)
     old = source.read_bytes()
     assert source.read_bytes() == old  # the kernel now holds the old content's pages
     # The same length: only the content tells the pages apart.
@@ -95,7 +85,7 @@ def test_a_save_through_the_mount_is_read_at_once_not_the_kept_pages(
 def test_another_clients_version_of_the_same_size_is_read_after_the_poll(
     own_mount: MountProcess, fresh_vault: VaultProcess
 ) -> None:
-    source = _source(own_mount, 5)
+    source = own_mount.source_file(5)
     old = source.read_bytes()
     assert source.read_bytes() == old  # kept by the kernel
     before = source.stat()
@@ -120,7 +110,7 @@ def test_another_clients_version_of_the_same_size_is_read_after_the_poll(
 def test_a_read_only_close_sends_no_flush_where_offered(
     own_mount: MountProcess, pyfuse3_features: str
 ) -> None:
-    source = _source(own_mount, 7)
+    source = own_mount.source_file(7)
     source.read_bytes()
     cost = _cost(own_mount, source.read_bytes)
     assert cost["open"] == 1, cost
@@ -136,7 +126,7 @@ def test_a_read_only_close_sends_no_flush_where_offered(
 
 
 def test_a_writers_close_still_flushes_and_saves(own_mount: MountProcess) -> None:
-    source = _source(own_mount, 7)
+    source = own_mount.source_file(7)
     new = b"written through the mount, then closed\n"
     cost = _cost(own_mount, lambda: source.write_bytes(new))
     assert cost["open"] == 1, cost

@@ -148,6 +148,11 @@ class MountProcess:
                 return path
         raise AssertionError(f"document {doc_id} not in the mount")
 
+    def source_file(self, doc_id: int) -> Path:
+        """The latest version's file of document ``doc_id`` in the mount."""
+        doc_dir = self.document_dir(doc_id)
+        return doc_dir / os.getxattr(doc_dir, "user.vault.filename__v").decode()
+
     def log(self) -> str:
         try:
             return self.log_path.read_text(errors="replace")[-4000:]
