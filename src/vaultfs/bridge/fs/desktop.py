@@ -28,7 +28,7 @@ from vaultfs.bridge.fs.inodes import InodeTable
 from vaultfs.bridge.fs.overlay import Overlay
 from vaultfs.bridge.fs.paths import DisplayPaths
 from vaultfs.bridge.tree import keys
-from vaultfs.bridge.tree.nodes import NodeKey
+from vaultfs.bridge.tree.nodes import NodeKey, folder_of
 
 __all__ = ["GoneNames", "NameEvents", "NewFolders", "is_trash_name"]
 
@@ -114,9 +114,9 @@ class NewFolders:
         by_folder: dict[NodeKey, list[int]] = {}
         index = self._overlay.tree.index
         for doc_id in doc_ids:
-            where = self._paths.document_dir(doc_id) if index.get(doc_id) is not None else None
-            if where is not None:
-                by_folder.setdefault(where[0], []).append(doc_id)
+            record = index.get(doc_id)
+            if record is not None:  # (gone: nothing appeared)
+                by_folder.setdefault(folder_of(record)[-1], []).append(doc_id)
         for folder, documents in by_folder.items():
             ino = self._inodes.held(folder)
             path = self._paths.of_key(folder)

@@ -38,16 +38,13 @@ def entry_attributes(attr: Attr) -> pyfuse3.EntryAttributes:
 def stand_in(ino: int, is_dir: bool, ctx: pyfuse3.RequestContext) -> pyfuse3.EntryAttributes:
     """An entry no node stands behind (``name_events``): empty, owned by the caller,
     never kept by the kernel."""
-    entry = pyfuse3.EntryAttributes()
-    entry.st_ino = ino
-    entry.generation = 0
-    entry.entry_timeout = entry.attr_timeout = 0
-    entry.st_mode = (stat.S_IFDIR | 0o700) if is_dir else (stat.S_IFREG | 0o600)
-    entry.st_nlink = 2 if is_dir else 1
-    entry.st_uid = ctx.uid
-    entry.st_gid = ctx.gid
-    entry.st_size = 0
-    return entry
+    mode = (stat.S_IFDIR | 0o700) if is_dir else (stat.S_IFREG | 0o600)
+    nlink = 2 if is_dir else 1
+    attr = Attr(
+        ino=ino, mode=mode, size=0, nlink=nlink, mtime_ns=0, ctime_ns=0,
+        uid=ctx.uid, gid=ctx.gid, timeout=0, entry_timeout=0,
+    )  # fmt: skip
+    return entry_attributes(attr)
 
 
 def statvfs(numbers: dict[str, int]) -> pyfuse3.StatvfsData:
