@@ -57,10 +57,19 @@ async def test_open_and_read_give_the_file_info_and_bytes(core: FileSystem) -> N
     [
         (lambda ops: ops.lookup(ROOT_INODE, b"nothing here", None), errno.ENOENT),
         (lambda ops: ops.getattr(999_999, None), errno.ENOENT),
-        (lambda ops: ops.getxattr(ROOT_INODE, b"security.selinux", None), errno.ENODATA),
+        (lambda ops: ops.getxattr(ROOT_INODE, b"user.vault.nothing", None), errno.ENODATA),
+        (lambda ops: ops.getxattr(ROOT_INODE, b"system.posix_acl_access", None), errno.ENODATA),
+        (lambda ops: ops.getxattr(ROOT_INODE, b"security.selinux", None), errno.ENOTSUP),
         (lambda ops: ops.mkdir(ROOT_INODE, b"new", 0o755, None), errno.EPERM),
     ],
-    ids=["unknown name", "unknown inode", "not a field", "mkdir at the root"],
+    ids=[
+        "unknown name",
+        "unknown inode",
+        "not a field",
+        "no ACL",
+        "a namespace not supported",
+        "mkdir at the root",
+    ],
 )
 async def test_errors_become_their_errno(core: FileSystem, call: object, expected: int) -> None:
     ops = FuseOps(core)

@@ -1,8 +1,9 @@
 """Listings the kernel keeps (pyfuse3 with the project's patch) stay true on a real mount,
 and the same tests pass with the stock behaviour (``pyfuse3_features``): another
 client's new, renamed and deleted documents are listed within one poll; this mount's
-own creates, links and deletes at once; getxattr probes outside ``user.`` are ENODATA;
-the start's log names the features in use."""
+own creates, links and deletes at once; getxattr probes outside ``user.`` are not
+supported (ENOTSUP, ENODATA for the ACL names), so ``ls -l`` asks once per run; the
+start's log names the features in use."""
 
 from __future__ import annotations
 
@@ -175,15 +176,20 @@ def test_this_mounts_own_creates_links_and_deletes_are_listed_at_once(
     assert set(os.listdir(general)) == before
 
 
-def test_getxattr_outside_user_is_enodata_and_fields_still_answer(
+def test_getxattr_outside_user_is_not_supported_and_fields_still_answer(
     deleting_mount: MountProcess,
 ) -> None:
     general = deleting_mount.mountpoint / "General"
     doc_dir = general / sorted(os.listdir(general))[0]
-    for name in ("security.selinux", "system.posix_acl_access", "trusted.anything"):
+    expected = {
+        "security.selinux": errno.ENOTSUP,
+        "trusted.anything": errno.ENOTSUP,
+        "system.posix_acl_access": errno.ENODATA,  # no ACL (the kernel asks itself)
+    }
+    for name, code in expected.items():
         with pytest.raises(OSError) as raised:
             os.getxattr(doc_dir, name)
-        assert raised.value.errno == errno.ENODATA, name
+        assert raised.value.errno == code, name
     assert os.getxattr(doc_dir, "user.vault.id").isdigit()
     with pytest.raises(OSError) as raised:
         os.getxattr(doc_dir, "user.vault.no_such_field__c")
@@ -192,3 +198,23 @@ def test_getxattr_outside_user_is_enodata_and_fields_still_answer(
         ["ls", "-l", str(general)], capture_output=True, text=True, check=True
     ).stdout
     assert doc_dir.name in listing
+
+
+def test_ls_l_asks_for_the_security_label_once_not_for_every_entry(
+    deleting_mount: MountProcess, tmp_path: Path
+) -> None:
+    # ls remembers a file system that does not support a namespace (ENOTSUP) and asks
+    # no other entry; with ENODATA it would ask every one, a round trip to the daemon each.
+    general = deleting_mount.mountpoint / "General"
+    trace = tmp_path / "ls.trace"
+    strace = ["strace", "-qq", "-e", "trace=getxattr,lgetxattr", "-o", str(trace)]
+    subprocess.run(
+        [*strace, "ls", "-lR", str(general)],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    probes = [line for line in trace.read_text().splitlines() if "security.selinux" in line]
+    entries = sum(len(dirs) + len(files) for _, dirs, files in os.walk(general))
+    assert entries > 10
+    assert len(probes) == 1, probes
+    assert "EOPNOTSUPP" in probes[0]

@@ -13,8 +13,9 @@ install`` elsewhere) names nothing, and the mount then behaves as before. What i
 - ``cache_readdir``: the other way, when ``no_opendir`` is not offered or not wanted: a
   directory of the vault is opened with ``cache_readdir`` and ``keep_cache``;
 - ``xattr_namespaces``: getxattr of names outside ``user.`` (the ``security.selinux``
-  and ``system.posix_acl_*`` probes of ``ls -l``) is answered ENODATA inside pyfuse3,
-  without a request reaching Python;
+  and ``system.posix_acl_*`` probes of ``ls -l``) is answered inside pyfuse3, without
+  a request reaching Python, as the mount itself answers them (``tree.xattrs``):
+  ENODATA for the ACL names, ENOTSUP for other namespaces;
 - ``noflush``: a file opened read-only is opened with ``FOPEN_NOFLUSH``, so its close
   sends no FLUSH (the flush of a read-only open has nothing to do); OPEN and RELEASE
   still reach the mount.

@@ -262,6 +262,8 @@ class FileSystem:
             return await self.life.get(self.registry.of(key).lifecycle_of(key), name)
         field_name = xattrs.field_of(name)
         if field_name is None:  # ls -l's security and ACL probes: answered at once
+            if not xattrs.in_our_namespaces(name):
+                raise errors.Unsupported(name)
             raise errors.NoSuchAttribute(name)
         fields = await self._fields(self._key(ino))
         if field_name not in fields:

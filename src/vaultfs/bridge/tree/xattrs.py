@@ -10,9 +10,23 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["PREFIX", "field_of", "names_of", "value_of"]
+__all__ = ["PREFIX", "field_of", "in_our_namespaces", "names_of", "value_of"]
 
 PREFIX = "user.vault."
+
+#: the POSIX ACL names: the kernel asks for them itself (the mount declares ACLs), and
+#: ENODATA (no ACL) is the answer it keeps
+ACL_NAMES = frozenset({"system.posix_acl_access", "system.posix_acl_default"})
+
+
+def in_our_namespaces(xattr_name: str) -> bool:
+    """Whether a name lies where the mount has attributes (``user.``, the ACL names).
+
+    Any other namespace (``security.selinux``, ``trusted.``) is not supported: ENOTSUP,
+    the kernel's own answer for a namespace a file system has no handler for, which
+    ``ls -l`` remembers for the whole mount instead of asking for every entry.
+    """
+    return xattr_name.startswith("user.") or xattr_name in ACL_NAMES
 
 
 def names_of(record: dict[str, Any]) -> list[str]:
