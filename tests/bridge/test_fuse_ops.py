@@ -78,6 +78,22 @@ async def test_errors_become_their_errno(core: FileSystem, call: object, expecte
     assert raised.value.errno == expected
 
 
+async def test_an_unexpected_failure_is_eio_and_logged_with_the_path(
+    core: FileSystem, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    ops = FuseOps(core)
+
+    async def broken(ino: int) -> None:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(core, "getattr", broken)
+    with pytest.raises(pyfuse3.FUSEError) as raised:
+        await ops.getattr(ROOT_INODE, None)  # type: ignore[arg-type]
+    assert raised.value.errno == errno.EIO
+    assert raised.value.__suppress_context__
+    assert "getattr(/) failed unexpectedly" in caplog.text and "a bug" in caplog.text
+
+
 async def test_vault_errors_map_through_the_errno_table(core: FileSystem, vault: FakeVault) -> None:
     ops = FuseOps(core, Capabilities())  # the stock way: a refusal is the opendir's
     document = await _lookup(ops, "Reference", "Guide")

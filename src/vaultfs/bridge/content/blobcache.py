@@ -17,6 +17,7 @@ file descriptor, so eviction (unlink) never breaks a reader.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import logging
@@ -197,7 +198,9 @@ class BlobCache:
         tmp.replace(target)
 
     @staticmethod
+    @functools.lru_cache(maxsize=4096)
     def _name(key: str) -> str:
+        # Kept for the keys used lately: a warm walk asks it a few times per file opened.
         return hashlib.sha256(key.encode()).hexdigest()[:40]
 
     # --- queries -----------------------------------------------------------------
