@@ -212,3 +212,28 @@ async def test_the_name_events_thread_alone_is_answered_apart_for_a_delete(
     await ops.forget([(STAND_IN_INODES + 5, 1)])
     assert (await ops.lookup(folder.st_ino, b"Guide", other)).st_ino == guide.st_ino  # type: ignore[arg-type]
     assert core.inodes.key(STAND_IN_INODES + 5) is None
+
+
+async def test_without_opendir_a_listing_is_read_on_from_where_the_kernel_lost_it(
+    core: FileSystem, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A kept listing whose later page the kernel reclaimed is asked for from that
+    page's first entry, with no listing under way: answered from there, and logged."""
+    replied: list[tuple[bytes, int]] = []
+
+    def reply(token: object, name: bytes, attr: object, next_id: int) -> bool:
+        replied.append((name, next_id))
+        return True
+
+    monkeypatch.setattr(pyfuse3, "readdir_reply", reply)
+    ops = FuseOps(core, Capabilities(no_opendir=True))
+    folder = await _lookup(ops, "Reference")
+    await ops.readdir(folder.st_ino, 0, None)  # type: ignore[arg-type]
+    whole = list(replied)
+    assert len(whole) >= 2
+    await ops.readdir(folder.st_ino, whole[-1][1], None)  # type: ignore[arg-type]  # the end
+    replied.clear()
+    with caplog.at_level("DEBUG", logger="vaultfs.bridge.daemon.fuse.listing_by_inode"):
+        await ops.readdir(folder.st_ino, whole[0][1], None)  # type: ignore[arg-type]
+    assert replied == whole[1:]
+    assert f"inode {folder.st_ino} listed from entry {whole[0][1]} on" in caplog.text

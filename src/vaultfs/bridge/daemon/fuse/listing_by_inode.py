@@ -4,6 +4,8 @@ until a read finds its end."""
 
 from __future__ import annotations
 
+import logging
+
 import pyfuse3
 
 from vaultfs.bridge.daemon.fuse.kernel_cache import drop_listing, kept
@@ -12,6 +14,8 @@ from vaultfs.bridge.daemon.fuse.requests import RequestErrors
 from vaultfs.bridge.fs.filesystem import FileSystem
 
 __all__ = ["ListingsByInode"]
+
+log = logging.getLogger(__name__)
 
 
 class ListingsByInode:
@@ -30,6 +34,17 @@ class ListingsByInode:
                 self.core.releasedir(fh)  # a listing not read to its end
                 fh = None
             if fh is None:
+                if start_id:
+                    # No listing under way, yet not from the start: the kernel served the
+                    # start from the listing it kept and found a later page of it gone
+                    # (reclaimed by its memory management, nothing this mount did); it
+                    # drops the whole listing and asks for the rest from here.
+                    log.debug(
+                        "inode %d listed from entry %d on: a page of the listing the "
+                        "kernel kept was reclaimed",
+                        ino,
+                        start_id,
+                    )
                 fh = self._reading[ino] = await self.core.opendir(ino)
             entries = await self.core.readdir(fh, start_id)
             if not entries:
