@@ -223,8 +223,8 @@ class Editing:
             return
         self.in_flight += 1
         try:
-            async with writers.lock:
-                if writers.count == 0:  # nobody opened it again meanwhile
+            async with writers.taken():
+                if writers.count == 0:  # nobody opened it again (while the lock was held)
                     await self._commit(handle.doc_id)
         except (VaultError, OSError) as exc:
             log.warning(

@@ -89,7 +89,7 @@ class NewDocuments:
         try:
             # One at a time per file: a writer that reopened it during the create (a
             # shell's ``> f; >> f``) is checked in as a draft of what the create made.
-            async with scratch.writers.lock:
+            async with scratch.writers.taken():
                 await self._make_document(scratch)
         finally:
             self.in_flight -= 1
