@@ -135,7 +135,7 @@ class _Handling:
         self._name, self._fh, self._attribute = name, fh, attribute
 
     def __enter__(self) -> None:
-        _requests[self._op] += 1
+        count(self._op)
 
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
