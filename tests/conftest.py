@@ -73,6 +73,22 @@ def login(url: str, username: str = ADMIN, password: str = DEMO_PASSWORD) -> str
     return session
 
 
+def admin_client(url: str) -> httpx.Client:
+    """An HTTP client of the API of the vault at ``url``, logged in as the demo admin
+    (another client than a mount under test); use it in a ``with``."""
+    return httpx.Client(base_url=url + API, headers={"Authorization": login(url)}, timeout=60)
+
+
+def upload_draft(api: httpx.Client, doc_id: int, filename: str, content: bytes) -> None:
+    """A new draft of ``doc_id`` holding ``content``, made through the API."""
+    r = api.post(
+        f"/objects/documents/{doc_id}",
+        data={"createDraft": "uploadedContent"},
+        files={"file": (filename, content)},
+    )
+    assert r.json()["responseStatus"] == "SUCCESS", r.text
+
+
 @pytest.fixture
 def admin_session(vault_server: VaultProcess) -> str:
     return login(vault_server.url)

@@ -6,17 +6,14 @@ from __future__ import annotations
 import os
 import subprocess
 
-import httpx
 import pytest
 
-from tests.conftest import login
+from tests.conftest import admin_client, upload_draft
 from vaultfs.testing.mount_process import MountProcess
 from vaultfs.testing.vault_process import VaultProcess, wait_until
 
 # Each way of PYFUSE3_WAYS (conftest): the kernel keeping listings two ways, and stock.
 pytestmark = [pytest.mark.mount, pytest.mark.usefixtures("pyfuse3_features")]
-
-API = "/api/v25.1"
 
 
 def test_timeouts_are_long_yet_another_clients_changes_show_within_a_poll(
@@ -29,16 +26,9 @@ def test_timeouts_are_long_yet_another_clients_changes_show_within_a_poll(
     before = source.stat()  # cached by the kernel, with the exact size
     assert before.st_size == len(old)
     doc_before = doc_dir.stat()
-    with httpx.Client(
-        base_url=fresh_vault.url + API, headers={"Authorization": login(fresh_vault.url)}
-    ) as api:
+    with admin_client(fresh_vault.url) as api:
         content = b"a longer content from another client\n" * 100
-        r = api.post(
-            "/objects/documents/5",
-            data={"createDraft": "uploadedContent"},
-            files={"file": (source.name, content)},
-        )
-        assert r.json()["responseStatus"] == "SUCCESS", r.text
+        upload_draft(api, 5, source.name, content)
         # Attributes come from the kernel's cache until a poll tells it to forget.
         own_mount.refresh()
         assert source.stat().st_mtime_ns != before.st_mtime_ns

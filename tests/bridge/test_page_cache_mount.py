@@ -11,17 +11,14 @@ import os
 from collections import Counter
 from collections.abc import Callable
 
-import httpx
 import pyfuse3
 import pytest
 
-from tests.conftest import login
+from tests.conftest import admin_client, upload_draft
 from vaultfs.testing.mount_process import MountProcess
 from vaultfs.testing.vault_process import VaultProcess, wait_until
 
 pytestmark = [pytest.mark.mount, pytest.mark.usefixtures("pyfuse3_features")]
-
-API = "/api/v25.1"
 
 
 def _requests(mount: MountProcess) -> Counter[str]:
@@ -90,15 +87,8 @@ def test_another_clients_version_of_the_same_size_is_read_after_the_poll(
     assert source.read_bytes() == old  # kept by the kernel
     before = source.stat()
     new = bytes(b ^ 0xFF for b in old)
-    with httpx.Client(
-        base_url=fresh_vault.url + API, headers={"Authorization": login(fresh_vault.url)}
-    ) as api:
-        r = api.post(
-            "/objects/documents/5",
-            data={"createDraft": "uploadedContent"},
-            files={"file": (source.name, new)},
-        )
-        assert r.json()["responseStatus"] == "SUCCESS", r.text
+    with admin_client(fresh_vault.url) as api:
+        upload_draft(api, 5, source.name, new)
     # What the poll (now: a refresh) tells the kernel: the file's attributes changed.
     own_mount.refresh()
     assert source.stat().st_mtime_ns != before.st_mtime_ns

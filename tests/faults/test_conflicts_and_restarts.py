@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import EDITOR
+from tests.conftest import EDITOR, upload_draft
 from tests.faultproxy import FaultProxy
 from vaultfs.testing.mount_process import MountProcess
 from vaultfs.testing.vault_process import VaultProcess, wait_until
@@ -97,12 +97,7 @@ def test_an_undone_check_out_and_another_save_meanwhile_is_a_conflict(
             assert api.post(f"/objects/documents/{doc_id}/lock").json()["responseStatus"] == (
                 "SUCCESS"
             )
-            answer = api.post(
-                f"/objects/documents/{doc_id}",
-                data={"createDraft": "uploadedContent"},
-                files={"file": ("Release_Checklist.md", b"the admin's version\n")},
-            ).json()
-            assert answer["responseStatus"] == "SUCCESS", answer
+            upload_draft(api, doc_id, "Release_Checklist.md", b"the admin's version\n")
             api.delete(f"/objects/documents/{doc_id}/lock")
         lost = conflict_in(editor)
         assert "undone" in str(lost["error"])
