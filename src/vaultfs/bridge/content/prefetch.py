@@ -30,7 +30,7 @@ import trio
 
 from vaultfs import errors
 from vaultfs.bridge.content.blobcache import BlobCache
-from vaultfs.bridge.content.sources import Contents
+from vaultfs.bridge.content.sources import Content, Contents
 from vaultfs.bridge.tree.tree import Tree
 from vaultfs.client import VaultApi
 
@@ -90,7 +90,7 @@ class Prefetcher:
         if not self._walked(doc_id) or size >= SMALL:
             return
         for following in self._following("source", doc_id):
-            if self._source_wanted(following):
+            if self._wanted_source(following) is not None:
                 self._start("source", following)
 
     def _walked(self, doc_id: int) -> bool:
@@ -128,15 +128,17 @@ class Prefetcher:
         self._horizon[what] = (documents, max(start, end))
         return documents[start:end]
 
-    def _source_wanted(self, doc_id: int) -> bool:
-        """Whether ``doc_id``'s source file is worth a download task: small, not cached."""
+    def _wanted_source(self, doc_id: int) -> Content | None:
+        """``doc_id``'s source file when it is worth a download: small, not cached."""
         content = self._contents.latest_source(doc_id)
-        return (
-            content is not None
-            and content.estimate < SMALL
-            and not self._blobs.is_cached(content.key)
-            and content.estimate <= self._blobs.room()
-        )
+        if (
+            content is None
+            or content.estimate >= SMALL
+            or self._blobs.is_cached(content.key)
+            or content.estimate > self._blobs.room()
+        ):
+            return None
+        return content
 
     def _start(self, what: str, doc_id: int) -> None:
         mark = (what, doc_id)
@@ -161,8 +163,6 @@ class Prefetcher:
             await self._tree.details(doc_id)
 
     async def _source(self, doc_id: int) -> None:
-        if not self._source_wanted(doc_id):  # cached meanwhile, or changed
-            return
-        content = self._contents.latest_source(doc_id)
+        content = self._wanted_source(doc_id)  # None: cached meanwhile, or changed
         if content is not None:
             await self._blobs.cached_path(content.key, content.fetch)
