@@ -8,14 +8,25 @@ import pytest
 from vaultfs.bridge.daemon.capabilities import ENVIRONMENT, Capabilities, detect
 
 PATCHED = frozenset(
-    {"cache_readdir", "opendir_fileinfo", "ino_without_fh", "xattr_namespaces", "noflush"}
+    {
+        "cache_readdir",
+        "opendir_fileinfo",
+        "ino_without_fh",
+        "xattr_namespaces",
+        "noflush",
+        "kept_opens",
+    }
 )
 
 
 @pytest.mark.parametrize(
     ("offered", "setting", "expected"),
     [
-        (PATCHED, None, Capabilities(no_opendir=True, xattr_namespaces=True, noflush=True)),
+        (
+            PATCHED,
+            None,
+            Capabilities(no_opendir=True, xattr_namespaces=True, noflush=True, kept_opens=True),
+        ),
         (frozenset(), None, Capabilities()),
         (PATCHED, "none", Capabilities()),
         (
@@ -25,6 +36,7 @@ PATCHED = frozenset(
         ),
         (PATCHED, "xattr_namespaces", Capabilities(xattr_namespaces=True)),
         (PATCHED, "noflush", Capabilities(noflush=True)),
+        (PATCHED, "kept_opens", Capabilities(kept_opens=True)),
         # a pyfuse3 that keeps listings on open only: that way, by default
         (
             frozenset({"cache_readdir", "opendir_fileinfo"}),
@@ -41,6 +53,7 @@ PATCHED = frozenset(
         "cache_readdir",
         "xattrs only",
         "noflush only",
+        "kept_opens only",
         "partial",
         "not offered",
     ],

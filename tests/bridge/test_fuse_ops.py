@@ -10,13 +10,17 @@ from types import SimpleNamespace
 
 import pyfuse3
 import pytest
+import trio
+import trio.testing
 
 from vaultfs import errors
 from vaultfs.bridge.daemon.capabilities import Capabilities
 from vaultfs.bridge.daemon.fuse import FuseOps
+from vaultfs.bridge.daemon.fuse.kernel_cache import invalidate_attr, kept_opens
 from vaultfs.bridge.daemon.name_events import STAND_IN_INODES, Event, NameEvents, Sort
 from vaultfs.bridge.fs.filesystem import FileSystem
 from vaultfs.bridge.fs.inodes import ROOT_INODE
+from vaultfs.bridge.fs.opening import Opened
 
 from .fakevault import FakeVault
 
@@ -237,3 +241,42 @@ async def test_without_opendir_a_listing_is_read_on_from_where_the_kernel_lost_i
         await ops.readdir(folder.st_ino, whole[0][1], None)  # type: ignore[arg-type]
     assert replied == whole[1:]
     assert f"inode {folder.st_ino} listed from entry {whole[0][1]} on" in caplog.text
+
+
+async def test_a_warm_read_only_open_is_kept_unless_an_invalidation_came_meanwhile(
+    core: FileSystem, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ops = FuseOps(core, Capabilities(kept_opens=True))
+    ino = (await _lookup(ops, "Reference", "Guide", "guide.txt")).st_ino
+    try:
+        first = await ops.open(ino, os.O_RDONLY, None)  # type: ignore[arg-type]
+        assert await ops.read(first.fh, 0, 100) == b"guide\n"
+        await ops.release(first.fh)
+        assert ino not in kept_opens  # the kernel did not keep its pages yet
+        key = core.inodes.key(ino)
+        assert key is not None
+        content = await core.parts.contents.of(key)
+        await trio.testing.wait_all_tasks_blocked()  # the download went into the cache
+        assert core.parts.blobs.is_cached(content.key)
+
+        opening = core.open
+
+        async def open_while_invalidated(inode: int, flags: int) -> Opened:
+            opened = await opening(inode, flags)
+            invalidate_attr(inode)  # e.g. the index learned a new version meanwhile
+            return opened
+
+        monkeypatch.setattr(core, "open", open_while_invalidated)
+        second = await ops.open(ino, os.O_RDONLY, None)  # type: ignore[arg-type]
+        assert ino not in kept_opens
+        monkeypatch.undo()
+
+        third = await ops.open(ino, os.O_RDONLY, None)  # type: ignore[arg-type]
+        assert kept_opens[ino] == third.fh == second.fh  # one handle for every such open
+        # A release of the shared handle that reaches the mount leaves it readable.
+        await ops.release(third.fh)
+        assert await ops.read(second.fh, 0, 100) == b"guide\n"
+        invalidate_attr(ino)
+        assert ino not in kept_opens  # the next open reaches the mount
+    finally:
+        kept_opens.pop(ino, None)

@@ -17,8 +17,13 @@ install`` elsewhere) names nothing, and the mount then behaves as before. What i
   a request reaching Python, as the mount itself answers them (``tree.xattrs``):
   ENODATA for the ACL names, ENOTSUP for other namespaces;
 - ``noflush``: a file opened read-only is opened with ``FOPEN_NOFLUSH``, so its close
-  sends no FLUSH (the flush of a read-only open has nothing to do); OPEN and RELEASE
-  still reach the mount.
+  sends no FLUSH (the flush of a read-only open has nothing to do);
+- ``kept_opens``: a file whose content stays the same while the kernel keeps its pages
+  (a version's file, and the latest source file while nobody writes it) gets one handle
+  for every read-only open once the kernel holds its pages; pyfuse3 answers those OPENs
+  and their RELEASEs itself, so a warm ``grep -r`` costs no Python per file. Every
+  invalidation of the inode's attributes (``fuse.kernel_cache``) and an open for writing
+  take that back; the next open reaches the mount.
 
 The environment variable ``VAULTFS_PYFUSE3_FEATURES`` narrows the choice (a comma list
 of the names above, or ``none`` for exactly the stock behaviour): the test suite runs
@@ -50,6 +55,8 @@ class Capabilities:
     xattr_namespaces: bool = False
     #: read-only opens answered with ``noflush``: no FLUSH at their close
     noflush: bool = False
+    #: warm read-only opens of unchanging content answered inside pyfuse3
+    kept_opens: bool = False
 
     def names(self) -> list[str]:
         return [f.name for f in fields(self) if getattr(self, f.name)]
@@ -61,7 +68,7 @@ class Capabilities:
 
 
 #: what is used when the environment does not say: every feature pyfuse3 offers
-DEFAULT = frozenset({"no_opendir", "cache_readdir", "xattr_namespaces", "noflush"})
+DEFAULT = frozenset({"no_opendir", "cache_readdir", "xattr_namespaces", "noflush", "kept_opens"})
 
 
 def detect(offered: Iterable[str], environ: Mapping[str, str] | None = None) -> Capabilities:
@@ -78,4 +85,5 @@ def detect(offered: Iterable[str], environ: Mapping[str, str] | None = None) -> 
         cache_readdir=not no_opendir and "cache_readdir" in wanted & available,
         xattr_namespaces="xattr_namespaces" in wanted & available,
         noflush="noflush" in wanted & available,
+        kept_opens="kept_opens" in wanted & available,
     )

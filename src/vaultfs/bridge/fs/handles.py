@@ -28,6 +28,7 @@ __all__ = [
     "LostFile",
     "OpenFile",
     "ScratchOpen",
+    "SharedContent",
     "Snapshot",
     "SourceEdit",
 ]
@@ -92,6 +93,23 @@ class CachedContent(_ReadOnly):
     async def release(self) -> None:
         if self._blob is not None:
             self._blob.close()
+
+
+class SharedContent(_ReadOnly):
+    """Vault content whose one handle every read-only open of an inode shares
+    (``Opened.shared``): the kernel keeps its pages, so a read reaches it only for a
+    page the kernel dropped since. No release says when the last of those opens ends,
+    so the cache file is opened for each such read rather than held."""
+
+    def __init__(self, open_blob: Callable[[], Awaitable[BlobHandle]]) -> None:
+        self._open_blob = open_blob
+
+    async def read(self, offset: int, size: int) -> bytes:
+        blob = await self._open_blob()
+        try:
+            return await blob.read(offset, size)
+        finally:
+            blob.close()
 
 
 class LostFile(_ReadOnly):
@@ -212,6 +230,8 @@ class HandleTable:
         self._next = 1
         self._files: dict[int, OpenFile] = {}
         self._dirs: dict[int, list[tuple[str, NodeKey]]] = {}
+        #: handles that stand for many opens (``add_shared``): no release ends them
+        self._shared: set[int] = set()
 
     def _number(self) -> int:
         fh = self._next
@@ -229,8 +249,21 @@ class HandleTable:
             raise errors.BadHandle("file handle is not open")
         return handle
 
+    def add_shared(self, handle: OpenFile) -> int:
+        """A handle for many opens of one file, kept until ``drop_shared``."""
+        fh = self.add_file(handle)
+        self._shared.add(fh)
+        return fh
+
     def pop_file(self, fh: int) -> OpenFile | None:
+        """The handle of a release, gone from the table (a shared one stays)."""
+        if fh in self._shared:
+            return None
         return self._files.pop(fh, None)
+
+    def drop_shared(self, fh: int) -> None:
+        self._shared.discard(fh)
+        self._files.pop(fh, None)
 
     def add_dir(self, listing: list[tuple[str, NodeKey]]) -> int:
         fh = self._number()

@@ -17,7 +17,13 @@ from dataclasses import dataclass
 from vaultfs.bridge.content.blobcache import BlobCache, BlobHandle
 from vaultfs.bridge.content.sources import Contents
 from vaultfs.bridge.fs.freshness import Freshness
-from vaultfs.bridge.fs.handles import CachedContent, HandleTable, OpenFile, ScratchOpen
+from vaultfs.bridge.fs.handles import (
+    CachedContent,
+    HandleTable,
+    OpenFile,
+    ScratchOpen,
+    SharedContent,
+)
 from vaultfs.bridge.tree.keys import NodeKey
 from vaultfs.bridge.write.new_documents import NewDocuments
 from vaultfs.bridge.write.scratch import ScratchFile
@@ -32,6 +38,9 @@ class Opened:
     keep_cache: bool = False
     #: the kernel need not send a flush at close: the open has nothing to flush
     noflush: bool = False
+    #: the handle serves every read-only open of the inode while its content stays the
+    #: same (kept pages, nothing to release): such opens may be answered without the mount
+    shared: bool = False
 
 
 class Opener:
@@ -52,9 +61,14 @@ class Opener:
         self.invalidate_attr = invalidate_attr
         #: inode -> the content key its last open served (its pages in the kernel)
         self._page_keys: dict[int, str] = {}
+        #: inode -> content key -> the handle its read-only opens of that content share
+        #: (an older content's handle stays while opens of it may still read)
+        self._shared: dict[int, dict[str, int]] = {}
 
     def forgotten(self, ino: int) -> None:
         self._page_keys.pop(ino, None)
+        for fh in self._shared.pop(ino, {}).values():
+            self._handles.drop_shared(fh)
 
     def direct(self, handle: OpenFile) -> Opened:
         """``handle`` served without the page cache (its size may change under it)."""
@@ -67,10 +81,17 @@ class Opener:
         return self.direct(ScratchOpen(self._new_documents, scratch, writer=writer))
 
     async def vault_content(
-        self, key: NodeKey, ino: int, sized: Callable[[int], None] | None = None
+        self,
+        key: NodeKey,
+        ino: int,
+        sized: Callable[[int], None] | None = None,
+        *,
+        share: bool = False,
     ) -> Opened:
         """The vault's content of file ``key`` read through the cache; ``sized`` is told
-        its exact size when known at open."""
+        its exact size when known at open. ``share``: what this inode's read-only opens
+        get stays the same until the mount invalidates its attributes (the family's
+        word): once the kernel keeps its pages, they share one handle (``Opened.shared``)."""
         content = await self._contents.of(key)
         if self._page_keys.get(ino) == content.key and self._blobs.is_cached(content.key):
             size = self._blobs.exact_size(content.key)
@@ -79,10 +100,15 @@ class Opener:
                 # only a page it dropped since is read here, so the cache file is opened
                 # at the first read that comes, not at every open of a warm walk.
                 open_blob = functools.partial(self._blobs.open, content.key, content.fetch)
-                fh = self._handles.add_file(CachedContent(open_blob=open_blob))
+                if share:
+                    fh = self._shared_handle(ino, content.key, open_blob)
+                else:
+                    fh = self._handles.add_file(CachedContent(open_blob=open_blob))
                 if sized is not None:
                     sized(size)
-                return self._opened_content(ino, fh, content.key, size)
+                opened = self._opened_content(ino, fh, content.key, size)
+                opened.shared = share
+                return opened
         blob = await self._blobs.open(content.key, content.fetch)
         if not blob.complete:
             # Wait for the response to begin: its length is the exact size.
@@ -96,6 +122,16 @@ class Opener:
         if sized is not None and size is not None:
             sized(size)
         return self._opened_content(ino, fh, content.key, size)
+
+    def _shared_handle(
+        self, ino: int, content_key: str, open_blob: Callable[[], Awaitable[BlobHandle]]
+    ) -> int:
+        """The one handle of ``ino``'s read-only opens of ``content_key``."""
+        handles = self._shared.setdefault(ino, {})
+        fh = handles.get(content_key)
+        if fh is None:
+            fh = handles[content_key] = self._handles.add_shared(SharedContent(open_blob))
+        return fh
 
     async def exact_size_known(self, key: NodeKey) -> BlobHandle | None:
         """The vault's content of ``key`` opened, when its exact size is not known yet

@@ -72,8 +72,13 @@ class Sources(Family):
             # The edit's bytes while it lasts; the vault's once it is checked in.
             reader = SourceEdit(editing, editing.reader(doc_id), opener.vault_reader(key))
             return opener.direct(reader)
+        # Nobody writing it: what a read-only open gets changes only with the vault's
+        # record (or a writer's open), and each of those invalidates the inode.
         return await opener.vault_content(
-            key, ino, lambda size: parts.prefetch.source_opened(doc_id, size)
+            key,
+            ino,
+            lambda size: parts.prefetch.source_opened(doc_id, size),
+            share=editing.writers(doc_id) == 0,
         )
 
     async def _open_for_writing(self, parts: Parts, key: NodeKey, ino: int, flags: int) -> Opened:

@@ -79,8 +79,9 @@ class Versions(Family):
         if key.kind != Kind.VSRC or is_writing(flags):
             return await super().open(parts, key, ino, flags)
         doc_id = key.doc_id
+        # A version's content never changes.
         return await parts.opener.vault_content(
-            key, ino, lambda size: parts.prefetch.source_opened(doc_id, size)
+            key, ino, lambda size: parts.prefetch.source_opened(doc_id, size), share=True
         )
 
     async def fields(self, parts: Parts, key: NodeKey) -> dict[str, Any]:

@@ -1,8 +1,15 @@
 """What the kernel keeps of the mount, and the notifications that make it drop it:
-the directory inodes whose listings it may keep (``kept``), ``invalidate_attr`` (an
-inode's attributes, and its kept listing), ``invalidate_entry`` (a name, sent by a
-thread of its own), ``forget_entry`` and ``delete_entry`` (a name, now) and
+the directory inodes whose listings it may keep (``kept``), the files whose read-only
+opens pyfuse3 answers itself (``kept_opens``), ``invalidate_attr`` (an inode's
+attributes, its kept listing and its kept open), ``invalidate_entry`` (a name, sent by
+a thread of its own), ``forget_entry`` and ``delete_entry`` (a name, now) and
 ``drop_listing``.
+
+A kept open stands for "this inode's read-only opens all get this handle, the kernel's
+pages kept". Whatever changes what such an open would get (a new version the index
+learns, this mount's check-in, an open for writing) invalidates the inode's attributes,
+which takes the kept open back; ``invalidations`` lets an open that awaited tell whether
+one came meanwhile, so that it never keeps an answer made before it.
 
 The kernel drops a kept listing itself when this mount creates, links, renames or
 deletes in the directory; for every other change the listing goes with the directory's
@@ -31,7 +38,9 @@ __all__ = [
     "forget_entry",
     "invalidate_attr",
     "invalidate_entry",
+    "invalidations",
     "kept",
+    "kept_opens",
     "stop_notifier",
 ]
 
@@ -40,6 +49,18 @@ log = logging.getLogger(__name__)
 #: directory inodes whose listings the kernel may keep (opened with cache_readdir, or
 #: read without OPENDIR); emptied when a mount starts
 kept: set[int] = set()
+
+#: file inode -> the handle pyfuse3 answers its read-only opens with (and whose releases
+#: it answers); a dict of pyfuse3's own where it offers ``kept_opens``, never filled
+#: otherwise
+kept_opens: dict[int, int] = getattr(pyfuse3, "kept_opens", {})
+
+_invalidations = 0
+
+
+def invalidations() -> int:
+    """How many inodes were invalidated so far (``invalidate_attr``)."""
+    return _invalidations
 
 
 def drop_listing(inode: int) -> None:
@@ -54,7 +75,11 @@ def invalidate_attr(inode: int) -> None:
     a directory whose listing it may keep. Attributes only for files: that never waits
     for the kernel (no pages to write back), so it is safe inside a request. A kept
     listing's pages are never locked while the kernel waits for this mount (it fills
-    them from a reply already received), so dropping them is safe there too."""
+    them from a reply already received), so dropping them is safe there too. The next
+    read-only open of a file reaches the mount again (its kept open is dropped)."""
+    global _invalidations
+    _invalidations += 1
+    kept_opens.pop(inode, None)
     listing = inode in kept
     if listing:
         # With --log-level debug, the listings this mount makes the kernel drop; one

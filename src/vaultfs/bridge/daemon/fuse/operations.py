@@ -8,7 +8,10 @@ directory at all, and readdir is given the directory's inode (``listing_by_inode
 ``keep_cache``, and a warm walk sends an OPENDIR and a RELEASEDIR per directory, no
 READDIRPLUS. How a kept listing is dropped: ``kernel_cache``. The mount's own
 directories (``.vaultfs``, lost+found, a new folder) are never kept. A file opened
-read-only is opened with ``noflush`` where offered: its close sends no FLUSH.
+read-only is opened with ``noflush`` where offered: its close sends no FLUSH. A file
+whose read-only opens all share one handle (``Opened.shared``) is kept open
+(``kernel_cache.kept_opens``): pyfuse3 answers its next read-only opens and their
+releases itself.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from collections.abc import Sequence
 import pyfuse3
 
 from vaultfs.bridge.daemon.capabilities import Capabilities, detect
-from vaultfs.bridge.daemon.fuse.kernel_cache import kept
+from vaultfs.bridge.daemon.fuse.kernel_cache import invalidations, kept, kept_opens
 from vaultfs.bridge.daemon.fuse.listing_by_inode import ListingsByInode
 from vaultfs.bridge.daemon.fuse.replies import (
     entry_attributes,
@@ -93,8 +96,10 @@ class FuseOps(pyfuse3.Operations):
         count("forget")
         for ino, nlookup in inode_list:
             self.core.forget(ino, nlookup)
-            if ino in kept and self.core.inodes.key(ino) is None:
-                kept.discard(ino)  # the kernel dropped the inode, and its listing
+            if self.core.inodes.key(ino) is None:
+                # The kernel dropped the inode, and its listing (its opens are closed).
+                kept.discard(ino)
+                kept_opens.pop(ino, None)
 
     async def getattr(
         self, inode: int, ctx: pyfuse3.RequestContext | None = None
@@ -231,6 +236,7 @@ class FuseOps(pyfuse3.Operations):
 
     async def open(self, inode: int, flags: int, ctx: pyfuse3.RequestContext) -> pyfuse3.FileInfo:
         with self.errors.handling("open", inode):
+            before = invalidations()
             opened = await self.core.open(inode, flags)
             self.errors.fh_inodes[opened.fh] = inode
             info = pyfuse3.FileInfo(
@@ -239,6 +245,11 @@ class FuseOps(pyfuse3.Operations):
             if opened.noflush and self.using.noflush:
                 # No FLUSH at close: a round trip per file of a warm ``grep -r`` spared.
                 info.noflush = True
+            if opened.shared and self.using.kept_opens and invalidations() == before:
+                # pyfuse3 answers the next read-only opens (and releases) itself; not
+                # when an invalidation came while this open awaited (its answer may be
+                # older than that).
+                kept_opens[inode] = opened.fh
             return info
 
     async def create(
