@@ -10,7 +10,7 @@ import os
 import pyfuse3
 import trio
 
-from vaultfs.bridge.daemon.fuse.kernel_cache import kept, stop_notifier
+from vaultfs.bridge.daemon.fuse.kernel_cache import kept, kept_opens, stop_notifier
 from vaultfs.bridge.daemon.fuse.operations import FuseOps
 from vaultfs.bridge.daemon.readahead import raise_read_ahead
 
@@ -25,6 +25,7 @@ def init(ops: FuseOps, mountpoint: str, options: set[str]) -> None:
     log.info("pyfuse3 %s, kernel cache features: %s", pyfuse3.__version__, ops.using.describe())
     global _mountpoint
     kept.clear()
+    kept_opens.clear()
     _mountpoint = mountpoint
     pyfuse3.init(ops, mountpoint, options)
 
