@@ -126,6 +126,22 @@ def test_a_save_through_the_mount_is_read_at_once_not_the_kept_pages(
     assert _held(own_mount, source, pyfuse3_features) == new
 
 
+def test_a_file_renamed_over_a_kept_file_is_read_at_once(
+    own_mount: MountProcess, pyfuse3_features: str
+) -> None:
+    source = own_mount.source_file(6)
+    old = _held(own_mount, source, pyfuse3_features)
+    new = bytes(b ^ 0xFF for b in old)
+    temporary = source.parent / f".{source.name}.Ab12Cd"  # rsync's name for it
+    temporary.write_bytes(new)
+    os.rename(temporary, source)  # the check-in, inside the rename
+    # The name leads to another inode from now on (the renamed file's, then the source
+    # file's anew): the kept open of the one before is never asked again.
+    assert source.read_bytes() == new
+    own_mount.settle()
+    assert _held(own_mount, source, pyfuse3_features) == new
+
+
 def test_an_edit_under_way_is_read_by_a_new_open_not_the_kept_pages(
     own_mount: MountProcess, pyfuse3_features: str
 ) -> None:
