@@ -22,6 +22,7 @@ from vaultfs.bridge.write.spool import lost, store
 from vaultfs.bridge.write.spool.entry import SpoolEntry
 from vaultfs.bridge.write.spool.failures import describe, schedule_retry
 from vaultfs.bridge.write.spool.interface import CheckedIn, CheckIn
+from vaultfs.bridge.write.spool.states import EntryState
 from vaultfs.bridge.write.spool.streaming import DraftStream
 from vaultfs.client import VaultApi
 from vaultfs.errors import VaultError
@@ -110,8 +111,10 @@ class SpoolBookkeeping:
             target,
         )
 
-    async def _set_state(self, entry: SpoolEntry, state: str) -> None:
-        entry.record.state = state
+    async def _set_state(self, entry: SpoolEntry, state: EntryState) -> None:
+        """Move the entry (``IllegalTransition`` for a move not in the table), then
+        make that durable and tell waiters."""
+        entry.record.move(state)
         await self._save(entry)
 
     async def _save(self, entry: SpoolEntry) -> None:

@@ -70,7 +70,7 @@ class SpoolCheckIn(SpoolLocking):
                 return  # already checked in
             # On disk the record says editing until the next state is written (the upload
             # or a failure): a replay after a crash checks both in alike.
-            entry.record.state = PENDING
+            entry.record.move(PENDING)
             stream = self._take_stream(entry)
             failure: Exception | None = None
             async with trio.open_nursery() as nursery:

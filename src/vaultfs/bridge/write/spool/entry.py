@@ -3,7 +3,7 @@
 Owns the entry's I/O (plain blocking calls on the open file descriptor, as fast as the
 page cache; several FUSE handles may share one entry), the md5 kept up to date while
 the content only grows, and the marks a failed write leaves. The states an entry
-moves through are named here; what moves it is ``spool``'s.
+moves through and their table are ``states``'; what moves it is the spool's.
 """
 
 from __future__ import annotations
@@ -21,15 +21,16 @@ from pathlib import Path
 import trio
 
 from vaultfs.bridge.write.spool import store
+from vaultfs.bridge.write.spool.states import EntryState
 
 __all__ = ["EDITING", "PENDING", "UNLOCKING", "UPLOADING", "RunningMd5", "SpoolEntry"]
 
 log = logging.getLogger(__name__)
 
-EDITING = "editing"
-PENDING = "pending"
-UPLOADING = "uploading"
-UNLOCKING = "unlocking"
+EDITING = EntryState.EDITING
+PENDING = EntryState.PENDING
+UPLOADING = EntryState.UPLOADING
+UNLOCKING = EntryState.UNLOCKING
 
 #: Writes the md5 thread of an entry may lag behind before a writer waits for it
 _HASH_BACKLOG = 32
@@ -125,7 +126,7 @@ class SpoolEntry:
         self.checked_in: tuple[int, int] | None = None
 
     @property
-    def state(self) -> str:
+    def state(self) -> EntryState:
         return self.record.state
 
     def size(self) -> int:

@@ -15,7 +15,8 @@ record), ``locking`` (locks), ``checkin`` (uploads, unlocks, retries), ``worker`
 (the background worker and the waits); this module checks out. What callers hand in
 and get back is in ``interface``, imported from here.
 
-An entry moves through these states (each one written to disk before it matters):
+An entry moves through these states (each one written to disk before it matters; the
+states and the table of moves between them are ``states``'):
 
 ``editing``    open for writing; the worker leaves it alone
 ``pending``    closed; waiting to be uploaded (again)
@@ -124,7 +125,7 @@ class Spool(SpoolWorker):
             log.warning(
                 "spool: doc %d was open when the daemon stopped; checking it in", record.doc_id
             )
-            record.state = PENDING
+            record.move(PENDING)
             store.write_record(self.directory, record)
         path = store.data_path(self.directory, record.doc_id)
         entry = SpoolEntry(self.directory, record, os.open(path, os.O_RDWR))
@@ -145,7 +146,7 @@ class Spool(SpoolWorker):
             {
                 "doc_id": e.doc_id,
                 "filename": e.record.filename,
-                "state": e.state,
+                "state": e.state.value,
                 "age_seconds": round(max(0.0, now - e.record.created), 3),
                 "attempts": e.record.attempts,
                 "last_error": e.record.last_error,

@@ -49,6 +49,7 @@ from vaultfs.bridge.write.spool.durable import (
     number_named,
     write_json_atomically,
 )
+from vaultfs.bridge.write.spool.states import ENTRY_MOVES, EntryState
 
 __all__ = [
     "SCRATCH",
@@ -75,8 +76,8 @@ SCRATCH_XATTR = "user.vaultfs.scratch"
 
 #: what earlier versions named content while uploading it: removed at start
 _UPLOAD_SUFFIX = ".upload"
-#: the states a record may be in (``entry`` names them)
-STATES = frozenset({"editing", "pending", "uploading", "unlocking"})
+#: the states a record may be in (``states`` names them and their moves)
+STATES = frozenset(EntryState)
 _GONE_SUFFIX = ".gone"
 #: read size of the copy made at check-out
 _COPY_CHUNK = 1 << 20
@@ -91,7 +92,8 @@ class EntryRecord:
     #: md5 of the content the vault has as latest version, as far as we know: that
     #: of the check-out, then that of our draft once it is in (None when unknown)
     base_md5: str | None
-    state: str
+    #: changed through ``move`` only (on disk: the state's value)
+    state: EntryState
     #: an upload was sent and its outcome is unknown: compare checksums before
     #: sending again (kept apart from ``state``, which a reopen resets to editing)
     unconfirmed: bool = False
@@ -117,15 +119,24 @@ class EntryRecord:
     #: when the lock was asked for (seconds since the epoch)
     locked_at: float = 0.0
 
+    def __post_init__(self) -> None:
+        # a record read from disk names its state by the value
+        if not isinstance(self.state, EntryState):
+            if self.state not in STATES:
+                raise ValueError(f"unknown state {self.state!r}")
+            self.state = EntryState(self.state)
+
+    def move(self, state: EntryState) -> None:
+        """The one way a record changes state: ``IllegalTransition`` for a move the
+        table (``states.ENTRY_MOVES``) does not have."""
+        self.state = ENTRY_MOVES.move(self.state, state, what=f"doc {self.doc_id}")
+
     @classmethod
     def from_json(cls, data: Any) -> EntryRecord:
         """The record ``data`` (a parsed ``<id>.json``) holds; ValueError naming what is
         wrong when it is not one this spool wrote (a field missing or of another type,
         a state it does not know)."""
-        record = cls(**checked_fields(cls, data))
-        if record.state not in STATES:
-            raise ValueError(f"unknown state {record.state!r}")
-        return record
+        return cls(**checked_fields(cls, data))
 
 
 @dataclass(frozen=True)

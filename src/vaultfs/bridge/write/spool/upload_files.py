@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from vaultfs.bridge.write.spool import durable, store
-from vaultfs.bridge.write.spool.entry import PENDING
+from vaultfs.bridge.write.spool.states import UPLOAD_MOVES, UploadState
 
 __all__ = [
     "ATTACHMENT",
@@ -71,11 +71,26 @@ class UploadRecord:
     #: a rendition of this type existed when the file was written: PUT rather than POST
     replace: bool = False
     md5: str = ""
-    state: str = PENDING
+    #: changed through ``move`` only (on disk: the state's value)
+    state: UploadState = UPLOAD_MOVES.start
     attempts: int = 0
     last_error: str | None = None
     created: float = 0.0
     updated: float = 0.0
+
+    def __post_init__(self) -> None:
+        # a record read from disk names its state by the value
+        if not isinstance(self.state, UploadState):
+            if self.state not in frozenset(UploadState):
+                raise ValueError(f"unknown state {self.state!r}")
+            self.state = UploadState(self.state)
+
+    def move(self, state: UploadState) -> None:
+        """The one way a record changes state: ``IllegalTransition`` for a move the
+        table (``states.UPLOAD_MOVES``) does not have."""
+        self.state = UPLOAD_MOVES.move(
+            self.state, state, what=f"{self.where()} of doc {self.doc_id}"
+        )
 
     @classmethod
     def from_json(cls, data: Any) -> UploadRecord:

@@ -35,8 +35,8 @@ from typing import Any
 import trio
 
 from vaultfs.bridge.write.spool import durable, lost, upload_files
-from vaultfs.bridge.write.spool.entry import PENDING, UPLOADING
 from vaultfs.bridge.write.spool.failures import NOT_PROCESSED, PERMANENT, describe, schedule_retry
+from vaultfs.bridge.write.spool.states import UploadState
 from vaultfs.bridge.write.spool.upload_files import ATTACHMENT, RENDITION, UploadRecord
 from vaultfs.client import VaultApi
 from vaultfs.errors import (
@@ -119,7 +119,7 @@ class Uploads:
             {
                 "doc_id": e.record.doc_id,
                 "filename": e.record.where(),
-                "state": e.record.state,
+                "state": e.record.state.value,
                 "age_seconds": round(max(0.0, now - e.record.created), 3),
                 "attempts": e.record.attempts,
                 "last_error": e.record.last_error,
@@ -137,7 +137,6 @@ class Uploads:
         an attachment's latest version): nothing to send. A failure leaves nothing."""
         record.number, self._next = self._next, self._next + 1
         record.created = time.time()
-        record.state = PENDING
         with trio.CancelScope(shield=True):  # the copy is the user's content: finish it
             await trio.to_thread.run_sync(upload_files.create, self.directory, record, source)
         # The worker leaves it alone until the first try is over (or was cancelled).
@@ -171,7 +170,7 @@ class Uploads:
                 return  # sent meanwhile
             record = entry.record
             record.attempts += 1
-            record.state = UPLOADING
+            record.move(UploadState.UPLOADING)
             await self._save(entry)
             try:
                 await self._send(record, entry.path)
@@ -180,7 +179,7 @@ class Uploads:
                 raise
             except (VaultError, OSError) as exc:
                 if isinstance(exc, NOT_PROCESSED):
-                    record.state = PENDING
+                    record.move(UploadState.PENDING)
                 await self._failed(entry, exc)
                 raise
             log.info("uploads: %s of doc %d is in the vault", record.where(), record.doc_id)
