@@ -5,7 +5,8 @@ would replace, upload unless the vault has the content already, unlock), ``commi
 (the check-in close() waits for, with the fsync run alongside the upload), starting a
 streamed draft while content is written (``wrote``), and the retry loop of an entry
 left pending. A retryable failure leaves the entry pending; any other moves its content
-to lost+found.
+to lost+found. It is handed the spool's shared ``SpoolBookkeeping`` (entries, records)
+and its ``SpoolLocking`` (unlocks) by ``Spool``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import trio
 
 from vaultfs.bridge.tree.versions import latest_version
 from vaultfs.bridge.write.spool import lock_marks
+from vaultfs.bridge.write.spool.bookkeeping import SpoolBookkeeping
 from vaultfs.bridge.write.spool.conflict import conflict
 from vaultfs.bridge.write.spool.entry import EDITING, PENDING, UNLOCKING, UPLOADING, SpoolEntry
 from vaultfs.bridge.write.spool.failures import NOT_PROCESSED, PERMANENT, describe
@@ -40,23 +42,32 @@ def _fsync_and_close(fd: int) -> None:
         os.close(fd)
 
 
-class SpoolCheckIn(SpoolLocking):
+class SpoolCheckIn:
     """Check-ins of the spool's entries, by close() and by the retry loop."""
+
+    def __init__(self, books: SpoolBookkeeping, locks: SpoolLocking) -> None:
+        self._books = books
+        self._locks = locks
 
     def wrote(self, entry: SpoolEntry) -> None:
         """After a write to ``entry``: tell its stream there is more, or start one once
         the content is big enough and has only grown at its end (one per check-out: a
         stream that stopped is not started again)."""
-        stream = self._streams.get(entry.doc_id)
+        stream = self._books.streams.get(entry.doc_id)
         if stream is not None:
             stream.wake()
             return
         run = entry.append_run()
         size = entry.appended(run) if run is not None else None
-        if self._nursery is None or entry.state != EDITING or size is None or size < STREAM_FROM:
+        if (
+            self._books.nursery is None
+            or entry.state != EDITING
+            or size is None
+            or size < STREAM_FROM
+        ):
             return
-        stream = self._streams[entry.doc_id] = DraftStream(entry, self.client)
-        self._nursery.start_soon(stream.run)
+        stream = self._books.streams[entry.doc_id] = DraftStream(entry, self._books.client)
+        self._books.nursery.start_soon(stream.run)
 
     async def commit(self, entry: SpoolEntry) -> None:
         """Check the content in as a new draft and release the lock.
@@ -66,12 +77,12 @@ class SpoolCheckIn(SpoolLocking):
         worker, any other has moved the content to lost+found.
         """
         async with entry.lock:
-            if self._entries.get(entry.doc_id) is not entry:
+            if self._books.entries.get(entry.doc_id) is not entry:
                 return  # already checked in
             # On disk the record says editing until the next state is written (the upload
             # or a failure): a replay after a crash checks both in alike.
             entry.record.move(PENDING)
-            stream = self._take_stream(entry)
+            stream = self._books.take_stream(entry)
             failure: Exception | None = None
             async with trio.open_nursery() as nursery:
                 # A failed close() promises content that is durable in the spool, but the
@@ -96,8 +107,8 @@ class SpoolCheckIn(SpoolLocking):
                         stream.abort("checked in without it")  # nothing once it finished
                     if not syncing:
                         os.close(fd)  # checked in without an upload: nothing to keep
-                    if self._entries.get(entry.doc_id) is entry:
-                        self._schedule(entry)
+                    if self._books.entries.get(entry.doc_id) is entry:
+                        self.schedule(entry)
             if failure is not None:
                 raise failure
 
@@ -106,11 +117,11 @@ class SpoolCheckIn(SpoolLocking):
         if the upload failed too, close() fails anyway)."""
         try:
             with trio.CancelScope(shield=True):  # a promise to keep; it also closes ``fd``
-                await self._run_sync(_fsync_and_close, fd)
+                await self._books.run_sync(_fsync_and_close, fd)
         except OSError as exc:
             log.error("spool: doc %d content could not be made durable: %s", doc_id, exc)
 
-    async def _attempt(self, entry: SpoolEntry) -> None:
+    async def attempt(self, entry: SpoolEntry) -> None:
         async with entry.lock:
             await self._attempt_locked(entry)
 
@@ -128,7 +139,7 @@ class SpoolCheckIn(SpoolLocking):
         moving the content to lost+found (permanent). A failure to unlock after the
         draft is in is not raised: the content is safe, the worker unlocks later.
         """
-        if self._entries.get(entry.doc_id) is not entry or entry.state == EDITING:
+        if self._books.entries.get(entry.doc_id) is not entry or entry.state == EDITING:
             return
         if entry.record.write_failed is not None:
             await self._keep_failed_write(entry)
@@ -138,21 +149,21 @@ class SpoolCheckIn(SpoolLocking):
                 await self._upload(entry, on_send, stream)
             except CheckInConflict as exc:
                 # Not ours to replace, nor (any more) ours to unlock.
-                await self._to_lost_and_found(entry, reason=describe(exc))
-                await self._run_sync(lock_marks.drop, self.directory, entry.doc_id)
+                await self._books.to_lost_and_found(entry, reason=describe(exc))
+                await self._books.run_sync(lock_marks.drop, self._books.directory, entry.doc_id)
                 raise
             except PERMANENT as exc:
-                await self._to_lost_and_found(entry, reason=describe(exc))
+                await self._books.to_lost_and_found(entry, reason=describe(exc))
                 if isinstance(exc, InvalidDocument):  # gone, and its lock with it
-                    await self._run_sync(lock_marks.drop, self.directory, entry.doc_id)
+                    await self._books.run_sync(lock_marks.drop, self._books.directory, entry.doc_id)
                 else:
-                    await self._unlock_quietly(entry.doc_id)
+                    await self._locks.unlock_quietly(entry.doc_id)
                 raise
             except (VaultError, OSError) as exc:
-                await self._failed(entry, exc)
+                await self._books.failed(entry, exc)
                 raise
         try:
-            await self.client.unlock(entry.doc_id)
+            await self._books.client.unlock(entry.doc_id)
         except PERMANENT as exc:
             # The draft is in; a lock we cannot release (document deleted, access
             # withdrawn) is the vault's business now.
@@ -160,24 +171,24 @@ class SpoolCheckIn(SpoolLocking):
                 "spool: doc %d unlock refused (%s); draft is in", entry.doc_id, describe(exc)
             )
         except (VaultError, OSError) as exc:
-            await self._failed(entry, exc)
+            await self._books.failed(entry, exc)
             log.warning("spool: doc %d draft is in; unlock will be retried", entry.doc_id)
             return
-        await self._run_sync(lock_marks.drop, self.directory, entry.doc_id)
+        await self._books.run_sync(lock_marks.drop, self._books.directory, entry.doc_id)
         done = CheckIn(entry.checked_in, entry.record.base_md5, entry.size(), entry.mtime_ns)
-        await self._remove(entry)
+        await self._books.remove(entry)
         log.info("spool: doc %d checked in and unlocked", entry.doc_id)
-        await self._show_check_in(entry.doc_id, done)
+        await self._books.show_check_in(entry.doc_id, done)
 
     async def _keep_failed_write(self, entry: SpoolEntry) -> None:
         """Content a write failed on goes to lost+found, and the failure to close()."""
         why = entry.record.write_failed
         try:
-            await self._to_lost_and_found(entry, reason=f"WRITE_FAILED: {why}")
+            await self._books.to_lost_and_found(entry, reason=f"WRITE_FAILED: {why}")
         except OSError as exc:  # a full disk again: tried later, never uploaded
-            await self._failed(entry, exc)
+            await self._books.failed(entry, exc)
             raise
-        await self._unlock_quietly(entry.doc_id)
+        await self._locks.unlock_quietly(entry.doc_id)
         raise OSError(errno.EIO, f"document {entry.doc_id}: {why}; content kept in lost+found")
 
     async def _upload(
@@ -192,15 +203,15 @@ class SpoolCheckIn(SpoolLocking):
         doc_id, record = entry.doc_id, entry.record
         if not entry.modified and not record.unconfirmed:
             log.info("spool: doc %d not written to; nothing uploaded", doc_id)
-            await self._set_state(entry, UNLOCKING)
+            await self._books.set_state(entry, UNLOCKING)
             return
         size = entry.size()
-        md5 = await self._run_sync(entry.content_md5)
+        md5 = await self._books.run_sync(entry.content_md5)
         if not record.unconfirmed and record.base_read and md5 == (record.base_md5 or "").lower():
             log.info("spool: doc %d unchanged; nothing uploaded", doc_id)
-            await self._set_state(entry, UNLOCKING)
+            await self._books.set_state(entry, UNLOCKING)
             return
-        document = (await self.client.get_document(doc_id)).get("document") or {}
+        document = (await self._books.client.get_document(doc_id)).get("document") or {}
         in_vault = str(document.get("md5checksum__v") or "").lower()
         # ``sent_md5`` (kept until a reopen) also covers content on disk that differs
         # from what was sent: the upload runs while the content is being fsynced, and a
@@ -215,10 +226,10 @@ class SpoolCheckIn(SpoolLocking):
         if md5 == in_vault:
             log.info("spool: doc %d same as the vault's latest; nothing uploaded", doc_id)
             record.unconfirmed, record.sent_md5 = False, None
-            await self._set_state(entry, UNLOCKING)
+            await self._books.set_state(entry, UNLOCKING)
             return
         record.unconfirmed, record.sent_md5 = True, md5
-        await self._set_state(entry, UPLOADING)
+        await self._books.set_state(entry, UPLOADING)
         if on_send is not None:
             on_send()
         log.info("spool: doc %d uploading draft (try %d)", doc_id, record.attempts)
@@ -226,12 +237,12 @@ class SpoolCheckIn(SpoolLocking):
             version = await stream.finish(size, md5) if stream is not None else None
             # The upload carries the document's file name as data (the spool file is
             # named by the document's id).
-            major, minor = version or await self.client.create_draft(
+            major, minor = version or await self._books.client.create_draft(
                 doc_id, entry.path, filename=record.filename
             )
         except NOT_PROCESSED:
             record.unconfirmed, record.sent_md5 = False, None
-            await self._set_state(entry, PENDING)
+            await self._books.set_state(entry, PENDING)
             raise
         except OperationNotAllowed as exc:
             # Refused as checked out by someone else: the lock was taken over.
@@ -248,29 +259,29 @@ class SpoolCheckIn(SpoolLocking):
             entry.record.base_version = f"{version[0]}.{version[1]}"
         entry.checked_in = version
         entry.record.unconfirmed, entry.record.sent_md5 = False, None
-        await self._set_state(entry, UNLOCKING)
+        await self._books.set_state(entry, UNLOCKING)
 
-    def _schedule(self, entry: SpoolEntry) -> None:
-        if self._nursery is not None and not entry.retrying and entry.state != EDITING:
+    def schedule(self, entry: SpoolEntry) -> None:
+        if self._books.nursery is not None and not entry.retrying and entry.state != EDITING:
             entry.retrying = True
-            self._nursery.start_soon(self._retry_loop, entry)
+            self._books.nursery.start_soon(self._retry_loop, entry)
 
     async def _retry_loop(self, entry: SpoolEntry) -> None:
         """Try ``entry`` whenever its backoff expires, until it leaves the spool or is
         opened again (a later close() schedules it anew)."""
         try:
-            while self._entries.get(entry.doc_id) is entry and entry.state != EDITING:
+            while self._books.entries.get(entry.doc_id) is entry and entry.state != EDITING:
                 changed = entry.changed
                 if trio.current_time() < entry.next_attempt:
                     # flush_now() and state changes wake us to look again
                     with trio.move_on_at(entry.next_attempt):
                         await changed.wait()
                     continue
-                async with self._background:
-                    await self._attempt_quietly(entry)
+                async with self._books.background:
+                    await self.attempt_quietly(entry)
         finally:
             entry.retrying = False
 
-    async def _attempt_quietly(self, entry: SpoolEntry) -> None:
-        with contextlib.suppress(VaultError, OSError):  # recorded and logged by _attempt
-            await self._attempt(entry)
+    async def attempt_quietly(self, entry: SpoolEntry) -> None:
+        with contextlib.suppress(VaultError, OSError):  # recorded and logged by attempt
+            await self.attempt(entry)

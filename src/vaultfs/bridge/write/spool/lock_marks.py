@@ -2,7 +2,7 @@
 
 A mark is written, durably, before a lock is asked for and dropped once the lock is
 released, so a daemon that dies in between leaves a mark, and the next start releases
-every marked lock no entry took over (``locking.SpoolLocking._release_stale_locks``).
+every marked lock no entry took over (``locking.SpoolLocking.release_stale_locks``).
 """
 
 from __future__ import annotations

@@ -2,9 +2,10 @@
 the locks an earlier daemon left.
 
 Every lock is recorded (``lock_marks.mark``) before it is asked for and the mark dropped
-once it is released, so ``_release_stale_locks`` finds every lock no entry took over.
+once it is released, so ``release_stale_locks`` finds every lock no entry took over.
 A refused lock is followed by asking who holds it: the vault refuses a second lock even
-to its holder.
+to its holder. ``SpoolLocking`` is a part of ``Spool``, handed the spool's shared
+``SpoolBookkeeping``.
 """
 
 from __future__ import annotations
@@ -25,19 +26,23 @@ __all__ = ["SpoolLocking"]
 log = logging.getLogger(__name__)
 
 
-class SpoolLocking(SpoolBookkeeping):
+class SpoolLocking:
     """Locks taken and released for the spool's entries."""
 
+    def __init__(self, books: SpoolBookkeeping) -> None:
+        self._books = books
+
     def is_me(self, user_id: object) -> bool:
-        me = self._user_id if self._user_id is not None else self.client.user_id
+        me = self._books.user_id
+        me = me if me is not None else self._books.client.user_id
         return me is not None and str(user_id) == str(me)
 
     async def lock_holder(self, doc_id: int) -> object | None:
         """Who holds the document's lock, as the vault says now (one call)."""
-        lock = await self.client.get_lock(doc_id)
+        lock = await self._books.client.get_lock(doc_id)
         return lock.get("locked_by__v") if lock else None
 
-    async def _lock(self, doc_id: int) -> bool:
+    async def lock(self, doc_id: int) -> bool:
         """Lock the document; False when it was already locked by us.
 
         Any refusal is followed by asking who holds the lock: the vault refuses a
@@ -46,13 +51,13 @@ class SpoolLocking(SpoolBookkeeping):
         A vault that the lock surely did not reach is not asked: open() fails fast.
         """
         try:
-            await self.client.lock(doc_id)
+            await self._books.client.lock(doc_id)
             return True
         except VaultError as refusal:
             if surely_not_sent(refusal):
                 raise
             try:
-                lock = await self.client.get_lock(doc_id)
+                lock = await self._books.client.get_lock(doc_id)
             except VaultError:
                 raise refusal from None
             if not lock:
@@ -63,31 +68,32 @@ class SpoolLocking(SpoolBookkeeping):
             log.info("spool: doc %d is locked by user %s", doc_id, holder)
             raise LockedByOther(f"document {doc_id} is locked by user {holder}") from refusal
 
-    async def _unlock_quietly(self, doc_id: int) -> bool:
+    async def unlock_quietly(self, doc_id: int) -> bool:
         """Release a lock (its mark too); False when that failed (the mark stays, and
         the next start tries again)."""
         try:
-            await self.client.unlock(doc_id)
+            await self._books.client.unlock(doc_id)
         except VaultError as exc:
             log.warning("spool: doc %d unlock failed: %s", doc_id, describe(exc))
             if not isinstance(exc, PERMANENT):
                 return False
-        await self._run_sync(lock_marks.drop, self.directory, doc_id)
+        await self._books.run_sync(lock_marks.drop, self._books.directory, doc_id)
         return True
 
-    async def _release_stale_locks(self) -> None:
+    async def release_stale_locks(self) -> None:
         """Release every lock an earlier daemon of this cache took and no entry took
         over (it died between the lock and the entry, or before the unlock), trying
         again with the backoff while the vault cannot be reached."""
+        books = self._books
         for failures in itertools.count(1):
-            stale = [d for d in lock_marks.marked(self.directory) if d not in self._entries]
+            stale = [d for d in lock_marks.marked(books.directory) if d not in books.entries]
             left = []
             for doc_id in stale:
-                if doc_id in self._entries or doc_id in self._checkouts:
+                if doc_id in books.entries or doc_id in books.checkouts:
                     continue  # checked out again since
                 log.warning("spool: doc %d lock left by an earlier daemon; releasing it", doc_id)
-                if not await self._unlock_quietly(doc_id):
+                if not await self.unlock_quietly(doc_id):
                     left.append(doc_id)
             if not left:
                 return
-            await trio.sleep(backoff(self._retry_initial, failures - 1, self._retry_max, self._rng))
+            await trio.sleep(backoff(books.retry_initial, failures - 1, books.retry_max, books.rng))

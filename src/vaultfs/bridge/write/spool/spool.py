@@ -10,10 +10,12 @@ record by ``entry``; the behaviour is described for users in docs/writing.md. Th
 other kind of entry, a file written into renditions/ or attachments/, is
 ``uploads``': the spool holds it (status, ``wait_idle``, ``flush_now``, its worker).
 
-``Spool`` is built in layers, a module each: ``bookkeeping`` (what it holds, an entry's
-record), ``locking`` (locks), ``checkin`` (uploads, unlocks, retries), ``worker``
-(the background worker and the waits); this module checks out. What callers hand in
-and get back is in ``interface``, imported from here.
+``Spool`` owns its parts, a small class a module, which share one ``bookkeeping``
+object (what the spool holds, an entry's record): ``locking`` (locks), ``checkin``
+(uploads, unlocks, retries), ``worker`` (the background worker and the waits); no part
+inherits another. This module checks out and answers the spool's callers, handing on
+to the part that does the work. What callers hand in and get back is in
+``interface``, imported from here.
 
 An entry moves through these states (each one written to disk before it matters; the
 states and the table of moves between them are ``states``'):
@@ -31,14 +33,13 @@ the edit started from: the document is still checked out and its latest version 
 the one the edit began with. Otherwise the content goes to lost+found as a conflict
 and nothing in the vault is replaced (``conflict``). Every lock is recorded before it
 is asked for (``lock_marks.mark``) and the record removed once it is released, so a
-restart releases every lock that no entry took over (``_release_stale_locks``).
+restart releases every lock that no entry took over (``SpoolLocking.release_stale_locks``).
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import random
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -47,6 +48,8 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from vaultfs.bridge.write.spool import durable, lock_marks, lost, store
+from vaultfs.bridge.write.spool.bookkeeping import SpoolBookkeeping
+from vaultfs.bridge.write.spool.checkin import SpoolCheckIn
 from vaultfs.bridge.write.spool.entry import EDITING, PENDING, SpoolEntry
 from vaultfs.bridge.write.spool.interface import (
     CheckedIn,
@@ -55,9 +58,10 @@ from vaultfs.bridge.write.spool.interface import (
     StartFrom,
     start_from,
 )
-from vaultfs.bridge.write.spool.streaming import DraftStream
+from vaultfs.bridge.write.spool.locking import SpoolLocking
 from vaultfs.bridge.write.spool.worker import SpoolWorker
 from vaultfs.client import VaultApi
+from vaultfs.errors import VaultError
 
 if TYPE_CHECKING:  # handed in by the mount
     from vaultfs.bridge.write.spool.uploads import Uploads
@@ -66,11 +70,8 @@ __all__ = ["CheckIn", "CheckedIn", "Spool", "Start", "StartFrom", "start_from"]
 
 log = logging.getLogger(__name__)
 
-#: Background uploads at once (a check-in by close() does not wait for these).
-_BACKGROUND_UPLOADS = 4
 
-
-class Spool(SpoolWorker):
+class Spool:
     """The spool of one mount. ``run`` must be started (``nursery.start``) for retries.
 
     Entries found on disk are loaded at construction. An entry found ``editing`` was
@@ -92,29 +93,23 @@ class Spool(SpoolWorker):
         on_checked_in: CheckedIn | None = None,
         uploads: Uploads | None = None,
     ) -> None:
-        self.directory = directory
-        #: the other kind of entry: files written into renditions/ and attachments/
-        self.uploads = uploads
+        books = self._books = SpoolBookkeeping(
+            directory,
+            client,
+            user_id=user_id,
+            retry_initial=retry_initial,
+            retry_max=retry_max,
+            run_sync=run_sync,
+            on_checked_in=on_checked_in,
+            uploads=uploads,
+        )
+        self._locks = SpoolLocking(books)
+        self._check_in = SpoolCheckIn(books, self._locks)
+        self._worker = SpoolWorker(
+            books, self._locks, self._check_in, keepalive_interval=keepalive_interval
+        )
         if uploads is not None:
-            uploads.on_change.append(self._notify)
-        self._on_checked_in = on_checked_in
-        #: runs a blocking disk step (hashing, fsync, renames) off the trio loop; unit
-        #: tests run them inline so that virtual time never jumps mid-step
-        self._run_sync = run_sync
-        self.client = client
-        self._user_id = user_id
-        self._retry_initial = retry_initial
-        self._retry_max = retry_max
-        self._keepalive_interval = keepalive_interval
-        self._rng = random.Random()
-        self._entries: dict[int, SpoolEntry] = {}
-        #: check-outs in progress, so that two opens of one document make one entry
-        self._checkouts: dict[int, trio.Event] = {}
-        #: drafts being sent while they are written (``streaming``), by document
-        self._streams: dict[int, DraftStream] = {}
-        self._changed = trio.Event()
-        self._nursery: trio.Nursery | None = None
-        self._background = trio.CapacityLimiter(_BACKGROUND_UPLOADS)
+            uploads.on_change.append(books.notify)
         durable.ensure_private_dir(directory)
         for record in lost.usable_entries(directory):
             self._load(record)
@@ -129,15 +124,56 @@ class Spool(SpoolWorker):
             store.write_record(self.directory, record)
         path = store.data_path(self.directory, record.doc_id)
         entry = SpoolEntry(self.directory, record, os.open(path, os.O_RDWR))
-        self._entries[record.doc_id] = entry
+        self._books.entries[record.doc_id] = entry
         log.info(
             "spool: doc %d found %s (%d tries so far)", record.doc_id, record.state, record.attempts
         )
 
+    # --- the parts' interfaces, as the spool's callers know them ----------------
+
+    @property
+    def directory(self) -> Path:
+        return self._books.directory
+
+    @property
+    def client(self) -> VaultApi:
+        return self._books.client
+
+    @property
+    def uploads(self) -> Uploads | None:
+        """The other kind of entry: files written into renditions/ and attachments/."""
+        return self._books.uploads
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """The worker (``SpoolWorker.run``); runs until cancelled."""
+        await self._worker.run(task_status=task_status)
+
+    async def flush_now(self) -> None:
+        await self._worker.flush_now()
+
+    async def wait_idle(self, timeout: float | None) -> bool:  # noqa: ASYNC109 - the core's API
+        return await self._worker.wait_idle(timeout)
+
+    def wrote(self, entry: SpoolEntry) -> None:
+        self._check_in.wrote(entry)
+
+    async def commit(self, entry: SpoolEntry) -> None:
+        """Check ``entry`` in (``SpoolCheckIn.commit``): returns once the vault has it."""
+        await self._check_in.commit(entry)
+
+    def is_me(self, user_id: object) -> bool:
+        return self._locks.is_me(user_id)
+
+    async def lock_holder(self, doc_id: int) -> object | None:
+        return await self._locks.lock_holder(doc_id)
+
+    async def keep_lost(self, source: Path, filename: str, exc: VaultError) -> Path:
+        return await self._books.keep_lost(source, filename, exc)
+
     # --- queries -------------------------------------------------------------
 
     def entry(self, doc_id: int) -> SpoolEntry | None:
-        return self._entries.get(doc_id)
+        return self._books.entries.get(doc_id)
 
     def pending(self) -> list[dict[str, Any]]:
         """Every entry (open ones too), oldest first, for the status files."""
@@ -151,8 +187,8 @@ class Spool(SpoolWorker):
                 "attempts": e.record.attempts,
                 "last_error": e.record.last_error,
             }
-            for e in sorted(self._entries.values(), key=lambda e: e.record.created)
-        ] + (self.uploads.pending() if self.uploads is not None else [])
+            for e in sorted(self._books.entries.values(), key=lambda e: e.record.created)
+        ] + (self._books.uploads.pending() if self._books.uploads is not None else [])
 
     def lost_and_found(self) -> list[Path]:
         return lost.list_lost(self.directory)
@@ -175,37 +211,37 @@ class Spool(SpoolWorker):
         check-in under way has finished.
         """
         while True:
-            existing = self._entries.get(doc_id)
+            existing = self._books.entries.get(doc_id)
             if existing is not None:
                 async with existing.lock:
-                    if self._entries.get(doc_id) is existing:
+                    if self._books.entries.get(doc_id) is existing:
                         existing.failures = 0
                         # What is sent next is what the user writes now; an upload
                         # whose fate is unknown only counts if it holds that.
                         existing.record.sent_md5 = None
-                        await self._set_state(existing, EDITING)
+                        await self._books.set_state(existing, EDITING)
                         log.info("spool: doc %d reopened from the spool", doc_id)
                         return existing
                 continue  # checked in while we waited: check out afresh
-            if doc_id in self._checkouts:
-                await self._checkouts[doc_id].wait()
+            if doc_id in self._books.checkouts:
+                await self._books.checkouts[doc_id].wait()
                 continue
             break
-        done = self._checkouts[doc_id] = trio.Event()
+        done = self._books.checkouts[doc_id] = trio.Event()
         try:
             return await self._check_out(doc_id, start)
         finally:
-            del self._checkouts[doc_id]
+            del self._books.checkouts[doc_id]
             done.set()
 
     async def _check_out(self, doc_id: int, start: StartFrom) -> SpoolEntry:
         # Recorded before the lock is asked for: a daemon that dies from here on leaves
         # a mark, and the next start releases the lock unless an entry took it over.
-        await self._run_sync(lock_marks.mark, self.directory, doc_id)
+        await self._books.run_sync(lock_marks.mark, self.directory, doc_id)
         locked_at = time.time()
         held = took_lock = False
         try:
-            took_lock = await self._lock(doc_id)
+            took_lock = await self._locks.lock(doc_id)
             held = True  # taken now, or ours already (an answer lost on its way)
             # Read after the lock is held: a version checked in by anyone before that
             # (another mount, another client) is what the edit starts from.
@@ -220,19 +256,19 @@ class Spool(SpoolWorker):
                 base_read=begin.base_read,
                 locked_at=locked_at,
             )
-            fd, md5 = await self._run_sync(
+            fd, md5 = await self._books.run_sync(
                 store.create_entry, self.directory, record, begin.content
             )
         except BaseException:
             with trio.CancelScope(shield=True):
                 if held:  # no entry holds the lock: leave the vault unlocked
-                    await self._unlock_quietly(doc_id)
+                    await self._locks.unlock_quietly(doc_id)
                 else:
                     lock_marks.drop(self.directory, doc_id)
             raise
         entry = SpoolEntry(self.directory, record, fd, md5)
-        self._entries[doc_id] = entry
-        self._notify()
+        self._books.entries[doc_id] = entry
+        self._books.notify()
         log.info(
             "spool: doc %d checked out (%s)", doc_id, "locked" if took_lock else "lock was ours"
         )

@@ -14,9 +14,11 @@ import math
 import trio
 
 from vaultfs.bridge.write.spool import creates
+from vaultfs.bridge.write.spool.bookkeeping import SpoolBookkeeping
 from vaultfs.bridge.write.spool.checkin import SpoolCheckIn
 from vaultfs.bridge.write.spool.entry import EDITING
 from vaultfs.bridge.write.spool.failures import describe
+from vaultfs.bridge.write.spool.locking import SpoolLocking
 from vaultfs.errors import VaultError
 
 __all__ = ["SpoolWorker"]
@@ -24,55 +26,70 @@ __all__ = ["SpoolWorker"]
 log = logging.getLogger(__name__)
 
 
-class SpoolWorker(SpoolCheckIn):
+class SpoolWorker:
     """The background worker of a spool. ``run`` must be started for retries."""
+
+    def __init__(
+        self,
+        books: SpoolBookkeeping,
+        locks: SpoolLocking,
+        check_in: SpoolCheckIn,
+        *,
+        keepalive_interval: float,
+    ) -> None:
+        self._books = books
+        self._locks = locks
+        self._check_in = check_in
+        self._keepalive_interval = keepalive_interval
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Replay what was found on disk, retry failed check-ins, keep the session
         alive during edits. Runs until cancelled."""
+        books = self._books
         async with trio.open_nursery() as nursery:
-            self._nursery = nursery
+            books.nursery = nursery
             try:
-                for entry in list(self._entries.values()):
-                    self._schedule(entry)
-                nursery.start_soon(self._release_stale_locks)
-                nursery.start_soon(creates.replay, self.directory, self.client, self.keep_lost)
+                for entry in list(books.entries.values()):
+                    self._check_in.schedule(entry)
+                nursery.start_soon(self._locks.release_stale_locks)
+                nursery.start_soon(creates.replay, books.directory, books.client, books.keep_lost)
                 nursery.start_soon(self._keep_alive)
-                if self.uploads is not None:
-                    nursery.start_soon(self.uploads.run)
+                if books.uploads is not None:
+                    nursery.start_soon(books.uploads.run)
                 task_status.started()
                 await trio.sleep_forever()
             finally:
-                self._nursery = None
+                books.nursery = None
 
     async def _keep_alive(self) -> None:
         while True:
             await trio.sleep(self._keepalive_interval)
-            if any(e.state == EDITING for e in self._entries.values()):
+            if any(e.state == EDITING for e in self._books.entries.values()):
                 try:
-                    await self.client.keep_alive()
+                    await self._books.client.keep_alive()
                 except VaultError as exc:
                     log.warning("spool: keep-alive failed: %s", describe(exc))
 
     async def flush_now(self) -> None:
         """Try every entry waiting for check-in now (failures stay pending)."""
         async with trio.open_nursery() as nursery:
-            if self.uploads is not None:
-                nursery.start_soon(self.uploads.flush_now)
-            for entry in list(self._entries.values()):
+            if self._books.uploads is not None:
+                nursery.start_soon(self._books.uploads.flush_now)
+            for entry in list(self._books.entries.values()):
                 if entry.state != EDITING:
-                    nursery.start_soon(self._attempt_quietly, entry)
+                    nursery.start_soon(self._check_in.attempt_quietly, entry)
 
     async def wait_idle(self, timeout: float | None) -> bool:  # noqa: ASYNC109 - the core's API
         """Wait until nothing waits for check-in; False when ``timeout`` ran out first."""
         with trio.move_on_after(math.inf if timeout is None else timeout):
             while True:
-                changed = self._changed
+                changed = self._books.changed
                 if not self._busy():
                     return True
                 await changed.wait()
         return False
 
     def _busy(self) -> bool:
-        uploading = self.uploads is not None and self.uploads.busy()
-        return uploading or any(e.state != EDITING for e in self._entries.values())
+        uploads = self._books.uploads
+        uploading = uploads is not None and uploads.busy()
+        return uploading or any(e.state != EDITING for e in self._books.entries.values())
