@@ -4,6 +4,7 @@ waiting out API_LIMIT_EXCEEDED). Trio's autojump clock makes the waits instant."
 from __future__ import annotations
 
 import itertools
+import random
 from collections.abc import Callable
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import httpx
 import pytest
 import trio
 
+from vaultfs.client import CHECK_INS, CREATES, LOCKS, REQUESTS, Attempt, retrying
 from vaultfs.errors import ApiLimitExceeded, InvalidData, ServerException, VaultUnavailable
 
 from .mockvault import MockVault, envelope, failure
@@ -190,3 +192,52 @@ async def test_limit_exceeded_for_longer_than_the_window_raises(autojump_clock: 
             await client.get_document(1)
     assert info.value.retry_after == 3600
     assert vault.count("GET /objects/documents/1") == 1
+
+
+# --- the one retry loop under the named policies ------------------------------------
+
+
+async def test_a_loop_retries_as_its_named_policy_says(autojump_clock: object) -> None:
+    tries: list[tuple[int, float]] = []
+
+    async def call(attempt: Attempt) -> None:
+        tries.append((attempt.retry, trio.current_time()))
+        raise VaultUnavailable("away")
+
+    with pytest.raises(VaultUnavailable):
+        await retrying(
+            call, policy=CREATES, rng=random.Random(1), what="x", retryable=lambda e: True
+        )
+    assert [retry for retry, _ in tries] == list(range((CREATES.max_retries or 0) + 1))
+    waits = [b - a for (_, a), (_, b) in itertools.pairwise(tries)]
+    for retry, wait in enumerate(waits):
+        ceiling = min(CREATES.max_delay, CREATES.base_delay * 2**retry)
+        assert ceiling / 2 <= wait <= ceiling
+
+
+async def test_a_failure_the_loop_may_not_retry_is_raised_at_once(autojump_clock: object) -> None:
+    tries = 0
+
+    async def call(attempt: Attempt) -> None:
+        nonlocal tries
+        tries += 1
+        raise InvalidData("no")
+
+    with pytest.raises(InvalidData):
+        await retrying(
+            call, policy=CHECK_INS, rng=random.Random(1), what="x", retryable=lambda e: False
+        )
+    assert tries == 1
+
+
+def test_the_policies_are_named_in_one_place() -> None:
+    assert [p.name for p in (REQUESTS, LOCKS, CREATES, CHECK_INS)] == [
+        "requests",
+        "locks",
+        "creates",
+        "check-ins",
+    ]
+    assert CHECK_INS.max_retries is None  # the spool's background work never gives up
+    limit = ApiLimitExceeded("spent", retry_after=3600.0)
+    assert CHECK_INS.wait(0, random.Random(1), limit) == 3600.0  # waits what the vault says
+    assert CREATES.wait(0, random.Random(1), limit) <= CREATES.max_limit_wait  # close() waits

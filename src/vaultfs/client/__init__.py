@@ -21,13 +21,27 @@ from ._oauth import (
 )
 from ._probe import vault_answers
 from ._relationships import RelationshipPage
-from ._retry import backoff
+from ._retry import (
+    CHECK_INS,
+    CREATES,
+    LOCKS,
+    REQUESTS,
+    Attempt,
+    RetryPolicy,
+    backoff,
+    retrying,
+)
 from ._session import PasswordLogin, SessionSource
 from ._signin import DeviceCode, sign_in_with_browser, sign_in_with_device_code
 from ._types import Budget, Credentials, DocumentPage, Download
 
 __all__ = [
+    "CHECK_INS",
+    "CREATES",
     "DEFAULT_CLIENT_ID",
+    "LOCKS",
+    "REQUESTS",
+    "Attempt",
     "AuthServer",
     "Budget",
     "Credentials",
@@ -37,6 +51,7 @@ __all__ = [
     "Download",
     "PasswordLogin",
     "RelationshipPage",
+    "RetryPolicy",
     "SessionSource",
     "SsoProfile",
     "TokenLogin",
@@ -47,6 +62,7 @@ __all__ = [
     "complete_metadata",
     "discover",
     "oauth_client",
+    "retrying",
     "revoke",
     "sign_in_with_browser",
     "sign_in_with_device_code",

@@ -12,6 +12,7 @@ header.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import httpx
@@ -27,7 +28,7 @@ from ._lifecycle import LifecycleCalls
 from ._locks import LockCalls
 from ._metadata import MetadataCalls
 from ._relationships import RelationshipCalls
-from ._retry import RetryPolicy
+from ._retry import REQUESTS
 from ._session import SessionSource
 from ._types import Budget, Credentials
 
@@ -78,7 +79,9 @@ class VaultClient(
             limits=httpx.Limits(
                 max_connections=max_connections, max_keepalive_connections=max_connections
             ),
-            policy=RetryPolicy(max_retries=max_retries, max_limit_wait=burst_window),
+            policy=dataclasses.replace(
+                REQUESTS, max_retries=max_retries, max_limit_wait=burst_window
+            ),
             burst_window=burst_window,
             transport=transport,
             verify=verify,

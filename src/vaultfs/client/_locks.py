@@ -11,12 +11,11 @@ from typing import Any
 
 from ._endpoint import EndpointCalls
 from ._http import Call
+from ._retry import LOCKS
 
 __all__ = ["LockCalls"]
 
 _LOCK = "/objects/documents/{id}/lock"
-#: retries of a lock: about 3.5 s of backoff at most before open() fails
-_LOCK_RETRIES = 3
 
 
 class LockCalls(EndpointCalls):
@@ -27,14 +26,14 @@ class LockCalls(EndpointCalls):
         # Retried like an idempotent call: a resend after a lost answer to a lock that
         # was taken fails as "already locked", and the caller then asks ``get_lock``,
         # which says the lock is ours. Not retrying would fail an open() on one blip;
-        # retrying long would hang it while the vault is away (a few seconds at most).
+        # retrying long would hang it while the vault is away (the ``LOCKS`` policy).
         await self._http.call(
             Call(
                 "POST",
                 _LOCK,
                 path_args={"id": doc_id},
                 idempotent=True,
-                max_retries=_LOCK_RETRIES,
+                max_retries=LOCKS.max_retries,
             )
         )
 

@@ -10,6 +10,7 @@ checked-in entry, and telling the mount of a finished check-in.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import random
 import time
@@ -25,7 +26,7 @@ from vaultfs.bridge.write.spool.failures import describe, schedule_retry
 from vaultfs.bridge.write.spool.interface import CheckedIn, CheckIn
 from vaultfs.bridge.write.spool.states import EntryState
 from vaultfs.bridge.write.spool.streaming import DraftStream
-from vaultfs.client import VaultApi
+from vaultfs.client import CHECK_INS, VaultApi
 from vaultfs.errors import VaultError
 
 if TYPE_CHECKING:  # handed in by the mount
@@ -64,8 +65,8 @@ class SpoolBookkeeping:
         #: tests run them inline so that virtual time never jumps mid-step
         self.run_sync = run_sync
         self.user_id = user_id
-        self.retry_initial = retry_initial
-        self.retry_max = retry_max
+        #: the check-ins' policy, with this mount's waits
+        self.retry = dataclasses.replace(CHECK_INS, base_delay=retry_initial, max_delay=retry_max)
         self.rng = random.Random()
         self.entries: dict[int, SpoolEntry] = {}
         #: check-outs in progress, so that two opens of one document make one entry
@@ -105,7 +106,7 @@ class SpoolBookkeeping:
 
     async def failed(self, entry: SpoolEntry, exc: BaseException) -> None:
         entry.record.last_error = describe(exc)
-        delay = schedule_retry(entry, exc, self.retry_initial, self.retry_max, self.rng)
+        delay = schedule_retry(entry, exc, self.retry, self.rng)
         try:
             await self.save(entry)
         except OSError as disk:  # a full disk: say so, the retry still happens

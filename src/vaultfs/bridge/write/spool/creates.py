@@ -19,7 +19,6 @@ is sent twice.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import json
 import logging
 import os
@@ -34,7 +33,7 @@ import trio
 from vaultfs import errors
 from vaultfs.bridge.tree.index import SORT
 from vaultfs.bridge.write.spool import durable
-from vaultfs.client import VaultApi, backoff
+from vaultfs.client import CREATES, Attempt, VaultApi, retrying
 
 __all__ = [
     "MARKER_FIELD",
@@ -51,10 +50,6 @@ log = logging.getLogger(__name__)
 #: The field a create carries the mount's marker in.
 MARKER_FIELD = "external_id__v"
 _MARKER_PREFIX = "vaultfs-"
-#: Tries of one create, each after finding that the earlier one left nothing.
-_CREATE_TRIES = 8
-#: Backoff of the tries (seconds): the client's policy's first and longest wait
-_RETRY_FIRST, _RETRY_MAX = 0.5, 30.0
 #: The latest-changed documents searched for a marker (one list call).
 _RECONCILE_PAGE = 200
 _CREATES = "creates"
@@ -127,25 +122,24 @@ async def send_create(
 ) -> int:
     """Create the document exactly once, whatever happens to the requests: after an
     answer that may have been lost, the marker is looked for before the create is
-    sent again. ``on_found``: told of the record found that way."""
+    sent again (the ``CREATES`` policy: 8 tries). ``on_found``: told of the record
+    found that way."""
     marker = fields[MARKER_FIELD]
-    for attempt in itertools.count(1):
-        try:
-            # The content is named by a number or a marker: the name travels as data.
-            return await client.create_document(fields, content, filename=filename)
-        except errors.VaultError as exc:
-            if not _ambiguous(exc) or attempt >= _CREATE_TRIES:
-                raise
+
+    async def create(attempt: Attempt) -> int:
+        if attempt.retry:  # the earlier try may have created it: look before resending
             found = await find_marker(client, marker)
             if found is not None:
                 log.info("create %s: answer lost, document %s exists", marker, found.get("id"))
                 on_found(found)
                 return int(str(found["id"]))
-            delay = backoff(_RETRY_FIRST, attempt - 1, _RETRY_MAX, rng)
-            log.warning("create %s failed (%s); not in the vault, sent again in %.1fs",
-                        marker, exc, delay)  # fmt: skip
-            await trio.sleep(delay)
-    raise AssertionError("unreachable")
+            log.warning("create %s: not in the vault; sent again", marker)
+        # The content is named by a number or a marker: the name travels as data.
+        return await client.create_document(fields, content, filename=filename)
+
+    return await retrying(
+        create, policy=CREATES, rng=rng, what=f"create {marker}", retryable=_ambiguous
+    )
 
 
 async def replay(

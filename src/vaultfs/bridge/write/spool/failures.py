@@ -11,7 +11,7 @@ from typing import Protocol
 
 import trio
 
-from vaultfs.client import backoff
+from vaultfs.client import RetryPolicy
 from vaultfs.errors import (
     ApiLimitExceeded,
     InsufficientAccess,
@@ -48,14 +48,12 @@ def describe(exc: BaseException) -> str:
 
 
 def retry_delay(
-    exc: BaseException, failures: int, initial: float, maximum: float, rng: random.Random
+    exc: BaseException, failures: int, policy: RetryPolicy, rng: random.Random
 ) -> float:
     """Seconds before the next try after the ``failures``-th failure in a row, ``exc``:
-    the one backoff, or longer when the vault said when to come back."""
-    delay = backoff(initial, failures - 1, maximum, rng)
-    if isinstance(exc, ApiLimitExceeded) and exc.retry_after:
-        delay = max(delay, exc.retry_after)
-    return delay
+    the policy's wait (the one backoff, or longer when the vault said when to come
+    back)."""
+    return policy.wait(failures - 1, rng, exc)
 
 
 class Retried(Protocol):
@@ -67,11 +65,13 @@ class Retried(Protocol):
 
 
 def schedule_retry(
-    entry: Retried, exc: BaseException, initial: float, maximum: float, rng: random.Random
+    entry: Retried, exc: BaseException, policy: RetryPolicy, rng: random.Random
 ) -> float:
     """Count ``exc`` as the entry's next failure in a row and set when it is tried
-    again; returns the delay."""
+    again under ``policy`` (``CHECK_INS``, as the mount sets it); returns the delay.
+    The worker waits for that time or anything that wakes it (``flush_now``, a
+    reopen): a wait no retry loop could be interrupted in."""
     entry.failures += 1
-    delay = retry_delay(exc, entry.failures, initial, maximum, rng)
+    delay = retry_delay(exc, entry.failures, policy, rng)
     entry.next_attempt = trio.current_time() + delay
     return delay

@@ -10,15 +10,12 @@ to its holder. ``SpoolLocking`` is a part of ``Spool``, handed the spool's share
 
 from __future__ import annotations
 
-import itertools
 import logging
-
-import trio
 
 from vaultfs.bridge.write.spool import lock_marks
 from vaultfs.bridge.write.spool.bookkeeping import SpoolBookkeeping
 from vaultfs.bridge.write.spool.failures import PERMANENT, describe
-from vaultfs.client import backoff, surely_not_sent
+from vaultfs.client import Attempt, retrying, surely_not_sent
 from vaultfs.errors import LockedByOther, VaultError
 
 __all__ = ["SpoolLocking"]
@@ -72,28 +69,45 @@ class SpoolLocking:
         """Release a lock (its mark too); False when that failed (the mark stays, and
         the next start tries again)."""
         try:
+            await self._release(doc_id)
+        except VaultError:
+            return False
+        return True
+
+    async def _release(self, doc_id: int) -> None:
+        """Release a lock and drop its mark; raises a failure that may pass (the mark
+        stays). A refusal for good drops the mark: the lock is the vault's business."""
+        try:
             await self._books.client.unlock(doc_id)
         except VaultError as exc:
             log.warning("spool: doc %d unlock failed: %s", doc_id, describe(exc))
             if not isinstance(exc, PERMANENT):
-                return False
+                raise
         await self._books.run_sync(lock_marks.drop, self._books.directory, doc_id)
-        return True
 
     async def release_stale_locks(self) -> None:
         """Release every lock an earlier daemon of this cache took and no entry took
         over (it died between the lock and the entry, or before the unlock), trying
-        again with the backoff while the vault cannot be reached."""
+        again under the check-ins' policy while the vault cannot be reached."""
         books = self._books
-        for failures in itertools.count(1):
-            stale = [d for d in lock_marks.marked(books.directory) if d not in books.entries]
-            left = []
-            for doc_id in stale:
+
+        async def release_all(attempt: Attempt) -> None:
+            failure: VaultError | None = None
+            for doc_id in lock_marks.marked(books.directory):
                 if doc_id in books.entries or doc_id in books.checkouts:
-                    continue  # checked out again since
+                    continue  # taken over by an entry, or checked out again since
                 log.warning("spool: doc %d lock left by an earlier daemon; releasing it", doc_id)
-                if not await self.unlock_quietly(doc_id):
-                    left.append(doc_id)
-            if not left:
-                return
-            await trio.sleep(backoff(books.retry_initial, failures - 1, books.retry_max, books.rng))
+                try:
+                    await self._release(doc_id)
+                except VaultError as exc:
+                    failure = exc  # the others are still tried
+            if failure is not None:
+                raise failure
+
+        await retrying(
+            release_all,
+            policy=books.retry,
+            rng=books.rng,
+            what="releasing the locks an earlier daemon left",
+            retryable=lambda exc: True,
+        )

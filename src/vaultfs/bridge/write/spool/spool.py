@@ -60,7 +60,7 @@ from vaultfs.bridge.write.spool.interface import (
 )
 from vaultfs.bridge.write.spool.locking import SpoolLocking
 from vaultfs.bridge.write.spool.worker import SpoolWorker
-from vaultfs.client import VaultApi
+from vaultfs.client import CHECK_INS, VaultApi
 from vaultfs.errors import VaultError
 
 if TYPE_CHECKING:  # handed in by the mount
@@ -86,8 +86,8 @@ class Spool:
         client: VaultApi,
         *,
         user_id: int | None = None,
-        retry_initial: float = 1.0,
-        retry_max: float = 300.0,
+        retry_initial: float = CHECK_INS.base_delay,
+        retry_max: float = CHECK_INS.max_delay,
         keepalive_interval: float = 240.0,
         run_sync: Callable[..., Awaitable[Any]] = trio.to_thread.run_sync,
         on_checked_in: CheckedIn | None = None,

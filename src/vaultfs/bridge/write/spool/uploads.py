@@ -23,6 +23,7 @@ idempotent, and a rendition POST refused as existing is sent again as a PUT.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import math
 import random
@@ -38,7 +39,7 @@ from vaultfs.bridge.write.spool import durable, lost, upload_files
 from vaultfs.bridge.write.spool.failures import NOT_PROCESSED, PERMANENT, describe, schedule_retry
 from vaultfs.bridge.write.spool.states import UploadState
 from vaultfs.bridge.write.spool.upload_files import ATTACHMENT, RENDITION, UploadRecord
-from vaultfs.client import VaultApi
+from vaultfs.client import CHECK_INS, VaultApi
 from vaultfs.errors import (
     InvalidData,
     MalformedUrl,
@@ -78,15 +79,15 @@ class Uploads:
         client: VaultApi,
         *,
         on_uploaded: Uploaded | None = None,
-        retry_initial: float = 1.0,
-        retry_max: float = 300.0,
+        retry_initial: float = CHECK_INS.base_delay,
+        retry_max: float = CHECK_INS.max_delay,
     ) -> None:
         self.spool_dir = spool_dir
         self.directory = spool_dir / upload_files.UPLOADS
         self.client = client
         self._on_uploaded = on_uploaded
-        self._retry_initial = retry_initial
-        self._retry_max = retry_max
+        #: the check-ins' policy, with this mount's waits
+        self._retry = dataclasses.replace(CHECK_INS, base_delay=retry_initial, max_delay=retry_max)
         self._rng = random.Random()
         self._entries: dict[int, Upload] = {}
         self._changed = trio.Event()
@@ -217,7 +218,7 @@ class Uploads:
 
     async def _failed(self, entry: Upload, exc: BaseException) -> None:
         entry.record.last_error = describe(exc)
-        delay = schedule_retry(entry, exc, self._retry_initial, self._retry_max, self._rng)
+        delay = schedule_retry(entry, exc, self._retry, self._rng)
         try:
             await self._save(entry)
         except OSError as disk:
