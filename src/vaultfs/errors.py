@@ -283,43 +283,47 @@ class InvalidName(BridgeError):
 
 # --- the errno table --------------------------------------------------------------
 
-_ERRNO: list[tuple[type[VaultError], int]] = [
-    (InvalidDocument, _errno.ENOENT),
-    (MalformedUrl, _errno.ENOENT),
-    (InsufficientAccess, _errno.EACCES),
-    (UsernameOrPasswordIncorrect, _errno.EACCES),
-    (UserLockedOut, _errno.EACCES),
-    (LockedByOther, _errno.EBUSY),
-    (CheckInConflict, _errno.EBUSY),
-    (AlreadyInUse, _errno.EBUSY),
-    (OperationNotAllowed, _errno.EBUSY),
-    (NotEditable, _errno.EPERM),
-    (ReadOnly, _errno.EROFS),  # before its base class
-    (OperationNotPermitted, _errno.EPERM),
-    (NotFound, _errno.ENOENT),
-    (AccessDenied, _errno.EACCES),
-    (BadHandle, _errno.EBADF),
-    (IsADirectory, _errno.EISDIR),
-    (NotADirectory, _errno.ENOTDIR),
-    (DirectoryNotEmpty, _errno.ENOTEMPTY),
-    (AlreadyExists, _errno.EEXIST),
-    (CrossDevice, _errno.EXDEV),
-    (Unsupported, _errno.ENOTSUP),
-    (NoSuchAttribute, _errno.ENODATA),
-    (NameTooLong, _errno.ENAMETOOLONG),
-    (InvalidName, _errno.EINVAL),
-    (ParameterRequired, _errno.EINVAL),
-    (InvalidData, _errno.EINVAL),
-    (MethodNotSupported, _errno.EINVAL),
+#: By class; a class not in it answers as its nearest base class that is (the most
+#: specific match wins, whatever the order: httpx's ``map_httpcore_exceptions`` too).
+_ERRNO: dict[type[VaultError], int] = {
+    InvalidDocument: _errno.ENOENT,
+    MalformedUrl: _errno.ENOENT,
+    InsufficientAccess: _errno.EACCES,
+    UsernameOrPasswordIncorrect: _errno.EACCES,
+    UserLockedOut: _errno.EACCES,
+    LockedByOther: _errno.EBUSY,
+    CheckInConflict: _errno.EBUSY,
+    AlreadyInUse: _errno.EBUSY,
+    OperationNotAllowed: _errno.EBUSY,
+    NotEditable: _errno.EPERM,
+    ReadOnly: _errno.EROFS,
+    OperationNotPermitted: _errno.EPERM,
+    NotFound: _errno.ENOENT,
+    AccessDenied: _errno.EACCES,
+    BadHandle: _errno.EBADF,
+    IsADirectory: _errno.EISDIR,
+    NotADirectory: _errno.ENOTDIR,
+    DirectoryNotEmpty: _errno.ENOTEMPTY,
+    AlreadyExists: _errno.EEXIST,
+    CrossDevice: _errno.EXDEV,
+    Unsupported: _errno.ENOTSUP,
+    NoSuchAttribute: _errno.ENODATA,
+    NameTooLong: _errno.ENAMETOOLONG,
+    InvalidName: _errno.EINVAL,
+    ParameterRequired: _errno.EINVAL,
+    InvalidData: _errno.EINVAL,
+    MethodNotSupported: _errno.EINVAL,
     # Transport trouble, rate limits that outlasted the retries, expired sessions that
     # could not be renewed, and server faults: the operation could not be done now.
-]
+}
 
 
 def errno_for(exc: BaseException) -> int:
-    """The errno a filesystem call reports for ``exc`` (EIO when nothing fits better)."""
-    for cls, number in _ERRNO:
-        if isinstance(exc, cls):
+    """The errno a filesystem call reports for ``exc``: that of its class, or of its
+    nearest base class in the table (EIO when nothing fits better)."""
+    for cls in type(exc).__mro__:
+        number = _ERRNO.get(cls)
+        if number is not None:
             return number
     if isinstance(exc, OSError) and exc.errno:
         return exc.errno
