@@ -211,3 +211,23 @@ def _signed_in_again_fails(mount: MountProcess) -> bool:
     with contextlib.suppress(AssertionError):  # no answer while it cannot sign in
         mount.refresh(timeout=10)
     return bool(mount.status()["session_state"] == "refused")
+
+
+@pytest.mark.mount
+def test_a_refused_delete_says_why_once(
+    session_bus: SessionBus, fresh_vault: VaultProcess, tmp_path: Path
+) -> None:
+    """A file manager's Delete of several files on a mount without allow_delete: the
+    refusal says why (the option, the commands) in one notification."""
+    if not can_mount():
+        pytest.skip("needs /dev/fuse and fusermount3")
+    with MountProcess(fresh_vault.url, tmp_path / "m") as mount:
+        source = mount.mountpoint / CHECKLIST
+        for _ in range(3):
+            with pytest.raises(PermissionError):
+                source.unlink()
+        refused = session_bus.wait_for("Deleting is off on this drive")
+        assert str(source) in refused["body"]
+        assert "-o allow_delete" in refused["body"]
+        assert [r["op"] for r in mount.status()["refusals"]] == ["unlink"] * 3
+        assert len(session_bus.received()) == 1

@@ -131,6 +131,7 @@ def _status_extra(config: MountConfig) -> dict[str, Any]:
         "mountpoint": str(config.mountpoint),
         "cache_dir": str(config.cache_dir),
         "fuse_requests": fuse.request_counts(),
+        "refusals": fuse.recent_refusals(),
     }
 
 

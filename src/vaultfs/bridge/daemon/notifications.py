@@ -4,9 +4,10 @@ Owns turning the status document (``fs.status``) into freedesktop notifications 
 user's session bus (``org.freedesktop.Notifications``, through jeepney, which speaks
 D-Bus from trio): a save that went to lost+found, a new document waiting for fields, a
 save or upload that keeps failing, a sign-in the vault or the identity provider
-refused. One notification per file and kind of event while it lasts (a thing that goes
-and comes back is told again), at most ``PER_MINUTE`` a minute (the rest wait and go
-as one summary), each naming the file and what to do. Nothing without a session bus
+refused, a delete refused because the mount does not allow deleting. One notification
+per file and kind of event while it lasts (a thing that goes and comes back is told
+again), at most ``PER_MINUTE`` a minute (the rest wait and go as one summary), each
+naming the file and what to do. Nothing without a session bus
 (a system mount, CI) or with ``-o notify=off``.
 
 The status is read every few seconds rather than each part calling in: the status
@@ -39,6 +40,8 @@ INTERVAL = 5.0
 FAILING_ATTEMPTS = 3
 FAILING_SECONDS = 120.0
 
+#: the requests that delete (a refusal of one names the mount option)
+_DELETES = frozenset({"unlink", "rmdir"})
 _APP = "vaultfs"
 _ICON = "drive-harddisk"
 
@@ -91,6 +94,17 @@ def notices(status: dict[str, Any]) -> Iterator[Notice]:
             f"{file} is not in the vault yet: it needs {missing}. "
             f"setfattr -n user.vault.{first} -v VALUE '{file}'",
         )
+    for refusal in status.get("refusals") or []:
+        if refusal.get("op") in _DELETES and "allow_delete" in str(refusal.get("error")):
+            # One for a whole ``rm -r`` or a file manager's Delete of many files.
+            yield Notice(
+                ("refused", "delete"),
+                "Deleting is off on this drive",
+                f"{_in_mount(status, refusal.get('path'))} was not deleted: "
+                "deleting through the drive deletes in the vault, where it cannot be "
+                "undone, so it is off unless the drive is mounted with -o allow_delete "
+                f"(vaultfs umount {mountpoint}, then vaultfs mount ... -o allow_delete).",
+            )
     for entry in status.get("pending_uploads") or []:
         attempts = int(entry.get("attempts") or 0)
         age = float(entry.get("age_seconds") or 0.0)
