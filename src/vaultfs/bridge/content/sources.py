@@ -83,7 +83,7 @@ class Contents:
     async def of(self, key: NodeKey) -> Content:
         """The content of file node ``key`` (may fetch the version record or details)."""
         tree, client = self._tree, self._client
-        kind, doc_id = key[0], nodes.doc_id(key)
+        kind, doc_id = key.kind, nodes.doc_id(key)
         if kind == Kind.SRC:
             return self._source(doc_id, tree.record(doc_id))
         if kind == Kind.VSRC:
@@ -110,7 +110,7 @@ class Contents:
 
     async def _rendition(self, key: NodeKey) -> Content:
         tree, client, doc_id = self._tree, self._client, nodes.doc_id(key)
-        if key[0] == Kind.REND:
+        if key.kind == Kind.REND:
             record = tree.record(doc_id)
             major, minor = latest_version(record) or (0, 0)
         else:

@@ -85,7 +85,7 @@ class Freshness:
         invalidate_attr: Callable[[int], None] = no_invalidation,
         invalidate_entry: Callable[[int, str, int], None] = no_entry_invalidation,
         generation: Callable[[], int] = lambda: 0,
-        is_local: Callable[[NodeKey], bool] = lambda key: key[0] in LOCAL_NODES,
+        is_local: Callable[[NodeKey], bool] = lambda key: key.kind in LOCAL_NODES,
     ) -> None:
         """``child(parent key, name)``: the node a name stands for now;
         ``invalidate_attr``/``invalidate_entry``: tell the kernel to forget an inode's
@@ -140,17 +140,19 @@ class Freshness:
         The mount's own nodes are not followed (short timeouts; a scratch file's name
         outlives it on purpose once it became a document, for a writer appending to it).
         """
-        if key[0] == Kind.SCRATCH and parent in self._folders:
+        key = typed(key)
+        if key.kind == Kind.SCRATCH and parent in self._folders:
             self._new_files[ino] = (parent, name)
         if self._is_local(key):
             return
-        if key[0] in FOLDERS:
+        if key.kind in FOLDERS:
             self._folders.add(ino)
-        elif self._document_of(key) is not None:
-            inos = self._by_doc.get(int(key[1]), ())
+        elif (doc_id := self._document_of(key)) is not None:
+            inos = self._by_doc.get(doc_id, ())
             if ino not in inos:
-                self._by_doc[int(key[1])] = (*inos, ino)
-        if key[0] in _FIXED_NAMES or (self._inodes.key(parent) or ("",))[0] in _FIXED_DIRS:
+                self._by_doc[doc_id] = (*inos, ino)
+        parent_key = self._inodes.key(parent)
+        if key.kind in _FIXED_NAMES or (parent_key is not None and parent_key.kind in _FIXED_DIRS):
             return  # a name that never changes: nothing to check, nothing to keep
         before = self._names.get(ino)
         if before != (parent, name):
@@ -288,7 +290,7 @@ class Freshness:
         parent_key = self._inodes.key(parent)
         if parent_key is None:
             return key  # the kernel forgot the directory, and its entries with it
-        if parent_key[0] in _FIXED_DIRS:
+        if parent_key.kind in _FIXED_DIRS:
             return key
         try:
             return await self._child(parent_key, name)

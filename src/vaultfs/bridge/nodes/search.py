@@ -306,7 +306,7 @@ class Search(Family):
             )
         except errors.InvalidData as exc:
             raise _refused(text, exc.message) from None
-        if key[0] != Kind.DOC:
+        if key.kind != Kind.DOC:
             raise _refused(text, "not a document's directory")
         return int(key[1])
 

@@ -53,9 +53,9 @@ async def show_upload(tree: Tree, record: UploadRecord) -> None:
 def _parent_of(key: NodeKey) -> NodeKey:
     """The directory of a rendition or attachment file."""
     doc_id = nodes.doc_id(key)
-    if key[0] == Kind.REND:
+    if key.kind == Kind.REND:
         return keys.renditions(doc_id)
-    if key[0] == Kind.VREND:
+    if key.kind == Kind.VREND:
         return keys.version_renditions(doc_id, *nodes.version(key))
     return keys.attachments(doc_id)
 
@@ -89,7 +89,7 @@ class FilesIn:
         rendition must be of a type the vault knows for the document (EINVAL)."""
         if self.uploads is None:
             raise errors.ReadOnly("this mount has no write-back spool")
-        if parent[0] != Kind.ATTS and not is_temporary_name(name):
+        if parent.kind != Kind.ATTS and not is_temporary_name(name):
             await self.rendition_type(parent, name)
 
     async def rendition_type(self, parent: NodeKey, name: str) -> str:
@@ -144,7 +144,7 @@ class FilesIn:
         parent, filename = scratch.parent, unescape(scratch.name)
         doc_id = nodes.doc_id(parent)
         known_md5 = None
-        if parent[0] == Kind.ATTS:
+        if parent.kind == Kind.ATTS:
             record = UploadRecord(0, doc_id, ATTACHMENT, filename)
             details = await self.tree.details(doc_id)
             same = [a for a in details.attachments.values() if a.get("filename__v") == filename]
@@ -152,7 +152,7 @@ class FilesIn:
         else:
             rtype = await self.rendition_type(parent, scratch.name)
             major = minor = None
-            if parent[0] == Kind.VRENDS:
+            if parent.kind == Kind.VRENDS:
                 major, minor = nodes.version(parent)
                 existing = await self.tree.version_renditions(doc_id, major, minor)
             else:
@@ -181,7 +181,7 @@ class FilesIn:
             return keys.attachment(doc_id, ids[0]) if ids else None
         assert record.rendition_type is not None
         key: NodeKey
-        if parent[0] == Kind.VRENDS:
+        if parent.kind == Kind.VRENDS:
             key = keys.version_rendition(doc_id, *nodes.version(parent), record.rendition_type)
         else:
             key = keys.rendition(doc_id, record.rendition_type)
@@ -194,13 +194,13 @@ class FilesIn:
         with all its versions)."""
         doc_id = nodes.doc_id(key)
         client = self.client
-        if key[0] == Kind.ATT:
+        if key.kind == Kind.ATT:
             await client.delete_attachment(doc_id, nodes.number(key))
-        elif key[0] == Kind.VREND:
+        elif key.kind == Kind.VREND:
             await client.delete_rendition(doc_id, str(key[-1]), *nodes.version(key))
         else:
             await client.delete_rendition(doc_id, str(key[-1]))
-        where = "attachments" if key[0] == Kind.ATT else "renditions"
+        where = "attachments" if key.kind == Kind.ATT else "renditions"
         log.info("deleted %s/%s of document %d", where, key[-1], doc_id)
         self.tree.invalidate(doc_id)
         await self.tree.reload(doc_id)

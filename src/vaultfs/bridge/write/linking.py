@@ -50,7 +50,7 @@ class Linker:
     async def symlink(self, parent: NodeKey, name: str, text: str) -> NodeKey:
         """Create the relationship a new link ``name`` -> ``text`` in ``parent`` stands
         for; returns the link's node."""
-        if parent[0] != Kind.RELT:
+        if parent.kind != Kind.RELT:
             raise errors.OperationNotPermitted(
                 "symbolic links are made in a document's relationships/<type>/ only"
             )
@@ -134,7 +134,7 @@ class Linker:
         key = await self._tree.lookup(parent, name)
         if key is None:
             raise errors.NotFound(name)
-        if key[0] != Kind.RLINK:
+        if key.kind != Kind.RLINK:
             raise errors.IsADirectory(name)
         doc_id = nodes.doc_id(key)
         link = await self._tree.relationships.link(key)
