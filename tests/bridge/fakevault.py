@@ -67,6 +67,7 @@ class FakeVault:
         self.calls: Counter[str] = Counter()
         self.budget = Budget()
         self.session_state = "active"
+        self.session_refusal: str | None = None
         self.user_id = 1
         self.vault_id = 1
         self.username = "me@example.com"

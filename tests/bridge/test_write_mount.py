@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import EDITOR, login
+from tests.conftest import EDITOR, admin_client, login
 from vaultfs.testing.mount_process import MountProcess, can_mount
 from vaultfs.testing.vault_process import VaultProcess, wait_until
 
@@ -249,6 +249,58 @@ def test_a_new_document_waits_in_place_for_its_required_fields(
     second = folder / "Second" / "Second.txt"
     wait_until(second.exists, timeout=20, what="the second document")
     assert os.getxattr(second.parent, "user.vault.study_number__c") == b"XYZ-9"
+
+
+def test_a_field_set_right_after_the_close_is_kept_a_hundred_times(
+    own_mount: MountProcess, fresh_vault: VaultProcess
+) -> None:
+    """A script writes a new file and sets the field it lacks at once, the two commands
+    back to back, a hundred times: however each setfattr falls against the create the
+    close started, every file becomes exactly one document with its field, and nothing
+    waits. What a new file lacks can be asked from the moment it exists."""
+    folder = own_mount.mountpoint / "Clinical" / "Protocol" / "Final Protocol"
+    script = """
+    for i in $(seq 1 100); do
+      printf 'brand new %s\\n' "$i" > "new $i.txt"
+      setfattr -n user.vault.study_number__c -v "S-$i" "new $i.txt"
+    done
+    """
+    creates_before = own_mount.status()["api_calls_by_endpoint"].get("POST /objects/documents", 0)
+    run("bash", "-ec", script, cwd=folder)
+    asked = run(
+        "bash",
+        "-ec",
+        """printf 'asked\\n' > "asked.txt"
+        getfattr --only-values -n user.vault.missing_fields asked.txt""",
+        cwd=folder,
+    )
+    # Before, during or after the first try of its create: the field is named.
+    assert asked == '["study_number__c"]', asked
+    run("setfattr", "-n", "user.vault.study_number__c", "-v", "S-101", folder / "asked.txt")
+    own_mount.settle(timeout=120)
+    wait_until(
+        lambda: not own_mount.status()["pending_new_documents"], timeout=60, what="no waiting"
+    )
+    with admin_client(fresh_vault.url) as api:
+        made: dict[str, list[dict[str, Any]]] = {}
+        start = 0
+        while True:
+            page = api.get("/objects/documents", params={"start": start, "limit": 200}).json()
+            for item in page["documents"]:
+                made.setdefault(item["document"]["name__v"], []).append(item["document"])
+            start += 200
+            if start >= page["size"]:
+                break
+    assert made["asked"][0]["study_number__c"] == "S-101"
+    for i in range(1, 101):
+        [doc] = made[f"new {i}"]
+        assert doc["study_number__c"] == f"S-{i}"
+    status = own_mount.status()
+    assert status["pending_new_documents"] == []
+    assert status["lost_and_found"] == []
+    calls = status["api_calls_by_endpoint"]
+    # Exactly one create per file: a file that waited is created when its field comes.
+    assert calls["POST /objects/documents"] - creates_before == 101, calls
 
 
 # --- fields and deletion -------------------------------------------------------------------

@@ -106,7 +106,9 @@ async def test_wrong_password_is_not_retried() -> None:
         with pytest.raises(UsernameOrPasswordIncorrect):
             await client.document_types()
     assert len(vault.logins) == 1
-    assert client.session_state == "none"
+    # Refused, and why: the status and the desktop notification say so.
+    assert client.session_state == "refused"
+    assert client.session_refusal
 
 
 async def test_garbage_2xx_is_unavailable() -> None:

@@ -119,6 +119,11 @@ class VaultClient(
         return self._http.session.state
 
     @property
+    def session_refusal(self) -> str | None:
+        """Why the vault refused the last sign-in (its message), None when it did not."""
+        return self._http.session.refusal
+
+    @property
     def user_id(self) -> int | None:
         return self._http.session.user_id
 

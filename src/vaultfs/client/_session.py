@@ -19,7 +19,12 @@ from urllib.parse import urlsplit
 
 import trio
 
-from vaultfs.errors import InsufficientAccess, SignInExpired, VaultError
+from vaultfs.errors import (
+    InsufficientAccess,
+    UserLockedOut,
+    UsernameOrPasswordIncorrect,
+    VaultError,
+)
 
 from ._types import Credentials
 
@@ -76,6 +81,8 @@ class Session:
         self._id: str | None = None
         self._expired = False
         self._refused = False
+        #: why the last sign-in was refused (the vault's message; never a secret)
+        self.refusal: str | None = None
         self.user_id: int | None = None
         self.vault_id: int | None = None
 
@@ -85,8 +92,9 @@ class Session:
     @property
     def state(self) -> str:
         """``active``; ``expired`` (to be renewed at the next call); ``refused`` (the
-        authorization server refused the stored sign-in: ``vaultfs login`` again);
-        ``none``."""
+        vault or the authorization server refused the stored sign-in: a changed
+        password, an account locked out, a single sign-on to make again with ``vaultfs
+        login``; ``refusal`` says which); ``none``."""
         if self._id is not None:
             return "active"
         if self._refused:
@@ -129,8 +137,8 @@ class Session:
     async def _login(self) -> dict[str, Any]:
         try:
             body = await self._source.open_session(self._post)
-        except SignInExpired:
-            self._refused = True
+        except (UsernameOrPasswordIncorrect, UserLockedOut) as exc:  # SignInExpired too
+            self._refused, self.refusal = True, exc.message
             raise
         session_id = body.get("sessionId")
         if not isinstance(session_id, str) or not session_id:
@@ -138,6 +146,7 @@ class Session:
         public = {k: v for k, v in body.items() if k != "sessionId"}
         self._check_vault(public)
         self._id, self._expired, self._refused = session_id, False, False
+        self.refusal = None
         self.user_id = _int_or_none(body.get("userId"))
         self.vault_id = _int_or_none(body.get("vaultId"))
         log.info("logged in as %s (vault %s, %s)", self._source.username, self.vault_id,

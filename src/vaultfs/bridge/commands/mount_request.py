@@ -26,15 +26,15 @@ __all__ = [
 DEFAULT_URL = "http://127.0.0.1:8817"
 _SIZE_SUFFIXES = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 _FLAGS = {"ro", "rw", "allow_other", "allow_delete", "nonempty", "debug"}
-_VALUED = {"cache_dir", "cache_size", "poll_interval", "attr_timeout", "retries"}
+_VALUED = {"cache_dir", "cache_size", "poll_interval", "attr_timeout", "retries", "notify"}
 #: options naming who logs in; the same as ``--user`` and ``--password-file``
 _LOGIN = {"user", "username", "password_file"}
 OPTIONS_HELP = (
     "comma-separated, repeatable: ro, allow_other, allow_delete, nonempty, debug, "
     "cache_dir=DIR, "
     "cache_size=SIZE (default 1G), poll_interval=SECONDS (default 30), "
-    "attr_timeout=SECONDS (default 3600), retries=N (default 6), username=NAME, "
-    "password_file=FILE"
+    "attr_timeout=SECONDS (default 3600), retries=N (default 6), notify=on|off (desktop "
+    "notifications, default on), username=NAME, password_file=FILE"
 )
 
 
@@ -153,4 +153,11 @@ def config_of(request: MountRequest) -> MountConfig:
         allow_delete=bool(options.get("allow_delete")),
         nonempty=bool(options.get("nonempty")),
         debug=bool(options.get("debug")),
+        notify=_on_off("notify", str(options.get("notify", "on"))),
     )
+
+
+def _on_off(name: str, text: str) -> bool:
+    if text not in ("on", "off"):
+        raise argparse.ArgumentTypeError(f"{name} must be on or off, not {text!r}")
+    return text == "on"

@@ -170,8 +170,9 @@ def build_daemon(
         files_in = FilesIn(tree, client, blobs, contents, the_spool.uploads)
     editing = Editing(tree, blobs, contents, the_spool)
     overlay = Overlay(tree, scratch, allow_delete=options.allow_delete)
+    fields = FieldEditor(tree, client)
     new_documents = NewDocuments(
-        tree, editing, overlay, NewFields(), creator=creator, files_in=files_in
+        tree, editing, overlay, NewFields(), creator=creator, files_in=files_in, fields=fields
     )
     inodes = InodeTable(ROOT)
     handles = HandleTable()
@@ -216,7 +217,7 @@ def build_daemon(
         overlay=overlay,
         editing=editing,
         new_documents=new_documents,
-        fields=FieldEditor(tree, client),
+        fields=fields,
         links=Linker(tree, client, options.mountpoint),
         life=LifeAttributes(LifecycleActions(tree, client), DocumentEvents(tree, client)),
         report=report,

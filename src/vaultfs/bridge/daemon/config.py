@@ -39,6 +39,8 @@ class MountConfig:
     #: mount on a directory that holds files (hiding them while mounted)
     nonempty: bool = False
     debug: bool = False
+    #: desktop notifications on the user's session bus, when there is one
+    notify: bool = True
     #: how the mount signs in when not with ``user`` and ``password``: a
     #: ``vaultfs.client.SessionSource`` (single sign-on), or None
     session_source: Any = field(default=None, repr=False)

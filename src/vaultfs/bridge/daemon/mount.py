@@ -24,6 +24,7 @@ from vaultfs.bridge.daemon import fuse
 from vaultfs.bridge.daemon.build import SpoolSettings, build_daemon
 from vaultfs.bridge.daemon.config import MountConfig
 from vaultfs.bridge.daemon.name_events import NameEvents
+from vaultfs.bridge.daemon.notifications import run_notifications
 from vaultfs.bridge.daemon.notify import notify
 from vaultfs.bridge.daemon.ownership import owning
 from vaultfs.bridge.daemon.signals import on_signals
@@ -112,6 +113,8 @@ async def run_mount(config: MountConfig, ready: Callable[[], None] | None = None
         await nursery.start(daemon.index.run, config.poll_interval)
         if daemon.spool is not None:
             await nursery.start(daemon.spool.run)
+        if config.notify:
+            await nursery.start(run_notifications, filesystem.report.document)
         nursery.start_soon(on_signals, daemon.spool, daemon.index.poll_now, nursery, fuse.terminate)
         nursery.start_soon(_announce, config, ready)
         await fuse.main()
@@ -128,6 +131,7 @@ def _status_extra(config: MountConfig) -> dict[str, Any]:
         "mountpoint": str(config.mountpoint),
         "cache_dir": str(config.cache_dir),
         "fuse_requests": fuse.request_counts(),
+        "refusals": fuse.recent_refusals(),
     }
 
 

@@ -78,6 +78,7 @@ class StatusReport:
             "vault_url": self._options.url,
             "user": self._options.user,
             "session_state": self._client.session_state,
+            "session_error": self._client.session_refusal,
             "read_only": self._options.read_only,
             "index": {
                 "documents": len(index.documents),

@@ -70,7 +70,7 @@ class Local(Family):
     async def fields(self, parts: Parts, key: NodeKey) -> dict[str, Any]:
         if key.kind == Kind.NEWDIR:
             return {}
-        return parts.new_documents.fields_of_file(key)
+        return await parts.new_documents.fields_of_file(key)
 
     async def set_field(self, parts: Parts, key: NodeKey, name: str, value: bytes | None) -> None:
         if key.kind == Kind.NEWDIR:

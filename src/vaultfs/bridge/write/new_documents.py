@@ -18,14 +18,15 @@ from typing import Protocol
 import trio
 
 from vaultfs import errors
-from vaultfs.bridge.tree import keys, nodes
+from vaultfs.bridge.tree import keys, nodes, xattrs
 from vaultfs.bridge.tree.filenames import unescape
 from vaultfs.bridge.tree.keys import Kind, NodeKey
 from vaultfs.bridge.tree.tree import Tree
 from vaultfs.bridge.write.creating import Creator
 from vaultfs.bridge.write.editing import Editing
+from vaultfs.bridge.write.fields import FieldEditor
 from vaultfs.bridge.write.files_in import FilesIn
-from vaultfs.bridge.write.new_fields import NewFields
+from vaultfs.bridge.write.new_fields import MISSING, NewFields
 from vaultfs.bridge.write.scratch import (
     Scratch,
     ScratchFile,
@@ -64,14 +65,17 @@ class NewDocuments:
         *,
         creator: Creator | None,
         files_in: FilesIn | None,
+        fields: FieldEditor | None = None,
     ) -> None:
-        """``creator``, ``files_in``: None on a read-only mount."""
+        """``creator``, ``files_in``: None on a read-only mount; ``fields`` sets the
+        fields given while a create was on its way on the document it made."""
         self.tree = tree
         self.editing = editing
         self.overlay = overlay
         self.new_fields = new_fields
         self.creator = creator
         self.files_in = files_in
+        self.fields = fields
         #: new documents (or uploads) a last close started making, not done yet
         self.in_flight = 0
 
@@ -109,27 +113,37 @@ class NewDocuments:
         scratch.dirty = False
         folder = store.folder(scratch.parent)
         filename = unescape(scratch.name)
-        if folder is not None:
-            where, name = folder.parent, unescape(folder.name)
-        else:
-            where, name = scratch.parent, new_document_name(filename)
+        where, name = self._target(scratch)
         given = self.new_fields.given(where, scratch)
+        # Being tried: a setfattr meanwhile is picked up by this try (below), not by a
+        # second one.
+        scratch.missing = None
         try:
             doc_id = await self._draft_of_namesake(where, name, scratch.path)
-            if doc_id is None:
-                doc_id = await self.creator.create(where, name, filename, scratch.path, given)
-        except (errors.ParameterRequired, errors.InvalidData) as exc:
-            # Not the user's fault, nor lost: the file waits in place for its fields.
-            scratch.missing = await self.creator.missing(where, name, given)
-            scratch.refusal = exc.message
-            log.warning(
-                "new document %r in %s waits: %s (setfattr -n user.vault.<field> -v VALUE "
-                "on the file supplies a field)",
-                filename,
-                nodes.folder_path(where),
-                exc.message,
-            )
-            return
+            while doc_id is None:
+                try:
+                    doc_id = await self.creator.create(where, name, filename, scratch.path, given)
+                except (errors.ParameterRequired, errors.InvalidData) as exc:
+                    missing = await self.creator.missing(where, name, given)
+                    # A setfattr that came while the create was tried (a script's next
+                    # command, right after the close) is in ``given`` now: try again
+                    # with it. No await between this look and ``missing`` being set, so a
+                    # later setfattr sees the file waiting and starts the create itself.
+                    now = self.new_fields.given(where, scratch)
+                    if now != given:
+                        given = now
+                        continue
+                    # Not the user's fault, nor lost: the file waits in place.
+                    scratch.missing = missing
+                    scratch.refusal = exc.message
+                    log.warning(
+                        "new document %r in %s waits: %s (setfattr -n user.vault.<field> "
+                        "-v VALUE on the file supplies a field)",
+                        filename,
+                        nodes.folder_path(where),
+                        exc.message,
+                    )
+                    return
         except errors.VaultError:
             store.unname(scratch.key)  # the content is in lost+found now
             raise
@@ -141,6 +155,38 @@ class NewDocuments:
             self.overlay.aliases[folder.key] = keys.document(doc_id)
             store.move_children(folder.key, keys.document(doc_id))
             store.unname(folder.key)
+        await self._fields_given_meanwhile(doc_id, given, self.new_fields.given(where, scratch))
+
+    def _target(self, scratch: ScratchFile) -> tuple[NodeKey, str]:
+        """The folder a new file makes its document in, and the document's name: the
+        file's folder and name, or, for a file in a folder made with mkdir, that
+        folder's parent and name."""
+        folder = self.overlay.store().folder(scratch.parent)
+        if folder is not None:
+            return folder.parent, unescape(folder.name)
+        return scratch.parent, new_document_name(unescape(scratch.name))
+
+    async def _fields_given_meanwhile(
+        self, doc_id: int, sent: dict[str, str], now: dict[str, str]
+    ) -> None:
+        """Fields set (or removed) on the new file while its create was on its way are
+        set on the document it made, as a setfattr on it would: never dropped."""
+        changed: dict[str, str | None] = {k: v for k, v in now.items() if sent.get(k) != v}
+        changed.update({k: None for k in sent.keys() - now.keys()})
+        if not changed or self.fields is None:
+            return
+        for field, text in changed.items():
+            value = None if text is None else text.encode()
+            try:
+                record = self.tree.record(doc_id)
+                await self.fields.set(doc_id, None, record, xattrs.PREFIX + field, value)
+            except errors.VaultError as exc:
+                log.warning(
+                    "new document %d: %s given during its create could not be set: %s",
+                    doc_id,
+                    field,
+                    exc,
+                )
 
     async def _draft_of_namesake(self, folder: NodeKey, name: str, content: Path) -> int | None:
         """A new file whose document name a document of ``folder`` has already is a new
@@ -174,12 +220,18 @@ class NewDocuments:
         if scratch is not None and scratch.missing is not None and scratch.writers.count == 0:
             await self.make_document(scratch)
 
-    def fields_of_file(self, key: NodeKey) -> dict[str, object]:
-        """The xattr view of a new file's supplied fields."""
+    async def fields_of_file(self, key: NodeKey) -> dict[str, object]:
+        """The xattr view of a new file's supplied fields, with what its create lacks:
+        from the type's metadata before the first try, from the vault's answer after."""
         scratch = self.overlay.scratch.file(key) if self.overlay.scratch is not None else None
         if scratch is None or not makes_document(scratch.parent, scratch.name):
             return {}
-        return self.new_fields.of_file(scratch)
+        shown = self.new_fields.of_file(scratch)
+        if MISSING not in shown and self.creator is not None and scratch.became is None:
+            where, name = self._target(scratch)
+            given = self.new_fields.given(where, scratch)
+            shown[MISSING] = await self.creator.missing(where, name, given)
+        return shown
 
     def pending_new(self) -> list[dict[str, object]]:
         """New files waiting for fields, for the status."""

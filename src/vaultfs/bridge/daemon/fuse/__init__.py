@@ -14,7 +14,7 @@ from vaultfs.bridge.daemon.fuse.kernel_cache import (
     invalidate_entry,
 )
 from vaultfs.bridge.daemon.fuse.operations import FuseOps, capabilities
-from vaultfs.bridge.daemon.fuse.requests import request_counts
+from vaultfs.bridge.daemon.fuse.requests import recent_refusals, request_counts
 from vaultfs.bridge.daemon.fuse.session import close, default_options, init, main, terminate
 
 __all__ = [
@@ -28,6 +28,7 @@ __all__ = [
     "invalidate_attr",
     "invalidate_entry",
     "main",
+    "recent_refusals",
     "request_counts",
     "terminate",
 ]

@@ -1,5 +1,7 @@
 """Each FUSE request's bookkeeping: counted by operation (what a walk costs,
 ``.vaultfs/status``), and its failure translated to the errno the kernel is given.
+The refusals of the last minute (EPERM, EACCES, EBUSY, EROFS: what the user may not
+do here, and why) are kept for the status, which the desktop notifications read.
 
 ``vaultfs.errors`` and ``OSError`` become the errno of ``errors.errno_for``; anything
 unexpected is logged with its context and becomes EIO. Nothing but
@@ -13,7 +15,7 @@ import errno
 import logging
 import os
 import time
-from collections import Counter
+from collections import Counter, deque
 from types import TracebackType
 from typing import Any
 
@@ -22,7 +24,7 @@ import pyfuse3
 from vaultfs import errors
 from vaultfs.bridge.fs.filesystem import FileSystem
 
-__all__ = ["RequestErrors", "count", "request_counts"]
+__all__ = ["RequestErrors", "count", "recent_refusals", "request_counts"]
 
 log = logging.getLogger(__name__)
 
@@ -36,11 +38,21 @@ _ORDINARY = frozenset(
 
 #: requests that reached Python, by operation: what a walk costs (``.vaultfs/status``)
 _requests: Counter[str] = Counter()
+#: answers that refuse what the user asked, and how long the status shows them
+_REFUSALS = frozenset({errno.EPERM, errno.EACCES, errno.EBUSY, errno.EROFS})
+_REFUSAL_SHOWN = 60.0
+_refusals: deque[dict[str, Any]] = deque(maxlen=20)
 
 
 def count(op: str) -> None:
     """One more request of ``op`` reached the mount's Python code."""
     _requests[op] += 1
+
+
+def recent_refusals() -> list[dict[str, Any]]:
+    """The refusals of the last minute, oldest first: operation, path, why."""
+    now = time.time()
+    return [r for r in _refusals if now - r["at"] < _REFUSAL_SHOWN]
 
 
 def request_counts() -> dict[str, int]:
@@ -87,6 +99,8 @@ class RequestErrors:
             log.error("%s(%s) failed unexpectedly", op, what, exc_info=exc)
             return pyfuse3.FUSEError(errno.EIO)
         number = errors.errno_for(exc)
+        if number in _REFUSALS:
+            _refusals.append({"op": op, "path": what, "error": str(exc), "at": time.time()})
         if number not in _ORDINARY:
             self._log_once(op, what, exc)  # a refusal or a failure: the user's answer
         elif isinstance(exc, errors.VaultError):
