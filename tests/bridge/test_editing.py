@@ -122,6 +122,38 @@ async def test_edit_in_place_checks_in_once_on_the_last_close(setup: Setup) -> N
     assert core.tree.record(setup.doc_id)["minor_version_number__v"] == 4
 
 
+async def test_a_read_write_open_goes_through_the_page_cache(setup: Setup) -> None:
+    """What a program maps to edit (O_RDWR) is opened without direct_io, so that the
+    kernel gives it a writable shared map; the other writers, and readers during the
+    edit, stay direct; no read-only open after it keeps the pages it may have left."""
+    core = setup.core
+    ino = await walk(core, "Reference", "Guide", "guide.txt")
+    reader = await core.open(ino, os.O_RDONLY)
+    assert not reader.direct_io  # the vault's content, through the page cache
+    await core.release(reader.fh)
+    mapped = await core.open(ino, os.O_RDWR)
+    assert not mapped.direct_io and not mapped.keep_cache
+    others = [await core.open(ino, flags) for flags in (os.O_WRONLY, os.O_RDWR | os.O_APPEND)]
+    assert all(opened.direct_io for opened in others)
+    await core.write(mapped.fh, 0, b"MAPPED")
+    during = await core.open(ino, os.O_RDONLY)
+    assert during.direct_io and await core.read(during.fh, 0, 6) == b"MAPPED"
+    for opened in (during, *others, mapped):
+        await core.release(opened.fh)
+    assert latest(setup.vault, setup.doc_id) == b"MAPPED" + ORIGINAL[6:]
+    # Read twice, the content's pages are kept; after a read-write open they are not,
+    # also when it checked nothing in (the kernel's pages may hold what it wrote).
+    for _ in range(2):
+        kept = await core.open(ino, os.O_RDONLY)
+        await core.read(kept.fh, 0, 6)
+        await core.release(kept.fh)
+    assert kept.keep_cache
+    await core.release((await core.open(ino, os.O_RDWR)).fh)
+    after = await core.open(ino, os.O_RDONLY)
+    assert not after.keep_cache
+    await core.release(after.fh)
+
+
 async def test_a_shell_redirection_makes_one_draft(setup: Setup) -> None:
     """``echo x > file``: the shell flushes a duplicate descriptor before writing."""
     core, vault = setup.core, setup.vault

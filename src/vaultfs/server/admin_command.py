@@ -5,9 +5,13 @@ empty database, and move the files to another content store."""
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from vaultfs import extras
 
 from .command_options import (
     content_argument,
@@ -37,7 +41,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     unlock.add_argument("username", help="user name of the account")
     data_argument(unlock)
     database_arguments(unlock)
-    unlock.set_defaults(handler=run_unlock)
+    unlock.set_defaults(handler=_needs_server(run_unlock))
     backup = actions.add_parser(
         "backup", help="write a backup archive of the vault (while servers run)"
     )
@@ -45,7 +49,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     data_argument(backup)
     database_arguments(backup)
     content_argument(backup)
-    backup.set_defaults(handler=run_backup)
+    backup.set_defaults(handler=_needs_server(run_backup))
     restore = actions.add_parser(
         "restore", help="restore a backup archive into a new, empty database and data directory"
     )
@@ -53,7 +57,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     data_argument(restore)
     database_arguments(restore)
     content_argument(restore)
-    restore.set_defaults(handler=run_restore)
+    restore.set_defaults(handler=_needs_server(run_restore))
     move = actions.add_parser(
         "move-content",
         help="copy every file of the vault to another content store (resumable, verified)",
@@ -67,7 +71,21 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     data_argument(move)
     database_arguments(move)
     content_argument(move, "the store to copy from")
-    move.set_defaults(handler=run_move_content)
+    move.set_defaults(handler=_needs_server(run_move_content))
+
+
+def _needs_server(
+    action: Callable[[argparse.Namespace], int],
+) -> Callable[[argparse.Namespace], int]:
+    """``action``, run once the local vault's extra is installed (exit 2 without it)."""
+
+    @functools.wraps(action)
+    def checked(args: argparse.Namespace) -> int:
+        if not extras.require("server", "vaultfs serve-admin"):
+            return 2
+        return action(args)
+
+    return checked
 
 
 def admin_database(args: argparse.Namespace) -> Database | None:

@@ -14,11 +14,18 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from vaultfs import extras
+
 from . import admin_command
-from .command_options import content_argument, data_argument, database_arguments, settings_of
+from .command_options import (
+    content_argument,
+    data_argument,
+    database_arguments,
+    installed_store,
+    settings_of,
+)
 from .config import ServerConfig, content_setting, default_data_dir
 from .storage.content import ContentUnavailable
-from .storage.stores import content_store
 
 if TYPE_CHECKING:
     from hypercorn.config import Config as HypercornConfig
@@ -108,6 +115,9 @@ async def _until_signal() -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # `pip install vaultfs` is the mount alone: the local vault is an extra.
+    if not extras.require("server", "vaultfs serve"):
+        return 2
     if (args.tls_cert is None) != (args.tls_key is None):
         print("vaultfs serve: --tls-cert and --tls-key go together", file=sys.stderr)
         return 2
@@ -119,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
         content = content_setting(data_dir, args.content)
         data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         # A store that cannot be reached is said in one line, before serving starts.
-        content_store(content, data_dir).open()
+        installed_store(content, data_dir).open()
     except (ValueError, OSError, ContentUnavailable) as exc:
         print(f"vaultfs serve: {exc}", file=sys.stderr)
         return 2

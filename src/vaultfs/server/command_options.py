@@ -1,13 +1,15 @@
 """What ``vaultfs serve`` and ``vaultfs serve-admin`` share on their command lines: the
 data directory, the database and the content store, as arguments, and reading the
 database settings and opening the content store they name (saying what is wrong on
-stderr otherwise)."""
+stderr otherwise, a missing ``vaultfs[s3]`` too)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from pathlib import Path
+
+from vaultfs import extras
 
 from .config import (
     CONTENT_ENV,
@@ -25,6 +27,7 @@ __all__ = [
     "content_argument",
     "data_argument",
     "database_arguments",
+    "installed_store",
     "opened_content",
     "settings_of",
 ]
@@ -77,12 +80,22 @@ def opened_content(
     data_dir = (args.data or default_data_dir()).resolve()
     try:
         given = args.content if setting is None else setting
-        store = content_store(content_setting(data_dir, given), data_dir)
+        store = installed_store(content_setting(data_dir, given), data_dir)
         store.open()
     except (ValueError, OSError, ContentUnavailable) as exc:
         print(f"vaultfs {command}: {exc}", file=sys.stderr)
         return None
     return store
+
+
+def installed_store(content: str | None, data_dir: Path) -> ContentStore:
+    """The store ``content`` names (``storage.stores.content_store``), once the extra it
+    needs is installed: a bucket needs ``vaultfs[s3]`` (ContentUnavailable says so)."""
+    if content is not None and content.startswith("s3://"):
+        gone = extras.missing("s3")
+        if gone:
+            raise ContentUnavailable(extras.advice("s3", gone))
+    return content_store(content, data_dir)
 
 
 def settings_of(args: argparse.Namespace, command: str) -> DatabaseSettings | None:

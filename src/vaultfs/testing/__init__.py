@@ -5,5 +5,7 @@ a deadline and ended by PID.
 
 Imported by ``tests/`` and ``bench/`` alike, so it never imports pytest, and like every
 command that does not mount it never loads pyfuse3 (tests/ops/test_lazy_imports.py).
-The modules are imported by name; this package re-exports nothing.
+The modules are imported by name; this package re-exports nothing. They run in the
+project's own environment (``./run``'s ``.[server,s3,test]``): ``postgres`` needs
+psycopg and ``s3_server`` moto and boto3, which an install of the mount alone lacks.
 """

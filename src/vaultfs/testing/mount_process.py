@@ -1,7 +1,8 @@
 """A bridge mount run as a real process, for tests and benchmarks.
 
 ``MountProcess`` runs ``vaultfs mount --foreground`` of a vault as the demo admin
-(password through the environment, never argv), waits with a deadline until the mount
+(password through the environment, never argv; by this interpreter or another
+environment's), waits with a deadline until the mount
 answers, reads its ``.vaultfs/status``, and in ``stop`` ends the daemon by PID and
 unmounts (``fusermount3 -u -z``) whatever it left, also after a crash.
 """
@@ -54,8 +55,12 @@ class MountProcess:
         log_level: str = "DEBUG",
         user: str = ADMIN,
         mountpoint: Path | None = None,
+        python: Path | None = None,
     ) -> None:
         self.url = url
+        #: the interpreter of another environment (an install to test), which must not
+        #: see this one's sources: it runs without ``PYTHONPATH``; this one's by default
+        self.python = python
         self.user = user
         self.mountpoint = mountpoint or root / "mnt"
         self.cache_dir = cache_dir or root / "cache"
@@ -71,9 +76,12 @@ class MountProcess:
 
     def start(self, timeout: float = 30.0) -> MountProcess:
         self.mountpoint.mkdir(parents=True, exist_ok=True)
+        env = dict(os.environ, VAULTFS_PASSWORD=DEMO_PASSWORD)
+        if self.python is not None:
+            env.pop("PYTHONPATH", None)
         self.proc = subprocess.Popen(
             [
-                sys.executable,
+                str(self.python or sys.executable),
                 "-m",
                 "vaultfs",
                 "mount",
@@ -89,7 +97,7 @@ class MountProcess:
                 "-o",
                 ",".join(filter(None, [f"cache_dir={self.cache_dir}", self.options])),
             ],
-            env=dict(os.environ, VAULTFS_PASSWORD=DEMO_PASSWORD),
+            env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.STDOUT,

@@ -14,6 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from vaultfs import extras
 from vaultfs.bridge.commands import (
     install_helper,
     lifecycle,
@@ -54,6 +55,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    # The demo serves a local vault (``vaultfs serve``, a child process): say at once
+    # when that half is not installed, not after the child failed.
+    if not extras.require("server", "vaultfs demo"):
+        return 2
     from vaultfs.bridge.commands.demo import run_demo  # mounts: loads pyfuse3
 
     setup_logging(log_level(args), args.log_file)

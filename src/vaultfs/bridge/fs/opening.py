@@ -2,7 +2,8 @@
 
 Owns ``Opened`` (the handle number and the page-cache flags) and ``Opener``, which the
 node families open their files through: a file served without the page cache
-(``direct``), a scratch file, and the vault's content read through the content cache,
+(``direct``), a source file's read-write open (``writer``, through the page cache so
+that it can be mapped), a scratch file, and the vault's content read through the content cache,
 whose pages the kernel keeps between opens while the inode stands for the same
 immutable content. Which handle a node gets is its family's (``bridge.nodes``).
 """
@@ -73,6 +74,18 @@ class Opener:
     def direct(self, handle: OpenFile) -> Opened:
         """``handle`` served without the page cache (its size may change under it)."""
         return Opened(self._handles.add_file(handle), direct_io=True)
+
+    def writer(self, ino: int, handle: OpenFile) -> Opened:
+        """A read-write open of a source file, served through the page cache: the kernel
+        maps a file shared and writable (``mmap(MAP_SHARED, PROT_WRITE)``) only then,
+        a direct_io file being refused with ENODEV (libfuse 3.14 cannot ask for
+        ``FUSE_DIRECT_IO_ALLOW_MMAP``). Writes stay write-through (the mount asks for no
+        writeback cache): write(2) reaches ``handle`` before it returns, and a map's
+        pages at msync, munmap or close, always before the release."""
+        # Its pages may hold bytes the vault never takes (a check-in refused to
+        # lost+found): no read-only open after it keeps them.
+        self._page_keys.pop(ino, None)
+        return Opened(self._handles.add_file(handle))
 
     def scratch(self, scratch: ScratchFile, flags: int) -> Opened:
         writer = flags & os.O_ACCMODE != os.O_RDONLY

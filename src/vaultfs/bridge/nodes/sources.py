@@ -103,7 +103,14 @@ class Sources(Family):
                 raise
         parts.freshness.exact(ino)
         opener.invalidate_attr(ino)
-        return opener.direct(SourceEdit(editing, handle, opener.vault_reader(key), vault))
+        edit = SourceEdit(editing, handle, opener.vault_reader(key), vault)
+        if flags & os.O_ACCMODE == os.O_RDWR and not flags & os.O_APPEND:
+            # What a program maps to edit (a writable shared map) is opened read-write.
+            # The other writers stay direct: an O_WRONLY open cannot be mapped, and the
+            # kernel would put an O_APPEND write's bytes in its pages at the size it
+            # holds (maybe the listing's estimate), not at the end the edit appends to.
+            return opener.writer(ino, edit)
+        return opener.direct(edit)
 
     async def setattr(self, parts: Parts, key: NodeKey, change: Change) -> None:
         # Its times and mode are the vault's: changes are accepted and ignored.
