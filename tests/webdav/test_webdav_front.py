@@ -271,3 +271,28 @@ def test_a_listen_beyond_loopback_is_refused(module_vault: VaultProcess) -> None
 def test_the_front_never_loads_pyfuse3(front: WebdavProcess) -> None:
     maps = Path(f"/proc/{front.proc.pid}/maps").read_text() if front.proc else ""
     assert "pyfuse3" not in maps
+
+
+def test_a_put_of_a_new_file_in_a_folder_makes_one_document(
+    dav: httpx.Client, api: httpx.Client
+) -> None:
+    before = {d["document"]["id"] for d in api.get("/objects/documents").json()["documents"]}
+    content = os.urandom(50_000)
+    r = dav.put(quote("/General/Put over WebDAV.bin"), content=content)
+    assert r.status_code == 201, r.text
+    listed = api.get("/objects/documents").json()["documents"]
+    made = [d["document"]["id"] for d in listed if d["document"]["id"] not in before]
+    assert len(made) == 1
+    doc_id = made[0]
+    assert version_count(api, doc_id) == 1
+    assert latest_bytes(api, doc_id) == content
+    assert dav.get(quote(source_path(dav, doc_id))).content == content
+
+
+def test_a_lock_on_a_name_not_made_yet_makes_it(dav: httpx.Client) -> None:
+    path = quote("/General/~$Locked before written.docx")  # Office's owner file
+    r = dav.request("LOCK", path, content=lock_body())
+    assert r.status_code == 201, r.text
+    token = r.headers["Lock-Token"]
+    assert dav.request("UNLOCK", path, headers={"Lock-Token": token}).status_code == 204
+    assert dav.get(path).content == b""

@@ -152,9 +152,15 @@ class Folder(_Fields, DAVCollection):
             super().set_property_value(name, value, dry_run=dry_run)
 
     def create_empty_resource(self, name: str) -> Any:
+        path = _join(self.path, name)
+        if self.environ.get("REQUEST_METHOD") == "LOCK":
+            # A lock on a name not made yet (RFC 4918 7.3): an empty file, as touch(1).
+            fh = core(self.provider.pfs.open_write, path)
+            core(self.provider.pfs.close, fh, True)
+            return resource_of(path, self.environ, core(self.provider.pfs.stat, path))
         # Made by the PUT's open (``File.begin_write``): a file the mount creates and
         # writes at once, so a new document is made once, with its content.
-        return File(_join(self.path, name), self.environ, None)
+        return File(path, self.environ, None)
 
     def create_collection(self, name: str) -> None:
         core(self.provider.pfs.mkdir, _join(self.path, name))
