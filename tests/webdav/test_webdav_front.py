@@ -296,3 +296,16 @@ def test_a_lock_on_a_name_not_made_yet_makes_it(dav: httpx.Client) -> None:
     token = r.headers["Lock-Token"]
     assert dav.request("UNLOCK", path, headers={"Lock-Token": token}).status_code == 204
     assert dav.get(path).content == b""
+
+
+def test_links_are_shown_as_what_they_lead_to(dav: httpx.Client) -> None:
+    """WebDAV has no links: a view's entries (links to document folders) are folders."""
+    listed = propfind(dav, "/Recent Documents/", ["{DAV:}resourcetype", ID])
+    documents = {href: props for href, props in listed.items() if href != "/Recent Documents/"}
+    assert documents
+    for href, props in documents.items():
+        assert href.endswith("/")  # a collection
+        assert props.get(ID)  # the document's fields, through the link
+    href, props = next(iter(documents.items()))
+    through_link = propfind(dav, href, [FILENAME], depth="0")[href][FILENAME]
+    assert dav.get(quote(href + through_link)).status_code == 200

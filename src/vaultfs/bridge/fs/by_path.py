@@ -26,6 +26,8 @@ from vaultfs.bridge.tree.keys import Kind
 
 __all__ = ["Entry", "PathFileSystem", "split"]
 
+#: links followed in one path at most (Linux's limit)
+_MAX_LINKS = 40
 #: the mode of a file a front creates (its document's source file once closed)
 _NEW_FILE_MODE = 0o644
 
@@ -36,6 +38,23 @@ def split(path: str) -> list[str]:
     for name in names:
         if name in (".", "..") or "\0" in name:
             raise errors.InvalidName(f"no such name in a path: {name!r}")
+    return names
+
+
+def _joined(parents: list[str], target: str) -> list[str]:
+    """``parents`` (the folder of a link) and the link's relative ``target``."""
+    if target.startswith("/"):
+        raise errors.NotFound(f"a link out of the tree: {target}")
+    names = list(parents)
+    for name in target.split("/"):
+        if name in ("", "."):
+            continue
+        if name == "..":
+            if not names:
+                raise errors.NotFound(f"a link out of the tree: {target}")
+            names.pop()
+        else:
+            names.append(name)
     return names
 
 
@@ -56,20 +75,41 @@ class PathFileSystem:
         self.fs = filesystem
 
     @asynccontextmanager
-    async def _held(self, names: list[str]) -> AsyncIterator[tuple[int, Attr]]:
-        """The inode of ``names`` and its attributes, held while the body runs."""
+    async def _held(
+        self, names: list[str], *, follow: bool = True
+    ) -> AsyncIterator[tuple[int, Attr]]:
+        """The inode of ``names`` and its attributes, held while the body runs.
+        ``follow``: a link at the end is followed too (links on the way always are)."""
         held: list[int] = []
         try:
-            ino = ROOT_INODE
-            attr = await self.fs.getattr(ROOT_INODE)
-            for name in names:
-                attr = await self.fs.lookup(ino, name)
-                ino = attr.ino
-                held.append(ino)
+            ino, attr = await self._walk(names, held, follow=follow)
             yield ino, attr
         finally:
             for taken in held:
                 self.fs.forget(taken, 1)
+
+    async def _walk(self, names: list[str], held: list[int], *, follow: bool) -> tuple[int, Attr]:
+        """Look ``names`` up from the top, following the tree's links (relationships,
+        views) as the kernel would: WebDAV has no links, so a client sees the folder or
+        file a link leads to. A link's text is relative to its folder; one leading
+        above the top of the tree, or more than ``_MAX_LINKS`` of them, is refused."""
+        links = 0
+        while True:
+            ino, attr = ROOT_INODE, await self.fs.getattr(ROOT_INODE)
+            for position, name in enumerate(names):
+                attr = await self.fs.lookup(ino, name)
+                held.append(attr.ino)
+                last = position == len(names) - 1
+                if stat.S_ISLNK(attr.mode) and (follow or not last):
+                    links += 1
+                    if links > _MAX_LINKS:
+                        raise errors.NotFound(f"too many links in {'/'.join(names)}")
+                    target = await self.fs.readlink(attr.ino)
+                    names = _joined(names[:position], target) + names[position + 1 :]
+                    break
+                ino = attr.ino
+            else:
+                return ino, attr
 
     async def stat(self, path: str) -> Attr:
         async with self._held(split(path)) as (_, attr):
@@ -83,14 +123,25 @@ class PathFileSystem:
             return key.doc_id if key is not None and key.kind == Kind.SRC else None
 
     async def list(self, path: str) -> list[Entry]:
-        async with self._held(split(path)) as (ino, _):
+        """The entries of the folder at ``path``; a link is shown as what it leads
+        to (and left out when it leads nowhere)."""
+        names = split(path)
+        async with self._held(names) as (ino, _):
             fh = await self.fs.opendir(ino)
             try:
                 entries = await self.fs.readdir(fh, 0)
                 self.fs.entries_not_returned(entries)  # nothing keeps them
             finally:
                 self.fs.releasedir(fh)
-        return [Entry(name, attr) for _, name, _, attr in entries]
+        listed = []
+        for _, name, _, attr in entries:
+            if stat.S_ISLNK(attr.mode):
+                try:
+                    attr = await self.stat("/".join([*names, name]))
+                except errors.VaultError:
+                    continue
+            listed.append(Entry(name, attr))
+        return listed
 
     # --- content -------------------------------------------------------------------
 
@@ -166,7 +217,7 @@ class PathFileSystem:
         if not names:
             raise errors.OperationNotPermitted("the top of the tree")
         async with self._held(names[:-1]) as (parent, _):
-            attr = await self.fs.lookup(parent, names[-1])
+            attr = await self.fs.lookup(parent, names[-1])  # a link itself, not followed
             self.fs.forget(attr.ino, 1)
             if stat.S_ISDIR(attr.mode):
                 await self.fs.rmdir(parent, names[-1])
