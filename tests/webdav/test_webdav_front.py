@@ -309,3 +309,15 @@ def test_links_are_shown_as_what_they_lead_to(dav: httpx.Client) -> None:
     href, props = next(iter(documents.items()))
     through_link = propfind(dav, href, [FILENAME], depth="0")[href][FILENAME]
     assert dav.get(quote(href + through_link)).status_code == 200
+
+
+def test_a_stopped_front_leaves_no_document_checked_out(
+    module_vault: VaultProcess, api: httpx.Client, tmp_path: Path
+) -> None:
+    with WebdavProcess(module_vault.url, tmp_path) as other:
+        with httpx.Client(base_url=other.address, timeout=60) as client:
+            path = quote(source_path(client, 6))
+            r = client.request("LOCK", path, content=lock_body())
+            assert r.status_code == 200, r.text
+        assert record(api, 6)["document"]["locked__v"] is True
+    assert record(api, 6)["document"]["locked__v"] is False  # SIGTERM: checked in

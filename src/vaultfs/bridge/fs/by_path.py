@@ -111,6 +111,11 @@ class PathFileSystem:
             else:
                 return ino, attr
 
+    async def is_link(self, path: str) -> bool:
+        """Whether ``path`` names a link (which the other calls follow)."""
+        async with self._held(split(path), follow=False) as (_, attr):
+            return stat.S_ISLNK(attr.mode)
+
     async def stat(self, path: str) -> Attr:
         async with self._held(split(path)) as (_, attr):
             return attr

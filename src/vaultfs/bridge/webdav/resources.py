@@ -165,6 +165,14 @@ class Folder(_Fields, DAVCollection):
     def create_collection(self, name: str) -> None:
         core(self.provider.pfs.mkdir, _join(self.path, name))
 
+    def handle_delete(self) -> bool:
+        # A link shown as its folder: the link goes, never what it leads to (WsgiDAV
+        # would otherwise delete the folder's members one by one first).
+        if core(self.provider.pfs.is_link, self.path):
+            self.delete()
+            return True
+        return False
+
     def delete(self) -> None:
         core(self.provider.pfs.delete, self.path)
         self.remove_all_properties(recursive=True)
