@@ -73,8 +73,14 @@ class VaultLocks(LockStorageDict):
         """A save checked in (and unlocked) a document: locked again while a WebDAV
         lock on it is held."""
         doc_id = self._documents.get(path.rstrip("/") or "/")
-        if doc_id is not None:
+        if doc_id is None:
+            return
+        try:
             core(self._check_out, doc_id)
+        except DAVError as exc:
+            # The save is in (or durable in the spool): its answer says so. The next
+            # save under this lock checks the document out again, or is refused.
+            log.warning("webdav: document %d saved but not locked again: %s", doc_id, exc)
 
     async def release_all(self) -> None:
         """The front stops: every vault lock its WebDAV locks hold is released."""
