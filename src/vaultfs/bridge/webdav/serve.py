@@ -104,9 +104,9 @@ def wsgi_app(provider: VaultProvider, locks: VaultLocks) -> Any:
                 "dir_browser": {"enable": False},
                 "logging": {"enable": False},
                 "verbose": 0,
-            # Each read and write of a body crosses into the core once a block: 1 MiB,
-            # not WsgiDAV's 8 KiB (a 64 MiB GET took 5.5 s, now 1 s).
-            "block_size": 1 << 20,
+                # Each read and write of a body crosses into the core once a block: 1 MiB,
+                # not WsgiDAV's 8 KiB (a 64 MiB GET took 5.5 s, now 1 s).
+                "block_size": 1 << 20,
             }
         )
     )
