@@ -2,8 +2,9 @@
 
 ``pip install vaultfs`` installs the mount (the bridge and the client) and nothing
 else: the local vault's stack is the ``server`` extra (Starlette, Hypercorn,
-SQLAlchemy, Alembic, psycopg) and its S3 content store the ``s3`` extra (boto3 and
-botocore, which brings ``server`` along). A command that needs an extra that is not
+SQLAlchemy, Alembic, psycopg), its S3 content store the ``s3`` extra (boto3 and
+botocore, which brings ``server`` along), and the WebDAV front (``vaultfs webdav``) the
+``webdav`` extra (WsgiDAV, Hypercorn). A command that needs an extra that is not
 installed says which one in one line and exits with 2, before importing anything of it
 (so no traceback). A shared leaf: it imports nothing of vaultfs.
 """
@@ -19,12 +20,14 @@ __all__ = ["EXTRAS", "advice", "missing", "require"]
 EXTRAS: dict[str, tuple[str, ...]] = {
     "server": ("starlette", "hypercorn", "python_multipart", "sqlalchemy", "alembic", "psycopg"),
     "s3": ("boto3", "botocore"),
+    "webdav": ("wsgidav", "hypercorn"),
 }
 
 #: what each extra gives, for the message
 _WHAT = {
     "server": "the local vault",
     "s3": "the local vault's S3 content store",
+    "webdav": "the WebDAV front",
 }
 
 

@@ -95,7 +95,7 @@ def test_a_mount_loads_none_of_the_servers_stack() -> None:
     child = (
         "import json, sys, vaultfs.cli, vaultfs.bridge.daemon.mount\n"
         "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules}"
-        " & {'hypercorn', 'starlette', 'sqlalchemy', 'alembic', 'mako'})))\n"
+        " & {'hypercorn', 'starlette', 'sqlalchemy', 'alembic', 'mako', 'wsgidav'})))\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", child], capture_output=True, text=True, timeout=60, check=True

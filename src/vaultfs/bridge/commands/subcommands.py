@@ -1,11 +1,11 @@
 """Sub-commands of the bridge half: ``mount``, ``umount``, ``status``, ``flush``,
-``demo``, ``set-password``, ``login``, ``logout``, ``install-helper``, and ``actions``,
-``do``, ``event`` (``lifecycle``).
+``demo``, ``set-password``, ``login``, ``logout``, ``install-helper``, ``webdav``, and
+``actions``, ``do``, ``event`` (``lifecycle``).
 
 Owns the bridge's part of the command line: it registers each sub-command, the ones
-in a module of their own (``mount_command``; ``sign_in_commands``: set-password, login,
-logout; ``manage``, ``sync``, ``lifecycle``, ``search``) and the two small ones here, ``demo`` and
-``install-helper``.
+in a module of their own (``mount_command``; ``webdav_command``; ``sign_in_commands``:
+set-password, login, logout; ``manage``, ``sync``, ``lifecycle``, ``search``) and the
+two small ones here, ``demo`` and ``install-helper``.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from vaultfs.bridge.commands import (
     search,
     sign_in_commands,
     sync,
+    webdav_command,
 )
 from vaultfs.bridge.commands.log_options import log_level, logging_arguments
 from vaultfs.bridge.daemon.logs import setup_logging
@@ -37,6 +38,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     sync.register(sub)
     lifecycle.register(sub)
     search.register(sub)
+    webdav_command.register(sub)
 
     demo = sub.add_parser("demo", help="start a local demo vault and mount it")
     demo.add_argument("mountpoint", nargs="?", type=Path, default=Path.home() / "vaultfs-demo")

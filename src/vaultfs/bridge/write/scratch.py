@@ -57,10 +57,17 @@ def empty_private_dir(directory: Path) -> Path:
     return directory
 
 
+#: what Windows Explorer writes beside the files of a folder it shows
+_DESKTOP_FILES = frozenset({"desktop.ini", "thumbs.db"})
+
+
 def is_temporary_name(name: str) -> bool:
-    """Names that tools give temporary files: never a new document in a folder."""
+    """Names that tools give temporary files: never a new document in a folder.
+    (Finder's ``._*`` and ``.DS_Store`` and Office's ``~$*`` and ``~WRL*.tmp`` are
+    among the dot, tilde and .tmp names.)"""
     return (
-        name.startswith((".", "#", "~"))
+        name.lower() in _DESKTOP_FILES
+        or name.startswith((".", "#", "~"))
         or name.endswith(("~", ".swp", ".swx", ".tmp", ".part", "#"))
         or name.isdigit()  # vim's "4913" probe
         or (name.startswith("sed") and len(name) == 9)  # sed -i's sedXXXXXX

@@ -1,0 +1,127 @@
+"""``vaultfs webdav``: the vault's tree served over WebDAV, for Windows and macOS.
+
+Owns the command's arguments: which vault (a profile or a URL), who signs in (a
+password from ``--password-file``, the environment or the keyring: never argv), and
+where it listens. It listens on loopback by default, for the one user it signed in
+as; any other address is refused in this version (serving others needs TLS and a
+sign-in of each WebDAV user, not built yet). The front itself is ``bridge.webdav``,
+imported only when it starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import sys
+from pathlib import Path
+
+import trio
+
+from vaultfs import errors, extras
+from vaultfs.bridge.commands.credentials import CredentialError, find_password
+from vaultfs.bridge.commands.log_options import log_level, logging_arguments
+from vaultfs.bridge.commands.mount_request import DEFAULT_URL
+from vaultfs.bridge.daemon.config import default_cache_dir
+from vaultfs.bridge.daemon.logs import setup_logging
+from vaultfs.profiles import ProfileError, load_profile, names_profile
+
+__all__ = ["parse_listen", "register"]
+
+#: where the front listens unless told otherwise
+DEFAULT_LISTEN = "127.0.0.1:8818"
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``webdav`` to the ``vaultfs`` parser."""
+    webdav = sub.add_parser(
+        "webdav",
+        help="serve the vault's tree over WebDAV (a network drive for Windows and macOS)",
+        usage="vaultfs webdav [PROFILE | URL] [--user NAME] [--listen ADDR:PORT] [options]",
+    )
+    webdav.add_argument("target", nargs="?", metavar="PROFILE|URL", help=f"default {DEFAULT_URL}")
+    webdav.add_argument("--user", help="user name to sign in as")
+    webdav.add_argument(
+        "--password-file", type=Path, help="read the password from this 0600 file (first line)"
+    )
+    webdav.add_argument(
+        "--listen", default=DEFAULT_LISTEN, metavar="ADDR:PORT", help=f"default {DEFAULT_LISTEN}"
+    )
+    webdav.add_argument("--cache-dir", type=Path, help="content cache and spool of the front")
+    webdav.add_argument("--read-only", action="store_true", help="refuse every change")
+    webdav.add_argument(
+        "--allow-delete", action="store_true", help="DELETE of a document deletes it in the vault"
+    )
+    webdav.add_argument(
+        "--poll-interval", type=float, default=30.0, help="seconds between index polls"
+    )
+    webdav.add_argument(
+        "--max-upload", type=int, default=256, metavar="MIB", help="largest PUT taken (MiB)"
+    )
+    logging_arguments(webdav)
+    webdav.set_defaults(handler=_webdav)
+
+
+def parse_listen(value: str) -> tuple[str, int]:
+    """``ADDR:PORT`` (``[v6]:PORT`` for IPv6); only a loopback address is taken."""
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ValueError(f"--listen wants ADDR:PORT, not {value!r}")
+    host = host.strip("[]") or "127.0.0.1"
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback:
+        raise ValueError(
+            f"--listen {value}: only a loopback address is served; other addresses need "
+            "TLS and a sign-in of each WebDAV user, which this version does not provide"
+        )
+    return host, int(port)
+
+
+def _webdav(args: argparse.Namespace) -> int:
+    if not extras.require("webdav", "vaultfs webdav"):
+        return 2
+    setup_logging(log_level(args), args.log_file)
+    try:
+        host, port = parse_listen(args.listen)
+        password_file = args.password_file
+        if args.target and names_profile(args.target):
+            profile = load_profile(args.target)
+            url, user = profile.url, args.user or profile.user
+            password_file = password_file or profile.password_file
+        else:
+            url, user = args.target or DEFAULT_URL, args.user
+        if not user:
+            raise ValueError("no user name: give --user NAME (or a profile)")
+        password = find_password(url, user, password_file)
+    except (ValueError, ProfileError, CredentialError) as exc:
+        print(f"vaultfs webdav: {exc}", file=sys.stderr)
+        return 2
+    from vaultfs.bridge.webdav.serve import WebdavConfig, run_webdav  # loads WsgiDAV
+
+    config = WebdavConfig(
+        url=url,
+        user=user,
+        password=password,
+        host=host,
+        port=port,
+        cache_dir=args.cache_dir or default_cache_dir(url, user).with_suffix(".webdav"),
+        poll_interval=args.poll_interval,
+        read_only=args.read_only,
+        allow_delete=args.allow_delete,
+        max_upload=args.max_upload << 20,
+    )
+    try:
+        trio.run(run_webdav, config, _ready)
+    except errors.VaultError as exc:
+        print(f"vaultfs webdav: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"vaultfs webdav: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _ready(address: str) -> None:
+    print(f"vaultfs webdav: serving at {address}", flush=True)

@@ -1,0 +1,259 @@
+"""The file system by path: the entry a front that names nodes by path uses (WebDAV).
+
+Owns turning a '/'-separated path into the node it names and running the file
+system's operations on it, through the very code the FUSE layer calls: each name is
+looked up in its parent by ``FileSystem.lookup`` (the overlay, the node families,
+the names' rules), so a path names exactly what the mount shows at that path. A
+lookup takes a reference to an inode, as the kernel's does; every reference taken
+here is given back before the operation returns, so a front holds no inode between
+requests. Paths are split on '/' only after the front decoded them; '.', '..' and
+empty names are refused, so no path leaves the tree whatever its encoding.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+from vaultfs import errors
+from vaultfs.bridge.fs.attributes import Attr
+from vaultfs.bridge.fs.filesystem import FileSystem
+from vaultfs.bridge.fs.inodes import ROOT_INODE
+from vaultfs.bridge.tree.keys import Kind
+
+__all__ = ["Entry", "PathFileSystem", "split"]
+
+#: links followed in one path at most (Linux's limit)
+_MAX_LINKS = 40
+#: the mode of a file a front creates (its document's source file once closed)
+_NEW_FILE_MODE = 0o644
+
+
+def split(path: str) -> list[str]:
+    """The names of ``path`` from the top of the tree; refuses what could leave it."""
+    names = [name for name in path.split("/") if name]
+    for name in names:
+        if name in (".", "..") or "\0" in name:
+            raise errors.InvalidName(f"no such name in a path: {name!r}")
+    return names
+
+
+def _joined(parents: list[str], target: str) -> list[str]:
+    """``parents`` (the folder of a link) and the link's relative ``target``."""
+    if target.startswith("/"):
+        raise errors.NotFound(f"a link out of the tree: {target}")
+    names = list(parents)
+    for name in target.split("/"):
+        if name in ("", "."):
+            continue
+        if name == "..":
+            if not names:
+                raise errors.NotFound(f"a link out of the tree: {target}")
+            names.pop()
+        else:
+            names.append(name)
+    return names
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A name in a listing and what it is."""
+
+    name: str
+    attr: Attr
+
+    @property
+    def is_dir(self) -> bool:
+        return stat.S_ISDIR(self.attr.mode)
+
+
+class PathFileSystem:
+    def __init__(self, filesystem: FileSystem) -> None:
+        self.fs = filesystem
+
+    @asynccontextmanager
+    async def _held(
+        self, names: list[str], *, follow: bool = True
+    ) -> AsyncIterator[tuple[int, Attr]]:
+        """The inode of ``names`` and its attributes, held while the body runs.
+        ``follow``: a link at the end is followed too (links on the way always are)."""
+        held: list[int] = []
+        try:
+            ino, attr = await self._walk(names, held, follow=follow)
+            yield ino, attr
+        finally:
+            for taken in held:
+                self.fs.forget(taken, 1)
+
+    async def _walk(self, names: list[str], held: list[int], *, follow: bool) -> tuple[int, Attr]:
+        """Look ``names`` up from the top, following the tree's links (relationships,
+        views) as the kernel would: WebDAV has no links, so a client sees the folder or
+        file a link leads to. A link's text is relative to its folder; one leading
+        above the top of the tree, or more than ``_MAX_LINKS`` of them, is refused."""
+        links = 0
+        while True:
+            ino, attr = ROOT_INODE, await self.fs.getattr(ROOT_INODE)
+            for position, name in enumerate(names):
+                attr = await self.fs.lookup(ino, name)
+                held.append(attr.ino)
+                last = position == len(names) - 1
+                if stat.S_ISLNK(attr.mode) and (follow or not last):
+                    links += 1
+                    if links > _MAX_LINKS:
+                        raise errors.NotFound(f"too many links in {'/'.join(names)}")
+                    target = await self.fs.readlink(attr.ino)
+                    names = _joined(names[:position], target) + names[position + 1 :]
+                    break
+                ino = attr.ino
+            else:
+                return ino, attr
+
+    async def is_link(self, path: str) -> bool:
+        """Whether ``path`` names a link (which the other calls follow)."""
+        async with self._held(split(path), follow=False) as (_, attr):
+            return stat.S_ISLNK(attr.mode)
+
+    async def stat(self, path: str) -> Attr:
+        async with self._held(split(path)) as (_, attr):
+            return attr
+
+    async def source_document(self, path: str) -> int | None:
+        """The document whose latest source file ``path`` is, None for anything else."""
+        async with self._held(split(path)) as (ino, _):
+            key = self.fs.inodes.key(ino)
+            key = self.fs.overlay.resolve(key) if key is not None else None
+            return key.doc_id if key is not None and key.kind == Kind.SRC else None
+
+    async def list(self, path: str) -> list[Entry]:
+        """The entries of the folder at ``path``; a link is shown as what it leads
+        to (and left out when it leads nowhere)."""
+        names = split(path)
+        async with self._held(names) as (ino, _):
+            fh = await self.fs.opendir(ino)
+            try:
+                entries = await self.fs.readdir(fh, 0)
+                self.fs.entries_not_returned(entries)  # nothing keeps them
+            finally:
+                self.fs.releasedir(fh)
+        listed = []
+        for _, name, _, attr in entries:
+            if stat.S_ISLNK(attr.mode):
+                try:
+                    attr = await self.stat("/".join([*names, name]))
+                except errors.VaultError:
+                    continue
+            listed.append(Entry(name, attr))
+        return listed
+
+    # --- content -------------------------------------------------------------------
+
+    async def open_read(self, path: str) -> tuple[int, bool, Attr | None]:
+        """A read-only open of the file at ``path``: (handle, shared, attributes).
+        The attributes are asked after the open, which learnt the exact size (a
+        listing's may be an estimate); None when no size is known (a file the mount
+        reads until a short read, such as the status file)."""
+        async with self._held(split(path)) as (ino, attr):
+            if stat.S_ISDIR(attr.mode):
+                raise errors.IsADirectory(path)
+            opened = await self.fs.open(ino, os.O_RDONLY)
+            if opened.direct_io:
+                return opened.fh, opened.shared, None
+            try:
+                attr = await self.fs.getattr(ino)
+            except BaseException:
+                if not opened.shared:
+                    await self.fs.release(opened.fh)
+                raise
+        return opened.fh, opened.shared, attr
+
+    async def open_write(self, path: str) -> int:
+        """An open that replaces the whole content of the file at ``path``, made when
+        missing; its writes, flush and release are a save as through the mount."""
+        names = split(path)
+        if not names:
+            raise errors.IsADirectory("the top of the tree")
+        async with self._held(names[:-1]) as (parent, _):
+            try:
+                attr = await self.fs.lookup(parent, names[-1])
+            except errors.NotFound:
+                opened, attr = await self.fs.create(
+                    parent, names[-1], _NEW_FILE_MODE, os.O_WRONLY | os.O_CREAT
+                )
+                self.fs.forget(attr.ino, 1)
+                return opened.fh
+            try:
+                if stat.S_ISDIR(attr.mode):
+                    raise errors.IsADirectory(path)
+                opened = await self.fs.open(attr.ino, os.O_WRONLY | os.O_TRUNC)
+            finally:
+                self.fs.forget(attr.ino, 1)
+        return opened.fh
+
+    async def read(self, fh: int, offset: int, size: int) -> bytes:
+        return await self.fs.read(fh, offset, size)
+
+    async def write(self, fh: int, offset: int, data: bytes) -> int:
+        return await self.fs.write(fh, offset, data)
+
+    async def close(self, fh: int, written: bool) -> None:
+        """The end of an open: a writer's content is made durable in the spool
+        (flush, whose errors are raised), then the release checks it in."""
+        try:
+            if written:
+                await self.fs.flush(fh)
+        finally:
+            await self.fs.release(fh)
+
+    # --- names ---------------------------------------------------------------------
+
+    async def mkdir(self, path: str) -> None:
+        names = split(path)
+        if not names:
+            raise errors.AlreadyExists("the top of the tree")
+        async with self._held(names[:-1]) as (parent, _):
+            attr = await self.fs.mkdir(parent, names[-1])
+            self.fs.forget(attr.ino, 1)
+
+    async def delete(self, path: str) -> None:
+        names = split(path)
+        if not names:
+            raise errors.OperationNotPermitted("the top of the tree")
+        async with self._held(names[:-1]) as (parent, _):
+            attr = await self.fs.lookup(parent, names[-1])  # a link itself, not followed
+            self.fs.forget(attr.ino, 1)
+            if stat.S_ISDIR(attr.mode):
+                await self.fs.rmdir(parent, names[-1])
+            else:
+                await self.fs.unlink(parent, names[-1])
+
+    async def move(self, old: str, new: str, replace: bool) -> None:
+        old_names, new_names = split(old), split(new)
+        if not old_names or not new_names:
+            raise errors.OperationNotPermitted("the top of the tree")
+        flags = 0 if replace else 1  # RENAME_NOREPLACE
+        async with (
+            self._held(old_names[:-1]) as (old_parent, _),
+            self._held(new_names[:-1]) as (new_parent, _),
+        ):
+            await self.fs.rename(old_parent, old_names[-1], new_parent, new_names[-1], flags)
+
+    # --- fields --------------------------------------------------------------------
+
+    async def xattrs(self, path: str) -> dict[str, bytes]:
+        """Every extended attribute of the node at ``path`` (its fields)."""
+        async with self._held(split(path)) as (ino, _):
+            values = {}
+            for name in await self.fs.listxattr(ino):
+                try:
+                    values[name] = await self.fs.getxattr(ino, name)
+                except errors.NoSuchAttribute:
+                    continue
+            return values
+
+    async def set_xattr(self, path: str, name: str, value: bytes | None) -> None:
+        """setfattr (or with None, setfattr -x) on the node at ``path``."""
+        async with self._held(split(path)) as (ino, _):
+            await self.fs.setxattr(ino, name, value)

@@ -1,0 +1,94 @@
+"""``vaultfs webdav`` as a child process, for tests (password via the environment)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+
+from vaultfs.testing.vault_process import (
+    ADMIN,
+    DEMO_PASSWORD,
+    end_process,
+    free_port,
+    wait_until,
+)
+
+__all__ = ["WebdavProcess"]
+
+
+class WebdavProcess:
+    def __init__(self, url: str, root: Path, *, user: str = ADMIN, args: list[str] | None = None):
+        self.url = url
+        self.user = user
+        self.port = free_port()
+        self.cache_dir = root / f"webdav-cache-{self.port}"
+        self.log_path = root / f"webdav-{self.port}.log"
+        self.args = args or []
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def address(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 30.0) -> WebdavProcess:
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "vaultfs",
+                "webdav",
+                self.url,
+                "--user",
+                self.user,
+                "--listen",
+                f"127.0.0.1:{self.port}",
+                "--cache-dir",
+                str(self.cache_dir),
+                "--log-level",
+                "DEBUG",
+                "--log-file",
+                str(self.log_path),
+                *self.args,
+            ],
+            env=dict(os.environ, VAULTFS_PASSWORD=DEMO_PASSWORD),
+            stdin=subprocess.DEVNULL,
+            stdout=self.log_path.with_suffix(".out").open("ab"),
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            wait_until(self._answers, timeout=timeout, what=f"webdav front on {self.address}")
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _answers(self) -> bool:
+        assert self.proc is not None
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"webdav exited with {self.proc.returncode}: {self.log()}")
+        try:
+            return httpx.request("OPTIONS", self.address + "/", timeout=2).status_code < 500
+        except httpx.HTTPError:
+            return False
+
+    def log(self) -> str:
+        try:
+            out = self.log_path.with_suffix(".out")
+            return self.log_path.read_text(errors="replace") + out.read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def stop(self, timeout: float = 15.0) -> None:
+        if self.proc is not None:
+            end_process(self.proc, timeout=timeout)
+            self.proc = None
+
+    def __enter__(self) -> WebdavProcess:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
