@@ -17,8 +17,6 @@ import logging
 import os
 from typing import Any, NoReturn
 
-import trio
-
 from vaultfs import errors
 from vaultfs.bridge.fs.attributes import BLOCK, Attr
 from vaultfs.bridge.fs.desktop import is_trash_name
@@ -73,12 +71,9 @@ class FileSystem:
         return typed(self.overlay.resolve(key))
 
     async def _ready(self) -> None:
-        if self.tree.index.ready.is_set():
-            return
-        with trio.move_on_after(self.options.index_wait):
-            await self.tree.index.ready.wait()
-        if not self.tree.index.ready.is_set():
-            raise errors.VaultUnavailable("the document index could not be read yet")
+        # A first build is waited for however long it takes: a listing is never
+        # partial, and never an error because the index is still being read.
+        await self.tree.index.wait_ready()
 
     async def _attributes(self, key: NodeKey, ino: int) -> Attr:
         """The attributes of node ``key`` (inode ``ino``)."""
