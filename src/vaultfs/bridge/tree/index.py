@@ -235,10 +235,12 @@ class DocumentIndex:
         )
         self.indexed = 0
         first = await self._page(0)
-        self.total = first.size
+        # The total as the vault says it (responseDetails.total, else the answer's size).
+        self.total = first.total if first.total is not None else first.size
         self._write_page(first.documents, build)
         last_full = len(first.documents) == self._page_size
-        starts = list(range(self._page_size, first.size, self._page_size)) if last_full else []
+        start = self._page_size
+        starts = list(range(start, self.total, self._page_size)) if last_full else []
         if starts:
             limiter = trio.Semaphore(self._concurrency)
             fulls: dict[int, bool] = {}
@@ -250,15 +252,15 @@ class DocumentIndex:
                 fulls[start] = len(page.documents) == self._page_size
 
             async with trio.open_nursery() as nursery:
-                for start in starts:
-                    nursery.start_soon(fetch, start)
+                for each in starts:
+                    nursery.start_soon(fetch, each)
             last_full = fulls[starts[-1]]
             start = starts[-1] + self._page_size
-            while last_full:  # the list grew while it was read
-                page = await self._page(start)
-                self._write_page(page.documents, build)
-                last_full = len(page.documents) == self._page_size
-                start += self._page_size
+        while last_full:  # the list is longer than said (or grew while it was read)
+            page = await self._page(start)
+            self._write_page(page.documents, build)
+            last_full = len(page.documents) == self._page_size
+            start += self._page_size
         gone = self.store.finish_build(build, {"complete": "1", "last_poll": started.isoformat()})
         self.documents.forget(gone)
         log.info("index: built, %d documents", len(self.store))
