@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from tests.conftest import API, login
+from tests.faultproxy import FaultProxy
 from vaultfs.bridge.tree.index_store import index_file_name
 from vaultfs.testing.mount_process import MountProcess, can_mount
 from vaultfs.testing.vault_process import EDITOR, VaultProcess, wait_until
@@ -96,9 +97,11 @@ def test_listing_during_the_first_build_waits_and_is_whole(
     fresh_vault: VaultProcess, api: httpx.Client, tmp_path: Path
 ) -> None:
     bulk_create(api, COUNT)
-    mount = MountProcess(fresh_vault.url, tmp_path, options="ro").start()
+    mount = MountProcess(fresh_vault.url, tmp_path, options="ro").start(wait_index=False)
     try:
-        # The mount answers before its index is read; the folder's listing waits for it.
+        # The mount answers before its index is read: .vaultfs at once, and the
+        # folder's listing waits for the build, then is whole.
+        assert isinstance(mount.status()["index"]["ready"], bool)
         listing = names(mount)
         assert sum(n.startswith("bulk ") for n in listing) == COUNT
         status = mount.status()["index"]
@@ -107,37 +110,78 @@ def test_listing_during_the_first_build_waits_and_is_whole(
         mount.stop()
 
 
-def _kill_during(mount: MountProcess, word: str) -> None:
-    """kill -9 the daemon once its log says ``word`` (a build or a catch-up began)."""
-    wait_until(lambda: word in mount.log(), timeout=30, what=word)
+def _kill(mount: MountProcess) -> None:
+    """kill -9 the daemon, and take its mount point back."""
     os.kill(mount.pid, signal.SIGKILL)
     assert mount.proc is not None
     mount.proc.wait(timeout=10)
     subprocess.run(["fusermount3", "-u", "-z", str(mount.mountpoint)], check=False)
 
 
-@pytest.mark.parametrize("during", ["building from the start", "catching up"])
-def test_kill_9_then_every_document_once_and_no_ghost(
-    fresh_vault: VaultProcess, api: httpx.Client, tmp_path: Path, during: str
+def _meta(path: Path) -> dict[str, str]:
+    with sqlite3.connect(path) as db:
+        return dict(db.execute("SELECT key, value FROM meta").fetchall())
+
+
+def test_kill_9_during_a_build_then_every_document_once_and_no_ghost(
+    fresh_vault: VaultProcess, api: httpx.Client, tmp_path: Path
 ) -> None:
     ids = bulk_create(api, COUNT)
     cache = tmp_path / "cache"
-    if during == "catching up":
-        MountProcess(fresh_vault.url, tmp_path / "a", cache_dir=cache).start().stop()
-    api.delete(f"/objects/documents/{ids[5]}").raise_for_status()
-    killed = MountProcess(fresh_vault.url, tmp_path / "b", cache_dir=cache)
-    try:
-        killed.start()
-        _kill_during(killed, during)
-    finally:
-        killed.stop()
-    mount = MountProcess(fresh_vault.url, tmp_path / "c", cache_dir=cache).start()
-    try:
-        listing = names(mount)
-        bulk = [n for n in listing if n.startswith("bulk ")]
-        assert len(bulk) == len(set(bulk)) == COUNT - 1 and "bulk 5" not in bulk
-    finally:
-        mount.stop()
+    with FaultProxy(fresh_vault.port, seed=1, share=0.0) as proxy:
+        # The build's last page is held: two pages are written when the daemon dies.
+        held = proxy.hold("GET", "start=400")
+        killed = MountProcess(proxy.url, tmp_path / "a", cache_dir=cache)
+        try:
+            killed.start(wait_index=False)
+            wait_until(held.holding.is_set, timeout=60, what="the build's last page")
+            _kill(killed)
+        finally:
+            held.release()
+            killed.stop()
+        assert _meta(index_file(killed))["complete"] == "0"
+        api.delete(f"/objects/documents/{ids[-1]}").raise_for_status()  # on a written page
+        mount = MountProcess(proxy.url, tmp_path / "b", cache_dir=cache).start()
+        try:
+            bulk = [n for n in names(mount) if n.startswith("bulk ")]
+            assert len(bulk) == len(set(bulk)) == COUNT - 1
+            assert f"bulk {COUNT - 1}" not in bulk
+            assert "an interrupted build" in mount.log()
+        finally:
+            mount.stop()
+
+
+def test_kill_9_during_a_catch_up_leaves_the_last_poll_then_every_change_shows(
+    fresh_vault: VaultProcess, api: httpx.Client, tmp_path: Path
+) -> None:
+    ids = bulk_create(api, COUNT)
+    cache = tmp_path / "cache"
+    with FaultProxy(fresh_vault.port, seed=1, share=0.0) as proxy:
+        MountProcess(proxy.url, tmp_path / "a", cache_dir=cache).start().stop()
+        path = index_file(MountProcess(proxy.url, tmp_path / "a", cache_dir=cache))
+        polled = _meta(path)["last_poll"]
+        api.delete(f"/objects/documents/{ids[5]}").raise_for_status()
+        api.put(f"/objects/documents/{ids[6]}", data={"name__v": "moved on"}).raise_for_status()
+        # The catch-up has read the changed page when its deletions answer is held.
+        held = proxy.hold("GET", "/objects/deletions/documents")
+        killed = MountProcess(proxy.url, tmp_path / "b", cache_dir=cache)
+        try:
+            killed.start(wait_index=False)
+            wait_until(held.holding.is_set, timeout=60, what="the catch-up's deletions")
+            _kill(killed)
+        finally:
+            held.release()
+            killed.stop()
+        # All or nothing: nothing of the catch-up was kept.
+        assert _meta(path)["last_poll"] == polled
+        mount = MountProcess(proxy.url, tmp_path / "c", cache_dir=cache).start()
+        try:
+            listing = names(mount)
+            bulk = [n for n in listing if n.startswith("bulk ")]
+            assert len(bulk) == len(set(bulk)) == COUNT - 2
+            assert "bulk 5" not in bulk and "bulk 6" not in bulk and "moved on" in listing
+        finally:
+            mount.stop()
 
 
 def _set_last_poll(path: Path, when: str) -> None:

@@ -29,7 +29,7 @@ from vaultfs.bridge.fs.options import Options
 from vaultfs.bridge.nodes.family import Change, Move
 from vaultfs.bridge.nodes.parts import Parts, is_writing
 from vaultfs.bridge.tree import nodes, xattrs
-from vaultfs.bridge.tree.keys import ROOT, FolderKey, Kind, NodeKey, typed
+from vaultfs.bridge.tree.keys import ROOT, ControlKey, FolderKey, Kind, NodeKey, typed
 from vaultfs.bridge.write.scratch import makes_document
 
 __all__ = ["Attr", "FileSystem", "Opened", "Options", "no_entry_invalidation", "no_invalidation"]
@@ -74,7 +74,11 @@ class FileSystem:
             raise errors.NotFound(f"inode {ino} is not known")
         return typed(self.overlay.resolve(key))
 
-    async def _ready(self) -> None:
+    async def _ready(self, key: NodeKey | None = None) -> None:
+        """Wait for the index's first reading, unless ``key`` needs none (``.vaultfs``
+        and what it holds answer at once)."""
+        if key is not None and key.kind in ControlKey.KINDS:
+            return
         # A first build is waited for however long it takes: a listing is never
         # partial, and never an error because the index is still being read.
         await self.tree.index.wait_ready()
@@ -90,8 +94,10 @@ class FileSystem:
         return attr
 
     async def lookup(self, parent: int, name: str) -> Attr:
-        await self._ready()
-        child = await self.overlay.child(self._key(parent), name)
+        parent_key = self._key(parent)
+        if not (parent_key == ROOT and name in self.registry.root_names):
+            await self._ready(parent_key)
+        child = await self.overlay.child(parent_key, name)
         if child is None:
             raise errors.NotFound(name)
         return await self._entry(child, parent, name)
@@ -121,7 +127,7 @@ class FileSystem:
     async def getattr(self, ino: int) -> Attr:
         key = self._key(ino)
         if key != ROOT:
-            await self._ready()
+            await self._ready(key)
         return await self._attributes(key, ino)
 
     # --- directories -------------------------------------------------------------
@@ -132,7 +138,7 @@ class FileSystem:
             raise errors.NotADirectory("not a directory")
         if key.kind in nodes.DETAILS_DIRS:  # listed from its details: read ahead
             self.parts.prefetch.details_needed(key.doc_id)
-        await self._ready()
+        await self._ready(key)
         # Subdirectories before files: an ``rm -r`` walk of a version directory then
         # empties its renditions before the version file's removal deletes the version.
         listing = sorted(
