@@ -195,6 +195,11 @@ class IndexStore:
             args = (type_, subtype, classification)
         return list(self._db.execute(f"SELECT id, name FROM documents WHERE {query}", args))
 
+    def stamps(self) -> Iterator[tuple[int, str | None]]:
+        """(id, version_modified_date__v) of every document, without the records."""
+        for doc_id, modified in self._db.execute("SELECT id, modified FROM documents"):
+            yield doc_id, modified or None
+
     def folder_rows(self) -> Iterator[tuple[int, str, str, str, str, str]]:
         """(id, type, subtype, classification, name, modified) of every document: what
         the folder tree needs, without the records."""
