@@ -29,7 +29,15 @@ from vaultfs.bridge.fs.options import Options
 from vaultfs.bridge.nodes.family import Change, Move
 from vaultfs.bridge.nodes.parts import Parts, is_writing
 from vaultfs.bridge.tree import nodes, xattrs
-from vaultfs.bridge.tree.keys import ROOT, ControlKey, FolderKey, Kind, NodeKey, typed
+from vaultfs.bridge.tree.keys import (
+    ROOT,
+    ControlKey,
+    DocumentKey,
+    FolderKey,
+    Kind,
+    NodeKey,
+    typed,
+)
 from vaultfs.bridge.write.scratch import makes_document
 
 __all__ = ["Attr", "FileSystem", "Opened", "Options", "no_entry_invalidation", "no_invalidation"]
@@ -168,6 +176,10 @@ class FileSystem:
         # each request costs the same at the end of a big folder as at its start (the
         # attributes of every entry left were made, then given back, per request).
         end = min(len(listing), start + READDIR_BATCH)
+        # The batch's records in a few queries of the index, not one each.
+        self.tree.index.documents.preload(
+            key.doc_id for _, key in listing[start:end] if isinstance(key, DocumentKey)
+        )
         try:
             for position in range(start, end):
                 name, key = listing[position]

@@ -169,6 +169,15 @@ class IndexStore:
         row = self._db.execute("SELECT record FROM documents WHERE id = ?", (doc_id,)).fetchone()
         return None if row is None else json.loads(row[0])
 
+    def get_many(self, doc_ids: list[int]) -> Iterator[tuple[int, Record]]:
+        """(id, record) of those of ``doc_ids`` the index holds: one query per 500."""
+        for first in range(0, len(doc_ids), 500):
+            part = doc_ids[first : first + 500]
+            marks = ",".join("?" * len(part))
+            query = f"SELECT id, record FROM documents WHERE id IN ({marks})"
+            for doc_id, text in self._db.execute(query, part):
+                yield doc_id, json.loads(text)
+
     def __len__(self) -> int:
         return int(self._db.execute("SELECT count(*) FROM documents").fetchone()[0])
 
@@ -293,6 +302,13 @@ class Records(Mapping[int, Record]):
 
     def values(self) -> Iterator[Record]:  # type: ignore[override]
         return (record for _, record in self._store.items())
+
+    def preload(self, doc_ids: Iterable[int]) -> None:
+        """Bring the records of ``doc_ids`` into memory in a few queries (a listing's
+        page of documents is about to be asked for one by one)."""
+        missing = [d for d in doc_ids if d not in self._cache]
+        for doc_id, record in self._store.get_many(missing[: int(self._cache.maxsize) // 2]):
+            self._cache[doc_id] = record
 
     def forget(self, doc_ids: Iterable[int]) -> None:
         """Drop what memory holds of ``doc_ids`` (they changed in the store)."""
