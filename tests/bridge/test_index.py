@@ -7,7 +7,8 @@ from pathlib import Path
 import trio
 import trio.testing
 
-from vaultfs.bridge.tree.index import DocumentIndex, TypeCatalog
+from vaultfs.bridge.tree.catalog import TypeCatalog
+from vaultfs.bridge.tree.index import DocumentIndex
 from vaultfs.bridge.tree.index_store import IndexStore
 
 from .fakevault import FakeVault

@@ -51,7 +51,8 @@ from vaultfs.bridge.nodes.renditions import Renditions
 from vaultfs.bridge.nodes.search import Search
 from vaultfs.bridge.nodes.sources import Sources
 from vaultfs.bridge.nodes.versions import Versions
-from vaultfs.bridge.tree.index import DocumentIndex, TypeCatalog
+from vaultfs.bridge.tree.catalog import TypeCatalog
+from vaultfs.bridge.tree.index import DocumentIndex
 from vaultfs.bridge.tree.index_store import IndexStore
 from vaultfs.bridge.tree.keys import ROOT
 from vaultfs.bridge.tree.tree import Tree

@@ -19,8 +19,9 @@ from typing import Any, Protocol
 
 from vaultfs import errors
 from vaultfs.bridge.tree import keys, nodes
+from vaultfs.bridge.tree.catalog import TypeCatalog
 from vaultfs.bridge.tree.filenames import Sibling, assign_names
-from vaultfs.bridge.tree.index import DocumentIndex, Record, TypeCatalog
+from vaultfs.bridge.tree.index import DocumentIndex, Record
 from vaultfs.bridge.tree.listing_cache import ListingCache
 from vaultfs.bridge.tree.locks import KeyedLocks
 from vaultfs.bridge.tree.nodes import (
