@@ -23,6 +23,7 @@ async def test_cold_build_reads_one_page_per_200_documents() -> None:
     assert len(index.documents) == 450
     assert vault.calls["list_documents"] == 3
     assert index.ready.is_set()
+    assert index.indexed == index.total == 450 and index.seconds_left() is None
 
 
 async def test_refresh_with_nothing_new_costs_one_page_and_one_deletion_call() -> None:

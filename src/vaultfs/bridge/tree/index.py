@@ -70,6 +70,7 @@ class DocumentIndex:
         #: a build's progress: documents written of the list's total (None: not known)
         self.indexed = 0
         self.total: int | None = None
+        self._build_clock: float | None = None
         self._attempt_done = trio.Event()
         self._poked = trio.Event()
         self._last_poll: datetime | None = None
@@ -117,6 +118,7 @@ class DocumentIndex:
             (), meta={"complete": "0", "build": str(build), "build_started": started.isoformat()}
         )
         self.indexed = 0
+        self._build_clock = time.monotonic()
         first = await self._page(0)
         # The total as the vault says it (responseDetails.total, else the answer's size).
         self.total = first.total if first.total is not None else first.size
@@ -156,7 +158,9 @@ class DocumentIndex:
         changed = [int(r["id"]) for r in records if self.documents.get(int(r["id"])) != r]
         self.store.put_many(records, build=build)
         self.documents.forget(changed)
-        self.indexed += len(records)
+        before, self.indexed = self.indexed, self.indexed + len(records)
+        if self.total and self.indexed * 10 // self.total > before * 10 // self.total:
+            log.info("index: %d of %d documents", min(self.indexed, self.total), self.total)
         for doc_id in changed:
             for callback in self.on_change:
                 callback(doc_id)
@@ -249,6 +253,15 @@ class DocumentIndex:
             self.store.put_many((), [doc_id])
             self.documents.forget([doc_id])
             self._finish(None, {doc_id})
+
+    def seconds_left(self) -> float | None:
+        """A build's time left at the pace so far (None: no build, or no pace yet)."""
+        if self.ready.is_set() or self._build_clock is None or not self.total:
+            return None
+        if not self.indexed:
+            return None
+        spent = time.monotonic() - self._build_clock
+        return max(0.0, spent * (self.total - self.indexed) / self.indexed)
 
     async def wait_ready(self) -> None:
         """Wait for the first reading of the index; raises the vault's error when an
