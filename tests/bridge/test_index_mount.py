@@ -88,7 +88,7 @@ def test_second_mount_catches_up_in_a_few_calls_and_sees_changes_made_meanwhile(
         assert "bulk 0" not in listing and "bulk 1" not in listing
         assert "renamed meanwhile" in listing
         assert len(listing) == len(before) - 1 and len(set(listing)) == len(listing)
-        assert "catching up" in second.log()
+        assert "catching up" in second.log_path.read_text(errors="replace")
     finally:
         second.stop()
 
@@ -146,7 +146,7 @@ def test_kill_9_during_a_build_then_every_document_once_and_no_ghost(
             bulk = [n for n in names(mount) if n.startswith("bulk ")]
             assert len(bulk) == len(set(bulk)) == COUNT - 1
             assert f"bulk {COUNT - 1}" not in bulk
-            assert "an interrupted build" in mount.log()
+            assert "an interrupted build" in mount.log_path.read_text(errors="replace")
         finally:
             mount.stop()
 
@@ -204,7 +204,7 @@ def test_an_old_index_and_a_corrupt_one_are_built_again(
     mount = MountProcess(fresh_vault.url, tmp_path / "b", cache_dir=cache).start()
     try:
         assert len(names(mount)) >= COUNT
-        assert "older than the vault keeps deletions" in mount.log()
+        assert "older than the vault keeps deletions" in mount.log_path.read_text(errors="replace")
     finally:
         mount.stop()
     path.write_bytes(b"not an index at all" * 100)
@@ -213,7 +213,7 @@ def test_an_old_index_and_a_corrupt_one_are_built_again(
     mount = MountProcess(fresh_vault.url, tmp_path / "c", cache_dir=cache).start()
     try:
         assert sum(n.startswith("bulk ") for n in names(mount)) == COUNT
-        assert "set aside" in mount.log()
+        assert "set aside" in mount.log_path.read_text(errors="replace")
         assert list(path.parent.glob(path.name + ".corrupt-*"))
     finally:
         mount.stop()
@@ -233,6 +233,6 @@ def test_one_users_index_is_never_read_for_another(
     try:
         names(other)
         assert index_file(other) != index_file(admin)
-        assert "building from the start: no index yet" in other.log()
+        assert "building from the start: no index yet" in other.log_path.read_text(errors="replace")
     finally:
         other.stop()
