@@ -14,7 +14,8 @@ from vaultfs.bridge.fs.filesystem import FileSystem
 from vaultfs.bridge.nodes.family import Family
 from vaultfs.bridge.nodes.registry import Registry
 from vaultfs.bridge.tree import keys
-from vaultfs.bridge.tree.index import DocumentIndex, TypeCatalog
+from vaultfs.bridge.tree.catalog import TypeCatalog
+from vaultfs.bridge.tree.index import DocumentIndex
 from vaultfs.bridge.tree.keys import ROOT, Kind, NodeKey, SourceKey, typed
 from vaultfs.bridge.tree.tree import Tree
 

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import trio
 import trio.testing
 
-from vaultfs.bridge.tree.index import DocumentIndex, TypeCatalog
+from vaultfs.bridge.tree.catalog import TypeCatalog
+from vaultfs.bridge.tree.index import DocumentIndex
+from vaultfs.bridge.tree.index_store import IndexStore
 
 from .fakevault import FakeVault
 
@@ -19,6 +23,7 @@ async def test_cold_build_reads_one_page_per_200_documents() -> None:
     assert len(index.documents) == 450
     assert vault.calls["list_documents"] == 3
     assert index.ready.is_set()
+    assert index.indexed == index.total == 450 and index.seconds_left() is None
 
 
 async def test_refresh_with_nothing_new_costs_one_page_and_one_deletion_call() -> None:
@@ -76,7 +81,7 @@ async def test_type_labels_are_read_once() -> None:
     assert vault.calls["document_types"] == 1 and vault.calls["document_type"] == 1
 
 
-async def test_equal_values_of_records_are_one_object_and_records_stay_equal() -> None:
+async def test_records_stay_equal_to_what_the_vault_sent() -> None:
     vault = FakeVault()
     ids = [vault.add(f"doc {i}") for i in range(3)]
     for doc_id in ids:
@@ -84,8 +89,7 @@ async def test_equal_values_of_records_are_one_object_and_records_stay_equal() -
     index = DocumentIndex(vault)
     await index.build()
     first, second = index.documents[ids[0]], index.documents[ids[1]]
-    assert first["owner__v"] is second["owner__v"] == {"users": [2], "groups": []}
-    assert first["type__v"] is second["type__v"]
+    assert first["owner__v"] == second["owner__v"] == {"users": [2], "groups": []}
     assert first == vault.docs[ids[0]][-1].record  # equal to what the vault sent, as before
     vault.rename(ids[0], "renamed")
     assert await index.refresh() == {ids[0]}  # nothing else looks changed
@@ -106,3 +110,47 @@ async def test_a_poll_asked_for_out_of_turn_runs_at_once_and_is_answered() -> No
         assert {r["name__v"] for r in index.documents.values()} == {"first", "made elsewhere"}
         assert index.polls_asked == index.polls_answered == 1 and index.poll_error is None
         nursery.cancel_scope.cancel()
+
+
+async def test_an_index_on_disk_is_caught_up_not_built_again(tmp_path: Path) -> None:
+    vault = FakeVault()
+    ids = [vault.add(f"doc {i}") for i in range(450)]
+    path = tmp_path / "index.sqlite"
+    first = DocumentIndex(vault, store=IndexStore(path, vault_url="http://v", user="u"))
+    await first.refresh()
+    assert vault.calls["list_documents"] == 3 and (path.stat().st_mode & 0o777) == 0o600
+    first.store.close()
+    vault.rename(ids[0], "renamed")
+    vault.delete(ids[1])
+    vault.calls.clear()
+    second = DocumentIndex(vault, store=IndexStore(path, vault_url="http://v", user="u"))
+    assert second.start_reason() is None
+    await second.refresh()
+    assert vault.calls["list_documents"] == 2  # the changed page and the next, not three
+    assert second.documents[ids[0]]["name__v"] == "renamed" and ids[1] not in second.documents
+    assert len(second.documents) == 449 and second.ready.is_set()
+
+
+def test_another_users_or_schemas_or_a_corrupt_index_is_set_aside(tmp_path: Path) -> None:
+    path = tmp_path / "index.sqlite"
+    IndexStore(path, vault_url="http://v", user="u").close()
+    other = IndexStore(path, vault_url="http://v", user="someone else")
+    assert other.set_aside is not None and "another user" in other.set_aside
+    other.close()
+    path.write_bytes(b"garbage" * 1000)
+    for side in tmp_path.glob("index.sqlite-*"):
+        side.unlink()
+    broken = IndexStore(path, vault_url="http://v", user="u")
+    assert broken.set_aside is not None and list(tmp_path.glob("index.sqlite.corrupt-*"))
+    assert DocumentIndex(FakeVault(), store=broken).start_reason() == broken.set_aside
+
+
+async def test_an_index_polled_before_the_deletion_window_is_built_again(tmp_path: Path) -> None:
+    vault = FakeVault()
+    vault.add("one")
+    store = IndexStore(tmp_path / "index.sqlite", vault_url="http://v", user="u")
+    index = DocumentIndex(vault, store=store)
+    await index.refresh()
+    store.set_meta("last_poll", "2000-01-01T00:00:00+00:00")
+    again = DocumentIndex(vault, store=store)
+    assert "older than the vault keeps deletions" in (again.start_reason() or "")

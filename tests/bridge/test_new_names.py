@@ -11,7 +11,7 @@ import pytest
 from vaultfs import errors
 from vaultfs.bridge.fs.filesystem import FileSystem
 from vaultfs.bridge.fs.new_names import NameRules
-from vaultfs.bridge.tree.index import TypeCatalog
+from vaultfs.bridge.tree.catalog import TypeCatalog
 from vaultfs.bridge.tree.nodes import Kind, NodeKey
 
 from .fakevault import FakeVault

@@ -74,7 +74,9 @@ class MountProcess:
         assert self.proc is not None
         return self.proc.pid
 
-    def start(self, timeout: float = 30.0) -> MountProcess:
+    def start(self, timeout: float = 30.0, *, wait_index: bool = True) -> MountProcess:
+        """Mount, and (``wait_index``) wait until the first reading of the index is
+        done, as a mount answered only then before ``.vaultfs`` answered at once."""
         self.mountpoint.mkdir(parents=True, exist_ok=True)
         env = dict(os.environ, VAULTFS_PASSWORD=DEMO_PASSWORD)
         if self.python is not None:
@@ -104,6 +106,12 @@ class MountProcess:
         )
         try:
             wait_until(self._answers, timeout=timeout, what=f"mount at {self.mountpoint}")
+            if wait_index:
+                wait_until(
+                    lambda: self.status()["index"]["ready"],
+                    timeout=max(timeout, 60.0),
+                    what=f"the index of the mount at {self.mountpoint}",
+                )
         except BaseException:
             self.stop()
             raise

@@ -192,7 +192,14 @@ def format_status(status: dict[str, Any]) -> str:
         (
             "index",
             f"{index.get('documents')} documents, refreshed {_age(index.get('age_seconds'))}"
-            + (" ago" if index.get("age_seconds") is not None else ""),
+            + (" ago" if index.get("age_seconds") is not None else "")
+            if index.get("ready", True)
+            else f"building: {index.get('indexed', 0)} of {index.get('total') or '?'} documents"
+            + (
+                f", about {_age(index['seconds_left'])} left"
+                if index.get("seconds_left") is not None
+                else ""
+            ),
         ),
         (
             "cache",

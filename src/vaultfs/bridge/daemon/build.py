@@ -51,7 +51,9 @@ from vaultfs.bridge.nodes.renditions import Renditions
 from vaultfs.bridge.nodes.search import Search
 from vaultfs.bridge.nodes.sources import Sources
 from vaultfs.bridge.nodes.versions import Versions
-from vaultfs.bridge.tree.index import DocumentIndex, TypeCatalog
+from vaultfs.bridge.tree.catalog import TypeCatalog
+from vaultfs.bridge.tree.index import DocumentIndex
+from vaultfs.bridge.tree.index_store import IndexStore
 from vaultfs.bridge.tree.keys import ROOT
 from vaultfs.bridge.tree.tree import Tree
 from vaultfs.bridge.write.creating import Creator
@@ -145,15 +147,17 @@ def build_daemon(
     invalidate_attr: Callable[[int], None] = no_invalidation,
     invalidate_entry: Callable[[int, str, int], None] = no_entry_invalidation,
     name_events: NameEvents | None = None,
+    index_store: IndexStore | None = None,
 ) -> Daemon:
     """The daemon of a mount over ``client``; without a ``spool`` nothing can be
     written (a read-only mount). ``status_extra``: what the mount adds to the status
     file; ``invalidate_attr``/``invalidate_entry``: tell the kernel to forget an
     inode's attributes / a name in a directory (never wait); ``name_events``: raise
     inotify events for names that appear or go by themselves (``fs.desktop``; None
-    without a kernel)."""
+    without a kernel); ``index_store``: where the document index is kept (None: in
+    memory)."""
     started = time.time()
-    index = DocumentIndex(client)
+    index = DocumentIndex(client, store=index_store)
     catalog = TypeCatalog(client)
     registry = families(
         spool.directory if spool is not None else None, client, options.poll_interval

@@ -29,6 +29,7 @@ from vaultfs.bridge.daemon.notify import notify
 from vaultfs.bridge.daemon.ownership import owning
 from vaultfs.bridge.daemon.signals import on_signals
 from vaultfs.bridge.fs.options import Options
+from vaultfs.bridge.tree.index_store import IndexStore, index_file_name
 from vaultfs.client import Credentials, VaultClient
 
 __all__ = ["run_mount"]
@@ -87,6 +88,13 @@ async def run_mount(config: MountConfig, ready: Callable[[], None] | None = None
         spool = None
         if not config.read_only:  # the write-back spool makes its private directory
             spool = SpoolSettings(config.cache_dir / "spool", user_id=client.user_id)
+        # One index file per vault and user, named by both and holding both.
+        store = IndexStore(
+            config.cache_dir / "index" / index_file_name(config.url, config.user),
+            vault_url=config.url,
+            user=config.user,
+        )
+        stack.callback(store.close)
         events = NameEvents(str(config.mountpoint.absolute()), fuse.forget_entry, fuse.delete_entry)
         daemon = build_daemon(
             client,
@@ -98,6 +106,7 @@ async def run_mount(config: MountConfig, ready: Callable[[], None] | None = None
             invalidate_attr=fuse.invalidate_attr,
             invalidate_entry=fuse.invalidate_entry,
             name_events=events,
+            index_store=store,
         )
         filesystem = daemon.filesystem
         fuse.init(

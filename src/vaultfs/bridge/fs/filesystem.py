@@ -17,8 +17,6 @@ import logging
 import os
 from typing import Any, NoReturn
 
-import trio
-
 from vaultfs import errors
 from vaultfs.bridge.fs.attributes import BLOCK, Attr
 from vaultfs.bridge.fs.desktop import is_trash_name
@@ -31,12 +29,24 @@ from vaultfs.bridge.fs.options import Options
 from vaultfs.bridge.nodes.family import Change, Move
 from vaultfs.bridge.nodes.parts import Parts, is_writing
 from vaultfs.bridge.tree import nodes, xattrs
-from vaultfs.bridge.tree.keys import ROOT, FolderKey, Kind, NodeKey, typed
+from vaultfs.bridge.tree.keys import (
+    ROOT,
+    ControlKey,
+    DocumentKey,
+    FolderKey,
+    Kind,
+    NodeKey,
+    typed,
+)
 from vaultfs.bridge.write.scratch import makes_document
 
 __all__ = ["Attr", "FileSystem", "Opened", "Options", "no_entry_invalidation", "no_invalidation"]
 
 log = logging.getLogger(__name__)
+
+#: entries one readdir answer is made of: more than a reply buffer of 4 KiB, or of
+#: 128 KiB with readdirplus, ever holds (names of 20 bytes: about 80 and 500)
+READDIR_BATCH = 512
 
 #: rename(2) flags (linux/fs.h)
 _RENAME_NOREPLACE = 1
@@ -72,13 +82,14 @@ class FileSystem:
             raise errors.NotFound(f"inode {ino} is not known")
         return typed(self.overlay.resolve(key))
 
-    async def _ready(self) -> None:
-        if self.tree.index.ready.is_set():
+    async def _ready(self, key: NodeKey | None = None) -> None:
+        """Wait for the index's first reading, unless ``key`` needs none (``.vaultfs``
+        and what it holds answer at once)."""
+        if key is not None and key.kind in ControlKey.KINDS:
             return
-        with trio.move_on_after(self.options.index_wait):
-            await self.tree.index.ready.wait()
-        if not self.tree.index.ready.is_set():
-            raise errors.VaultUnavailable("the document index could not be read yet")
+        # A first build is waited for however long it takes: a listing is never
+        # partial, and never an error because the index is still being read.
+        await self.tree.index.wait_ready()
 
     async def _attributes(self, key: NodeKey, ino: int) -> Attr:
         """The attributes of node ``key`` (inode ``ino``)."""
@@ -91,8 +102,10 @@ class FileSystem:
         return attr
 
     async def lookup(self, parent: int, name: str) -> Attr:
-        await self._ready()
-        child = await self.overlay.child(self._key(parent), name)
+        parent_key = self._key(parent)
+        if not (parent_key == ROOT and name in self.registry.root_names):
+            await self._ready(parent_key)
+        child = await self.overlay.child(parent_key, name)
         if child is None:
             raise errors.NotFound(name)
         return await self._entry(child, parent, name)
@@ -122,7 +135,7 @@ class FileSystem:
     async def getattr(self, ino: int) -> Attr:
         key = self._key(ino)
         if key != ROOT:
-            await self._ready()
+            await self._ready(key)
         return await self._attributes(key, ino)
 
     # --- directories -------------------------------------------------------------
@@ -133,7 +146,7 @@ class FileSystem:
             raise errors.NotADirectory("not a directory")
         if key.kind in nodes.DETAILS_DIRS:  # listed from its details: read ahead
             self.parts.prefetch.details_needed(key.doc_id)
-        await self._ready()
+        await self._ready(key)
         # Subdirectories before files: an ``rm -r`` walk of a version directory then
         # empties its renditions before the version file's removal deletes the version.
         listing = sorted(
@@ -159,8 +172,16 @@ class FileSystem:
         listing = self.handles.dir(fh)
         parent = self._dir_inodes[fh]
         entries: list[tuple[int, str, NodeKey, Attr]] = []
+        # At most a reply's worth: the kernel asks again from where a reply ended, so
+        # each request costs the same at the end of a big folder as at its start (the
+        # attributes of every entry left were made, then given back, per request).
+        end = min(len(listing), start + READDIR_BATCH)
+        # The batch's records in a few queries of the index, not one each.
+        self.tree.index.documents.preload(
+            key.doc_id for _, key in listing[start:end] if isinstance(key, DocumentKey)
+        )
         try:
-            for position in range(start, len(listing)):
+            for position in range(start, end):
                 name, key = listing[position]
                 ino = self.inodes.lookup(key)
                 try:

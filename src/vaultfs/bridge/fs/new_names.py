@@ -23,8 +23,8 @@ from __future__ import annotations
 import logging
 
 from vaultfs import errors
+from vaultfs.bridge.tree.catalog import TypeCatalog
 from vaultfs.bridge.tree.filenames import MAX_NAME_BYTES, unescape
-from vaultfs.bridge.tree.index import TypeCatalog
 from vaultfs.bridge.tree.nodes import FOLDERS, NodeKey
 from vaultfs.bridge.write.scratch import makes_document, new_document_name
 

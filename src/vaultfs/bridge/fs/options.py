@@ -25,7 +25,5 @@ class Options:
     local_timeout: float = 1.0
     #: seconds between index polls (a search's or a view's answer is kept as long)
     poll_interval: float = 30.0
-    #: longest an operation waits for the first index build
-    index_wait: float = 60.0
     uid: int = field(default_factory=os.getuid)
     gid: int = field(default_factory=os.getgid)

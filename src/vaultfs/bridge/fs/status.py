@@ -83,6 +83,11 @@ class StatusReport:
             "index": {
                 "documents": len(index.documents),
                 "ready": index.ready.is_set(),
+                # a build's progress: documents indexed of the list's total
+                "indexed": index.indexed,
+                "total": index.total,
+                "seconds_left": index.seconds_left(),
+                "file": str(index.store.path) if index.store.path is not None else None,
                 "age_seconds": None
                 if refreshed is None
                 else round(time.monotonic() - refreshed, 3),

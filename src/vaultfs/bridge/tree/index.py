@@ -1,11 +1,11 @@
 """The document index: every document's latest record, kept fresh cheaply.
 
-Owns the one list of all documents the tree is built from, and the type metadata
-(labels of types, subtypes and classifications). The index is built from list pages
+Owns the one list of all documents the tree is built from. The index is built from list pages
 of 200 sorted by ``version_modified_date__v desc`` and refreshed incrementally: pages
 are read newest-modified first until a page holds only records already known with the
-same modification date, then deletions since the last poll are applied. Nothing
-secret is kept, and nothing is written to disk.
+same modification date, then deletions since the last poll are applied, all in one
+transaction of the ``IndexStore`` (on disk for a mount, so a new mount catches up
+instead of reading every page again). Nothing secret is kept.
 """
 
 from __future__ import annotations
@@ -20,187 +20,28 @@ from typing import Any
 import trio
 
 from vaultfs import errors
-from vaultfs.client import VaultApi
+from vaultfs.bridge.tree.index_store import IndexStore, Records
+from vaultfs.client import DocumentPage, VaultApi
 from vaultfs.wire import PAGE_LIMIT
 
-__all__ = ["DocumentIndex", "TypeCatalog"]
+__all__ = ["DocumentIndex"]
 
 log = logging.getLogger(__name__)
 
 SORT = "version_modified_date__v desc"
+#: pages a build asks for at once (a share of the burst budget: see docs/bridge.md)
+BUILD_CONCURRENCY = 4
+#: how long the vault keeps deletions (the spec): an index polled longer ago is built again
+DELETIONS_KEPT = timedelta(days=30)
 #: deletions are asked for with this overlap, so clock skew cannot hide one
 _DELETION_OVERLAP = timedelta(minutes=2)
-#: type metadata changes rarely; read it again after this many seconds
-_METADATA_TTL = 3600.0
 
 Record = dict[str, Any]
 
-#: values shared between records at most (then the pool starts again: values of
-#: documents that changed must not be kept for ever)
-_POOL_LIMIT = 100_000
-#: strings longer than this are rarely equal between documents: not pooled
-_POOL_MAX_LENGTH = 40
-
-
-def _frozen(value: Any) -> Any:
-    """A hashable stand-in of a JSON value (lists and objects), None when there is none."""
-    if isinstance(value, list):
-        items = tuple(_frozen(v) if isinstance(v, list | dict) else v for v in value)
-        return ("l", items)
-    if isinstance(value, dict):
-        return (
-            "d",
-            tuple((k, _frozen(v) if isinstance(v, list | dict) else v) for k, v in value.items()),
-        )
-    return None
-
-
-class _Pool:
-    """Equal field values of different records as one object: 10,000 documents of a
-    folder share their type, lifecycle, status and format strings, their empty lists
-    and their owner/viewer/editor objects (about a third of a record's memory). Records
-    of the index are read-only: a change is a new record (``{**old, ...}``), never an
-    edit of a value in place, so sharing a list or an object between records is safe."""
-
-    def __init__(self) -> None:
-        self._strings: dict[str, str] = {}
-        self._containers: dict[Any, Any] = {}
-
-    def record(self, record: Record) -> Record:
-        if len(self._strings) + len(self._containers) > _POOL_LIMIT:
-            self._strings.clear()
-            self._containers.clear()
-        return {key: self._value(value) for key, value in record.items()}
-
-    def _value(self, value: Any) -> Any:
-        if isinstance(value, str):
-            if len(value) > _POOL_MAX_LENGTH:
-                return value
-            return self._strings.setdefault(value, value)
-        if isinstance(value, list | dict):
-            try:
-                return self._containers.setdefault(_frozen(value), value)
-            except TypeError:  # something unhashable deep inside: kept as it is
-                return value
-        return value
-
-
-def _api_name(entry: dict[str, Any]) -> str:
-    """The API name of a metadata list entry ({name} or {value: URL ending in it})."""
-    name = entry.get("name")
-    if isinstance(name, str) and name:
-        return name
-    value = str(entry.get("value") or "")
-    return value.rstrip("/").rsplit("/", 1)[-1]
-
-
-class TypeCatalog:
-    """Type metadata, read lazily and cached: labels of document types, subtypes and
-    classifications, the metadata records of leaves (for new documents) and the field
-    metadata (for field changes).
-
-    Each metadata call is made at most once per TTL; a failing call leaves the API
-    names as labels rather than failing a directory listing.
-    """
-
-    def __init__(self, client: VaultApi, *, clock: Callable[[], float] = time.monotonic):
-        self._client = client
-        self._clock = clock
-        self._types: tuple[float, dict[str, str]] | None = None
-        self._subtypes: dict[str, tuple[float, dict[str, str]]] = {}
-        self._classifications: dict[tuple[str, str], tuple[float, dict[str, str]]] = {}
-        self._leaves: dict[tuple[str, str | None, str | None], tuple[float, dict[str, Any]]] = {}
-        self._fields: tuple[float, dict[str, dict[str, Any]]] | None = None
-        self._lock = trio.Lock()
-
-    def _fresh(self, entry: tuple[float, dict[str, str]] | None) -> bool:
-        return entry is not None and self._clock() - entry[0] < _METADATA_TTL
-
-    async def type_labels(self) -> dict[str, str]:
-        """Type API name -> label."""
-        async with self._lock:
-            if not self._fresh(self._types):
-                types = await self._client.document_types()
-                self._types = (
-                    self._clock(),
-                    {_api_name(t): str(t.get("label") or _api_name(t)) for t in types},
-                )
-            assert self._types is not None
-            return self._types[1]
-
-    async def subtype_labels(self, type_name: str) -> dict[str, str]:
-        async with self._lock:
-            cached = self._subtypes.get(type_name)
-            if not self._fresh(cached):
-                record = await self._client.document_type(type_name)
-                cached = (self._clock(), _labels(record.get("subtypes")))
-                self._subtypes[type_name] = cached
-            assert cached is not None
-            return cached[1]
-
-    async def classification_labels(self, type_name: str, subtype: str) -> dict[str, str]:
-        async with self._lock:
-            cached = self._classifications.get((type_name, subtype))
-            if not self._fresh(cached):
-                record = await self._client.document_subtype(type_name, subtype)
-                cached = (self._clock(), _labels(record.get("classifications")))
-                self._classifications[(type_name, subtype)] = cached
-            assert cached is not None
-            return cached[1]
-
-    async def leaf(
-        self, type_name: str, subtype: str | None, classification: str | None
-    ) -> dict[str, Any]:
-        """The metadata record of a type, subtype or classification (API names): its
-        ``properties``, ``availableLifecycles``, and ``subtypes``/``classifications``
-        when it is not a leaf."""
-        mark = (type_name, subtype, classification)
-        async with self._lock:
-            cached = self._leaves.get(mark)
-            if cached is None or self._clock() - cached[0] >= _METADATA_TTL:
-                if classification is not None and subtype is not None:
-                    record = await self._client.document_classification(
-                        type_name, subtype, classification
-                    )
-                elif subtype is not None:
-                    record = await self._client.document_subtype(type_name, subtype)
-                else:
-                    record = await self._client.document_type(type_name)
-                cached = self._leaves[mark] = (self._clock(), record)
-            return cached[1]
-
-    def known_max_length(self, field: str) -> int | None:
-        """``field``'s ``maxLength`` as the metadata read so far says (no call is made:
-        a caller that must answer at once takes None as "not known yet")."""
-        specs: list[Any] = list(self._fields[1].values()) if self._fields is not None else []
-        for _, record in self._leaves.values():
-            specs.extend(record.get("properties") or [])
-        for spec in specs:
-            if isinstance(spec, dict) and spec.get("name") == field:
-                limit = spec.get("maxLength")
-                if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0:
-                    return limit
-        return None
-
-    async def fields(self) -> dict[str, dict[str, Any]]:
-        """Field name -> field metadata (``editable``, ``setOnCreateOnly``, ...)."""
-        async with self._lock:
-            if self._fields is None or self._clock() - self._fields[0] >= _METADATA_TTL:
-                specs = await self._client.document_properties()
-                self._fields = (self._clock(), {str(s.get("name")): s for s in specs})
-            return self._fields[1]
-
-
-def _labels(entries: Any) -> dict[str, str]:
-    if not isinstance(entries, list):
-        return {}
-    return {
-        _api_name(e): str(e.get("label") or _api_name(e)) for e in entries if isinstance(e, dict)
-    }
-
 
 class DocumentIndex:
-    """All documents the user may see: id -> latest record (the list's inner record)."""
+    """All documents the user may see: id -> latest record (the list's inner record),
+    kept in an ``IndexStore`` (on disk for a mount) and caught up at start."""
 
     def __init__(
         self,
@@ -208,11 +49,15 @@ class DocumentIndex:
         *,
         page_size: int = PAGE_LIMIT,
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
+        store: IndexStore | None = None,
+        concurrency: int = BUILD_CONCURRENCY,
     ) -> None:
         self._client = client
         self._page_size = page_size
         self._now = now
-        self.documents: dict[int, Record] = {}
+        self._concurrency = max(1, concurrency)
+        self.store = store if store is not None else IndexStore(None)
+        self.documents = Records(self.store)
         #: bumped on every change, so views built from the index know when to rebuild
         self.generation = 0
         self.ready = trio.Event()
@@ -222,6 +67,11 @@ class DocumentIndex:
         self.polls_answered = 0
         #: why the last poll failed (None: it did not)
         self.poll_error: str | None = None
+        #: a build's progress: documents written of the list's total (None: not known)
+        self.indexed = 0
+        self.total: int | None = None
+        self._build_clock: float | None = None
+        self._attempt_done = trio.Event()
         self._poked = trio.Event()
         self._last_poll: datetime | None = None
         self._seen_deletions: set[tuple[int, str]] = set()
@@ -232,28 +82,88 @@ class DocumentIndex:
         #: doc id -> monotonic time this mount last put its own change of it: a page
         #: asked for before that is older than what the mount shows, and is not taken
         self._own_change: dict[int, float] = {}
-        self._pool = _Pool()
+        self._build = int(self.store.meta("build") or 0)
 
     def get(self, doc_id: int) -> Record | None:
         return self.documents.get(doc_id)
 
+    def start_reason(self) -> str | None:
+        """Why the index on disk cannot be caught up and must be built from the start
+        (None: it can)."""
+        if self.store.set_aside is not None:
+            return self.store.set_aside
+        if self.store.meta("complete") != "1":
+            if self.store.meta("build_started") is not None:
+                return "an interrupted build (pages of a moving list cannot be resumed)"
+            return "no index yet"
+        last = self.store.meta("last_poll")
+        try:
+            when = datetime.fromisoformat(last) if last else None
+        except ValueError:
+            when = None
+        if when is None:
+            return "no time of the last poll"
+        if self._now() - when > DELETIONS_KEPT:
+            return f"the last poll ({last}) is older than the vault keeps deletions"
+        self._last_poll = when
+        return None
+
     async def build(self) -> None:
-        """Read every page (one call per 200 documents) and replace the index."""
+        """Read every page (one call per 200 documents, a few at a time), writing each
+        as it arrives, then drop what the build did not see."""
         started = self._now()
-        documents: dict[int, Record] = {}
-        start = 0
-        while True:
-            page = await self._client.list_documents(start=start, limit=self._page_size, sort=SORT)
-            for record in page.documents:
-                documents[int(record["id"])] = self._pool.record(record)
-            start += len(page.documents)
-            if len(page.documents) < self._page_size:
-                break
-        changed = set(documents) ^ set(self.documents) | {
-            i for i, r in documents.items() if self.documents.get(i) not in (None, r)
-        }
-        self.documents = documents
-        self._finish(started, changed)
+        self._build += 1
+        build = self._build
+        self.store.put_many(
+            (), meta={"complete": "0", "build": str(build), "build_started": started.isoformat()}
+        )
+        self.indexed = 0
+        self._build_clock = time.monotonic()
+        first = await self._page(0)
+        # The total as the vault says it (responseDetails.total, else the answer's size).
+        self.total = first.total if first.total is not None else first.size
+        self._write_page(first.documents, build)
+        last_full = len(first.documents) == self._page_size
+        start = self._page_size
+        starts = list(range(start, self.total, self._page_size)) if last_full else []
+        if starts:
+            limiter = trio.Semaphore(self._concurrency)
+            fulls: dict[int, bool] = {}
+
+            async def fetch(start: int) -> None:
+                async with limiter:
+                    page = await self._page(start)
+                self._write_page(page.documents, build)
+                fulls[start] = len(page.documents) == self._page_size
+
+            async with trio.open_nursery() as nursery:
+                for each in starts:
+                    nursery.start_soon(fetch, each)
+            last_full = fulls[starts[-1]]
+            start = starts[-1] + self._page_size
+        while last_full:  # the list is longer than said (or grew while it was read)
+            page = await self._page(start)
+            self._write_page(page.documents, build)
+            last_full = len(page.documents) == self._page_size
+            start += self._page_size
+        gone = self.store.finish_build(build, {"complete": "1", "last_poll": started.isoformat()})
+        self.documents.forget(gone)
+        log.info("index: built, %d documents", len(self.store))
+        self._finish(started, set(gone), force=True)
+
+    async def _page(self, start: int) -> DocumentPage:
+        return await self._client.list_documents(start=start, limit=self._page_size, sort=SORT)
+
+    def _write_page(self, records: list[Record], build: int) -> None:
+        changed = [int(r["id"]) for r in records if self.documents.get(int(r["id"])) != r]
+        self.store.put_many(records, build=build)
+        self.documents.forget(changed)
+        before, self.indexed = self.indexed, self.indexed + len(records)
+        if self.total and self.indexed * 10 // self.total > before * 10 // self.total:
+            log.info("index: %d of %d documents", min(self.indexed, self.total), self.total)
+        for doc_id in changed:
+            for callback in self.on_change:
+                callback(doc_id)
 
     async def refresh(self) -> set[int]:
         """Bring the index up to date incrementally; returns the ids that changed."""
@@ -262,14 +172,18 @@ class DocumentIndex:
 
     async def _refresh(self) -> set[int]:
         if not self.ready.is_set():
-            await self.build()
-            return set(self.documents)
+            reason = self.start_reason()
+            if reason is not None:
+                log.info("index: building from the start: %s", reason)
+                await self.build()
+                return set()
+            log.info("index: catching up since %s", self._last_poll)
         started = self._now()
         asked = time.monotonic()
-        changed: set[int] = set()
+        changed: dict[int, Record] = {}
         start = 0
         while True:
-            page = await self._client.list_documents(start=start, limit=self._page_size, sort=SORT)
+            page = await self._page(start)
             all_known = True
             for record in page.documents:
                 doc_id = int(record["id"])
@@ -281,18 +195,24 @@ class DocumentIndex:
                 ):
                     all_known = False
                 if old != record:
-                    self.documents[doc_id] = self._pool.record(record)
-                    changed.add(doc_id)
+                    changed[doc_id] = record
             start += len(page.documents)
             if all_known or len(page.documents) < self._page_size:
                 break
-        changed |= await self._apply_deletions()
-        self._finish(started, changed)
-        return changed
+        gone = await self._deletions(changed)
+        # All or nothing: a kill before this line leaves the index as the last poll left it.
+        self.store.put_many(
+            changed.values(), gone, build=self._build, meta={"last_poll": started.isoformat()}
+        )
+        self.documents.forget([*changed, *gone])
+        self._finish(started, set(changed) | gone)
+        return set(changed) | gone
 
-    async def _apply_deletions(self) -> set[int]:
+    async def _deletions(self, changed: dict[int, Record]) -> set[int]:
+        """Documents gone since the last poll (their ids); records of documents that
+        lost one version only are put in ``changed``."""
         since = self._last_poll - _DELETION_OVERLAP if self._last_poll else None
-        changed: set[int] = set()
+        gone: set[int] = set()
         for record in await self._client.deleted_documents(since=since):
             try:
                 doc_id = int(record["id"])
@@ -307,13 +227,13 @@ class DocumentIndex:
             try:
                 response = await self._client.get_document(doc_id)
             except errors.InvalidDocument:
-                self.documents.pop(doc_id, None)
+                gone.add(doc_id)
+                changed.pop(doc_id, None)
             else:
                 document = response.get("document")
                 if isinstance(document, dict):
-                    self.documents[doc_id] = self._pool.record(document)
-            changed.add(doc_id)
-        return changed
+                    changed[doc_id] = document
+        return gone
 
     def put(self, record: Record, *, own: bool = False) -> None:
         """Learn a document's latest record now (after the bridge changed it), rather
@@ -323,19 +243,41 @@ class DocumentIndex:
         if own:
             self._own_change[doc_id] = time.monotonic()
         if self.documents.get(doc_id) != record:
-            self.documents[doc_id] = self._pool.record(record)
+            self.store.put_many([record], build=self._build)
+            self.documents.forget([doc_id])
             self._finish(None, {doc_id})
 
     def forget(self, doc_id: int) -> None:
         """Drop a document the vault says does not exist (INVALID_DOCUMENT)."""
-        if self.documents.pop(doc_id, None) is not None:
+        if doc_id in self.documents:
+            self.store.put_many((), [doc_id])
+            self.documents.forget([doc_id])
             self._finish(None, {doc_id})
 
-    def _finish(self, started: datetime | None, changed: set[int]) -> None:
+    def seconds_left(self) -> float | None:
+        """A build's time left at the pace so far (None: no build, or no pace yet)."""
+        if self.ready.is_set() or self._build_clock is None or not self.total:
+            return None
+        if not self.indexed:
+            return None
+        spent = time.monotonic() - self._build_clock
+        return max(0.0, spent * (self.total - self.indexed) / self.indexed)
+
+    async def wait_ready(self) -> None:
+        """Wait for the first reading of the index; raises the vault's error when an
+        attempt at it failed (a build under way is waited for, however long)."""
+        while not self.ready.is_set():
+            await self._attempt_done.wait()
+            if not self.ready.is_set() and self.poll_error is not None:
+                raise errors.VaultUnavailable(
+                    f"the document index could not be read: {self.poll_error}"
+                )
+
+    def _finish(self, started: datetime | None, changed: set[int], *, force: bool = False) -> None:
         if started is not None:
             self._last_poll = started
             self.last_refresh = time.monotonic()
-        if changed:
+        if changed or force:
             self.generation += 1
             for doc_id in changed:
                 for callback in self.on_change:
@@ -359,6 +301,8 @@ class DocumentIndex:
                 self.poll_error = str(exc)
                 log.warning("index refresh failed: %s", exc)
             self.polls_answered = asked
+            self._attempt_done.set()
+            self._attempt_done = trio.Event()
             with trio.move_on_after(interval):
                 await self._poked.wait()
             self._poked = trio.Event()

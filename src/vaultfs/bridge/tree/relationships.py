@@ -200,17 +200,15 @@ class Relationships:
         """Read every relationship (pages of 1,000) and stamp every document with its
         record's modification date at the time of the read."""
         async with self._load_lock:
+            # The modification dates from the index's column: no record is read.
+            stamps = dict(self._tree.index.store.stamps())
             stale = [
                 d
-                for d, r in self._tree.index.documents.items()
-                if (c := self._by_doc.get(d)) is None
-                or c.stamp != r.get("version_modified_date__v")
+                for d, stamp in stamps.items()
+                if (c := self._by_doc.get(d)) is None or c.stamp != stamp
             ]
             if not stale:
                 return  # another task loaded while this one waited
-            stamps = {
-                d: r.get("version_modified_date__v") for d, r in self._tree.index.documents.items()
-            }
             grouped: dict[int, list[Record]] = {}
             start = 0
             try:

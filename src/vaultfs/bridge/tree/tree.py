@@ -19,8 +19,9 @@ from typing import Any, Protocol
 
 from vaultfs import errors
 from vaultfs.bridge.tree import keys, nodes
+from vaultfs.bridge.tree.catalog import TypeCatalog
 from vaultfs.bridge.tree.filenames import Sibling, assign_names
-from vaultfs.bridge.tree.index import DocumentIndex, Record, TypeCatalog
+from vaultfs.bridge.tree.index import DocumentIndex, Record
 from vaultfs.bridge.tree.listing_cache import ListingCache
 from vaultfs.bridge.tree.locks import KeyedLocks
 from vaultfs.bridge.tree.nodes import (
@@ -67,10 +68,10 @@ class Details:
 
 @dataclass
 class _Folder:
-    """One folder of the type hierarchy: its child folders and documents."""
+    """One folder of the type hierarchy: its child folders (its documents are a query
+    of the index, ``IndexStore.names_in``)."""
 
     folders: set[NodeKey] = field(default_factory=set)
-    documents: list[int] = field(default_factory=list)
     mtime: str = ""
 
 
@@ -271,15 +272,14 @@ class Tree:
         if self._folders_generation == self.index.generation:
             return
         folders: dict[NodeKey, _Folder] = {ROOT: _Folder()}
-        for doc_id, record in self.index.documents.items():
-            mtime = str(record.get("version_modified_date__v") or "")
+        for _, type_, subtype, classification, _, mtime in self.index.store.folder_rows():
             parent: NodeKey = ROOT
-            for key in folder_of(record):
+            chain = {"type__v": type_, "subtype__v": subtype, "classification__v": classification}
+            for key in folder_of(chain):
                 folders[parent].folders.add(key)
                 folders[parent].mtime = max(folders[parent].mtime, mtime)
                 parent = key
                 folders.setdefault(key, _Folder())
-            folders[parent].documents.append(doc_id)
             folders[parent].mtime = max(folders[parent].mtime, mtime)
         self._folders = folders
         self._folders_generation = self.index.generation
@@ -342,11 +342,11 @@ class Tree:
             api_name = str(child[-1])
             siblings.append(Sibling(labels.get(api_name, api_name), api_name, (0, api_name)))
             children.append(child)
-        for doc_id in folder.documents:
-            record = self.index.documents[doc_id]
-            siblings.append(
-                Sibling(str(record.get("name__v") or doc_id), str(doc_id), (1, f"{doc_id:020d}"))
-            )
+        # The folder's names are one query of the index, not a read of every record.
+        levels = [str(part) for part in key[1:]] + ["", ""]
+        in_folder = self.index.store.names_in(*levels[:3]) if key != ROOT else []
+        for doc_id, name in in_folder:
+            siblings.append(Sibling(name or str(doc_id), str(doc_id), (1, f"{doc_id:020d}")))
             children.append(keys.document(doc_id))
         reserved = set(self._lister.root_names) if key == ROOT else set()
         names = assign_names(siblings, reserved=reserved)

@@ -1,0 +1,316 @@
+"""The document index on disk: one SQLite file (WAL, mode 0600) per vault and user in
+the mount's cache directory, the one place the index keeps its records.
+
+Owns the file's schema (versioned), its identity (the vault URL and user it was built
+for, stored in it and checked at every open: a mismatch is never read), its state
+(whether a build finished, when the last poll was asked for) and the records with the
+columns a folder listing needs (type, subtype, classification, name, modification
+date). A file that cannot be read, or of another schema or identity, is set aside
+(renamed ``*.corrupt-<time>``) and a new one made. Without a path the store lives in
+memory (unit tests, and a mount that cannot write its cache directory).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from cachetools import LRUCache
+
+__all__ = ["SCHEMA_VERSION", "IndexStore", "Records", "index_file_name"]
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+_FILE_MODE = 0o600
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS documents (
+    id INTEGER PRIMARY KEY,
+    type TEXT NOT NULL,
+    subtype TEXT NOT NULL,
+    classification TEXT NOT NULL,
+    name TEXT NOT NULL,
+    modified TEXT NOT NULL,
+    build INTEGER NOT NULL,
+    record TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS documents_folder ON documents (type, subtype, classification);
+CREATE INDEX IF NOT EXISTS documents_build ON documents (build);
+"""
+
+Record = dict[str, Any]
+
+
+def index_file_name(vault_url: str, user: str) -> str:
+    """The file of ``user``'s index of the vault at ``vault_url``: named by both, so
+    one user's or vault's index is never opened for another."""
+    digest = hashlib.sha256(f"{vault_url.rstrip('/')}\0{user}".encode()).hexdigest()[:24]
+    return f"index-{digest}.sqlite"
+
+
+def _columns(record: Record) -> tuple[str, str, str, str, str]:
+    return (
+        str(record.get("type__v") or ""),
+        str(record.get("subtype__v") or ""),
+        str(record.get("classification__v") or ""),
+        str(record.get("name__v") or ""),
+        str(record.get("version_modified_date__v") or ""),
+    )
+
+
+class IndexStore:
+    """The records and state of one index file; every write is one transaction."""
+
+    def __init__(self, path: Path | None, *, vault_url: str = "", user: str = "") -> None:
+        self.path = path
+        self._identity = {"vault_url": vault_url.rstrip("/"), "user": user}
+        #: why the file could not be used as it was (None: it could, or it is new)
+        self.set_aside: str | None = None
+        self._db = self._open()
+
+    # --- opening ---------------------------------------------------------------
+
+    def _open(self) -> sqlite3.Connection:
+        if self.path is None:
+            memory = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+            self._create(memory)
+            return memory
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        db: sqlite3.Connection | None = None
+        try:
+            db = self._connect()
+            reason = self._check(db)
+        except sqlite3.DatabaseError as exc:
+            reason = f"the file cannot be read ({exc})"
+        if reason is None and db is not None:
+            return db
+        if db is not None:
+            db.close()
+        self.set_aside = reason
+        self._move_aside()
+        db = self._connect()
+        self._create(db)
+        return db
+
+    def _connect(self) -> sqlite3.Connection:
+        assert self.path is not None
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, _FILE_MODE)
+        os.fchmod(fd, _FILE_MODE)
+        os.close(fd)
+        db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        for suffix in ("-wal", "-shm"):
+            side = self.path.with_name(self.path.name + suffix)
+            if side.exists():
+                os.chmod(side, _FILE_MODE)
+        return db
+
+    def _check(self, db: sqlite3.Connection) -> str | None:
+        """None when ``db`` is a usable index of this vault and user (or empty)."""
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if not tables:
+            self._create(db)
+            return None
+        if "meta" not in tables or "documents" not in tables:
+            return "the file is not an index"
+        meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
+        if meta.get("schema") != str(SCHEMA_VERSION):
+            return f"the file is of schema {meta.get('schema')}, not {SCHEMA_VERSION}"
+        for key, value in self._identity.items():
+            if meta.get(key) != value:
+                return f"the file is the index of another {key.replace('_', ' ')}"
+        if db.execute("PRAGMA quick_check").fetchone()[0] != "ok":
+            return "the file is damaged"
+        return None
+
+    def _create(self, db: sqlite3.Connection) -> None:
+        db.executescript(_SCHEMA)
+        with _transaction(db):
+            db.executemany(
+                "INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                [("schema", str(SCHEMA_VERSION)), *self._identity.items()],
+            )
+
+    def _move_aside(self) -> None:
+        assert self.path is not None
+        stamp = time.strftime("%Y%m%dT%H%M%S")
+        for suffix in ("", "-wal", "-shm"):
+            old = self.path.with_name(self.path.name + suffix)
+            if old.exists():
+                old.rename(old.with_name(f"{self.path.name}.corrupt-{stamp}{suffix}"))
+        log.warning("index %s set aside: %s; building it again", self.path, self.set_aside)
+
+    def close(self) -> None:
+        self._db.close()
+
+    # --- state -----------------------------------------------------------------
+
+    def meta(self, key: str) -> str | None:
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        with _transaction(self._db):
+            self._db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+    # --- records ---------------------------------------------------------------
+
+    def get(self, doc_id: int) -> Record | None:
+        row = self._db.execute("SELECT record FROM documents WHERE id = ?", (doc_id,)).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def get_many(self, doc_ids: list[int]) -> Iterator[tuple[int, Record]]:
+        """(id, record) of those of ``doc_ids`` the index holds: one query per 500."""
+        for first in range(0, len(doc_ids), 500):
+            part = doc_ids[first : first + 500]
+            marks = ",".join("?" * len(part))
+            query = f"SELECT id, record FROM documents WHERE id IN ({marks})"
+            for doc_id, text in self._db.execute(query, part):
+                yield doc_id, json.loads(text)
+
+    def __len__(self) -> int:
+        return int(self._db.execute("SELECT count(*) FROM documents").fetchone()[0])
+
+    def ids(self) -> list[int]:
+        return [r[0] for r in self._db.execute("SELECT id FROM documents")]
+
+    def items(self) -> Iterator[tuple[int, Record]]:
+        """Every record, read a batch at a time (never all in memory at once)."""
+        cursor = self._db.execute("SELECT id, record FROM documents")
+        while batch := cursor.fetchmany(1000):
+            for doc_id, text in batch:
+                yield doc_id, json.loads(text)
+
+    def names_in(self, type_: str, subtype: str, classification: str) -> list[tuple[int, str]]:
+        """(id, name) of the documents right in the folder (type, subtype,
+        classification); "" for a level the folder does not have."""
+        args: tuple[str, ...]
+        if not subtype:
+            query, args = "type = ? AND subtype = ''", (type_,)
+        elif not classification:
+            query, args = "type = ? AND subtype = ? AND classification = ''", (type_, subtype)
+        else:
+            query = "type = ? AND subtype = ? AND classification = ?"
+            args = (type_, subtype, classification)
+        return list(self._db.execute(f"SELECT id, name FROM documents WHERE {query}", args))
+
+    def stamps(self) -> Iterator[tuple[int, str | None]]:
+        """(id, version_modified_date__v) of every document, without the records."""
+        for doc_id, modified in self._db.execute("SELECT id, modified FROM documents"):
+            yield doc_id, modified or None
+
+    def folder_rows(self) -> Iterator[tuple[int, str, str, str, str, str]]:
+        """(id, type, subtype, classification, name, modified) of every document: what
+        the folder tree needs, without the records."""
+        return iter(
+            self._db.execute(
+                "SELECT id, type, subtype, classification, name, modified FROM documents"
+            )
+        )
+
+    def put_many(
+        self,
+        records: Iterable[Record],
+        gone: Iterable[int] = (),
+        *,
+        build: int = 0,
+        meta: dict[str, str] | None = None,
+    ) -> None:
+        """Write ``records``, drop ``gone`` and set ``meta``, all in one transaction:
+        a kill at any moment leaves all of it or none."""
+        rows = [
+            (int(r["id"]), *_columns(r), build, json.dumps(r, separators=(",", ":")))
+            for r in records
+        ]
+        with _transaction(self._db):
+            self._db.executemany(
+                "INSERT OR REPLACE INTO documents VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows
+            )
+            self._db.executemany("DELETE FROM documents WHERE id = ?", [(i,) for i in gone])
+            if meta:
+                self._db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", meta.items())
+
+    def finish_build(self, build: int, meta: dict[str, str]) -> list[int]:
+        """End build ``build``: what it did not see leaves; returns the ids that left."""
+        with _transaction(self._db):
+            gone = [
+                r[0]
+                for r in self._db.execute("SELECT id FROM documents WHERE build != ?", (build,))
+            ]
+            self._db.execute("DELETE FROM documents WHERE build != ?", (build,))
+            self._db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", meta.items())
+        return gone
+
+
+class _transaction:
+    """BEGIN IMMEDIATE ... COMMIT, ROLLBACK on any error."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+
+    def __enter__(self) -> None:
+        self._db.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, kind: object, value: object, traceback: object) -> None:
+        self._db.execute("COMMIT" if kind is None else "ROLLBACK")
+
+
+class Records(Mapping[int, Record]):
+    """The index's records as a read-only mapping: read from the store, the most
+    recently used kept in memory (bounded, like the content cache)."""
+
+    def __init__(self, store: IndexStore, size: int = 4096) -> None:
+        self._store = store
+        self._cache: LRUCache[int, Record] = LRUCache(maxsize=size)
+
+    def __getitem__(self, doc_id: int) -> Record:
+        record = self.get(doc_id)
+        if record is None:
+            raise KeyError(doc_id)
+        return record
+
+    def get(self, doc_id: int, default: Any = None) -> Any:
+        record = self._cache.get(doc_id)
+        if record is None:
+            record = self._store.get(doc_id)
+            if record is None:
+                return default
+            self._cache[doc_id] = record
+        return record
+
+    def __contains__(self, doc_id: object) -> bool:
+        return isinstance(doc_id, int) and self.get(doc_id) is not None
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._store.ids())
+
+    def __len__(self) -> int:
+        return len(self._store)
+
+    def items(self) -> Iterator[tuple[int, Record]]:  # type: ignore[override]
+        return self._store.items()
+
+    def values(self) -> Iterator[Record]:  # type: ignore[override]
+        return (record for _, record in self._store.items())
+
+    def preload(self, doc_ids: Iterable[int]) -> None:
+        """Bring the records of ``doc_ids`` into memory in a few queries (a listing's
+        page of documents is about to be asked for one by one)."""
+        missing = [d for d in doc_ids if d not in self._cache]
+        for doc_id, record in self._store.get_many(missing[: int(self._cache.maxsize) // 2]):
+            self._cache[doc_id] = record
+
+    def forget(self, doc_ids: Iterable[int]) -> None:
+        """Drop what memory holds of ``doc_ids`` (they changed in the store)."""
+        for doc_id in doc_ids:
+            self._cache.pop(doc_id, None)
