@@ -14,6 +14,7 @@ rows (documents, versions, roles, CrossLinks), not a few per row. docs/server.md
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import weakref
 from dataclasses import dataclass, field
@@ -194,7 +195,8 @@ def _plain_page(
     generation, documents = (state[0], state[1]) if state is not None else (0, 0)
     where = "d.vault_id = ?"
     params: list[Any] = [vault_id]
-    hidden_ids: tuple[int, ...] = ()
+    hiding = hashlib.blake2b(digest_size=16)
+    hidden_count = 0
     hidden = access.hidden_sql(query.caller)
     if hidden is not None:
         rows = conn.execute(
@@ -202,12 +204,15 @@ def _plain_page(
             " ORDER BY d.id",
             [vault_id, *hidden[1]],
         ).fetchall()
-        hidden_ids = tuple(r[0] for r in rows)
-    if hidden_ids:
-        where += f" AND d.id NOT IN ({', '.join('?' * len(hidden_ids))})"
-        params += hidden_ids
-    total = int(documents) - len(hidden_ids)
-    starts = _starts(conn, (vault_id, plain.order, hidden_ids), generation)
+        hidden_count = len(rows)
+        hiding.update(b"".join(int(r[0]).to_bytes(8, "little") for r in rows))
+        # The query, not the list of ids: there may be more than SQL takes parameters.
+        if rows:
+            where += f" AND d.id NOT IN ({hidden[0]})"
+            params += hidden[1]
+    total = int(documents) - hidden_count
+    # Listings that hide the same documents share their page starts.
+    starts = _starts(conn, (vault_id, plain.order, hiding.hexdigest()), generation)
     anchor, after = 0, None
     if starts is not None and query.start > 0:
         with _STARTS_LOCK:
