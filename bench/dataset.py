@@ -18,7 +18,7 @@ from pathlib import Path
 from .sizes import Sizes
 from .vault import NewDocument, Vault
 
-__all__ = ["NEEDLE", "Dataset", "build", "random_file"]
+__all__ = ["NEEDLE", "Dataset", "build", "random_file", "unbuilt"]
 
 SEED = 20251122
 #: what grep looks for: contains '-', which base64 text never does
@@ -123,3 +123,9 @@ def build(vault: Vault, sizes: Sizes, workdir: Path, log: Callable[[str], None] 
         big_local=big_local,
         seconds_to_build=time.perf_counter() - started,
     )
+
+
+def unbuilt() -> Dataset:
+    """The data set of a run whose workloads make vaults of their own (none is built)."""
+    nowhere = Path("/nonexistent")
+    return Dataset(0, 0, nowhere, nowhere, 0, nowhere, [], 0, 0, nowhere, nowhere, 0.0)

@@ -23,6 +23,7 @@ __all__ = [
     "drop_caches",
     "median",
     "read_file",
+    "rss_kib",
     "timed_run",
 ]
 
@@ -81,6 +82,11 @@ def _rss_kib(pid: int, field: str) -> int:
             if line.startswith(field + ":"):
                 return int(line.split()[1])
     return 0
+
+
+def rss_kib(pid: int) -> int:
+    """The resident memory (VmRSS) of process ``pid`` now."""
+    return _rss_kib(pid, "VmRSS")
 
 
 def cpu_seconds(pid: int) -> float:

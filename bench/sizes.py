@@ -22,6 +22,8 @@ class Sizes:
     cp_bytes: int
     #: repetitions of every cheap measurement (the median is reported)
     repeats: int
+    #: documents of the big vault of the ``scale`` workload
+    scale_docs: int = 100_000
 
 
 FULL = Sizes(
@@ -40,4 +42,5 @@ QUICK = Sizes(
     grep_doc_bytes=100 * 1024,
     cp_bytes=16 * MiB,
     repeats=3,
+    scale_docs=2_000,
 )

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from ..context import Context
 from ..results import Row
-from . import content, cp, grep, listing, read, search, servers
+from . import content, cp, grep, listing, read, scale, search, servers
 
 __all__ = ["WORKLOADS"]
 
@@ -22,4 +22,5 @@ WORKLOADS: dict[str, Callable[[Context], list[Row]]] = {
     "cp": cp.run,
     "servers": servers.run,
     "content": content.run,
+    "scale": scale.run,
 }

@@ -11,6 +11,7 @@ import sqlite3
 import tarfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import create_engine
@@ -124,6 +125,68 @@ def test_a_baseline_database_upgrades_to_the_newest_revision(
         )
         assert name == "Baseline"
         assert database.tick() < database.tick()
+        with database.engine.connect() as conn:
+            assert schema.current_revision(conn) == schema.head_revision()
+    finally:
+        database.close()
+
+
+def test_revision_0002_upgrades_with_list_state_and_modification_times(
+    database_target: tuple[str, str | None],
+) -> None:
+    """Documents made at 0002 get their latest version's modification time and their
+    vault's count; later changes keep both (the triggers of 0003)."""
+    url, password = database_target
+    old = Database(url, password=password) if password else Database(Path(url[10:]))
+    old.open("0002")
+
+    def fill(conn: Any) -> None:
+        conn.execute("INSERT INTO vaults (id, name, dns) VALUES (1, 'Old', 'o.example')")
+        conn.execute(
+            "INSERT INTO doc_types (name, label, level, position) VALUES ('t', 'T', 'type', 0)"
+        )
+        conn.execute("INSERT INTO lifecycles (name, label) VALUES ('l', 'L')")
+        for doc_id, latest in ((1, 2), (2, 1)):
+            conn.execute(
+                "INSERT INTO documents (id, vault_id, document_number, type, lifecycle,"
+                " created_by, created_ms, latest_major, latest_minor)"
+                " VALUES (?, 1, ?, 't', 'l', 1, 5, 0, ?)",
+                (doc_id, f"N{doc_id}", latest),
+            )
+            for minor in range(1, latest + 1):
+                conn.execute(
+                    "INSERT INTO versions (doc_id, major, minor, fields, name, status,"
+                    " created_by, created_ms, modified_by, modified_ms)"
+                    " VALUES (?, 0, ?, '{}', 'n', 's', 1, 5, 1, ?)",
+                    (doc_id, minor, 1000 * doc_id + minor),
+                )
+
+    old.write_sync(fill)
+    old.close()
+    database = Database(url, password=password) if password else Database(Path(url[10:]))
+    database.open()
+    try:
+
+        def read(conn: Any) -> tuple[list[tuple[int, int]], tuple[int, int]]:
+            times = conn.execute("SELECT id, modified_ms FROM documents ORDER BY id").fetchall()
+            state = conn.execute(
+                "SELECT generation, documents FROM document_list_state WHERE vault_id = 1"
+            ).fetchone()
+            return [tuple(r) for r in times], tuple(state)
+
+        times, state = database.read_sync(read)
+        assert times == [(1, 1002), (2, 2001)] and state == (0, 2)
+
+        def change(conn: Any) -> None:
+            conn.execute("UPDATE versions SET modified_ms = 7000 WHERE doc_id = 2")
+            conn.execute("UPDATE documents SET latest_minor = 1 WHERE id = 1")
+            conn.execute("DELETE FROM documents WHERE id = 2")
+
+        database.write_sync(change)
+        times, state = database.read_sync(read)
+        assert times == [(1, 1001)]
+        # three changes of the list (a time moved twice, a deletion); one document left
+        assert state[0] >= 3 and state[1] == 1
         with database.engine.connect() as conn:
             assert schema.current_revision(conn) == schema.head_revision()
     finally:

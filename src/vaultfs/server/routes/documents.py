@@ -16,7 +16,7 @@ from vaultfs.wire import PAGE_LIMIT, parse_datetime
 from .. import formats, versions
 from ..envelope import success
 from ..permissions import Permission
-from ..storage import changes, crosslinks, deletions, documents, search
+from ..storage import changes, crosslinks, deletions, document_list, documents, search
 from ..storage.db import now_ms
 from .common import (
     MAX_ID,
@@ -79,7 +79,7 @@ async def list_documents(request: Request) -> Response:
     )
     if content_scope not in (None, "contents", "all"):
         raise InvalidData(f"Invalid value for [scope]: '{content_scope}' (contents or all)")
-    spec = documents.ListQuery(
+    spec = document_list.ListQuery(
         caller=who,
         start=start,
         limit=limit,
@@ -89,7 +89,7 @@ async def list_documents(request: Request) -> Response:
         all_versions=scope == "all",
         named_filter=query(request, "named_filter"),
     )
-    records, total = await state(request).db.read(documents.list_documents, who.vault_id, spec)
+    records, total = await state(request).db.read(document_list.list_documents, who.vault_id, spec)
     return success(
         size=len(records),
         start=start,

@@ -34,6 +34,7 @@ __all__ = [
     "add_roles",
     "check",
     "document_roles",
+    "hidden_sql",
     "parse_ids",
     "parse_role_key",
     "remove_role",
@@ -206,3 +207,21 @@ def remove_role(conn: Conn, doc_id: int, role: str, kind: str, principal: int) -
         (doc_id, role, kind, principal),
     )
     return cur.rowcount > 0
+
+
+def hidden_sql(caller: SessionUser) -> tuple[str, list[Any]] | None:
+    """A query of the ids of the documents the caller may not see; None for an admin.
+
+    The same rule as ``visible_sql``, read from the other side: only restricted documents
+    (a role row other than ``owner__v``, index ``document_roles_restricting``) can be
+    hidden, so its cost follows the restricted documents, not the vault.
+    """
+    if _is_admin(caller):
+        return None
+    sql = (
+        "SELECT h.doc_id FROM document_roles h WHERE h.role != 'owner__v' AND NOT EXISTS"
+        " (SELECT 1 FROM document_roles m WHERE m.doc_id = h.doc_id AND"
+        " ((m.kind = 'users' AND m.principal = ?) OR (m.kind = 'groups' AND m.principal IN"
+        " (SELECT group_id FROM group_members WHERE user_id = ?))))"
+    )
+    return sql, [caller.user.id, caller.user.id]

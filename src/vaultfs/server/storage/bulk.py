@@ -24,7 +24,7 @@ from vaultfs.errors import InvalidData, InvalidDocument, MalformedUrl, Parameter
 from . import changes, deletions, form_fields, renditions, search
 from .content import StoredFile
 from .documents import latest_version
-from .metadata import classification_of, leaf_fields, resolve_status
+from .metadata import classification_of, leaf_fields, resolve_status, unchanging
 from .sql import Conn, json_text
 from .users import SessionUser
 
@@ -81,27 +81,31 @@ def run_rows(
     prepared: list[Prepared],
     handle: Callable[[Conn, Prepared], RowResult],
 ) -> list[RowResult]:
-    """Each row in its own savepoint; results in input order."""
-    results: list[RowResult] = []
-    for item in prepared:
-        if item.error is not None:
-            results.append(_failure(item.error, item.row))
-            continue
-        conn.execute("SAVEPOINT bulk_row")
-        try:
-            result = handle(conn, item)
-        except VaultError as exc:
-            conn.execute("ROLLBACK TO bulk_row")
-            results.append(_failure(exc, item.row))
-        except Exception as exc:
-            conn.execute("ROLLBACK TO bulk_row")
-            log.error("unexpected error in a bulk row (the row changed nothing)", exc_info=exc)
-            error = VaultError("The row failed and changed nothing")
-            results.append(_failure(error, item.row))
-        else:
-            results.append({"responseStatus": "SUCCESS", **result})
-        conn.execute("RELEASE bulk_row")
-    return results
+    """Each row in its own savepoint; results in input order. No row changes metadata,
+    so its reads are kept for the batch (metadata.unchanging)."""
+    with unchanging():
+        return [_run_row(conn, item, handle) for item in prepared]
+
+
+def _run_row(
+    conn: Conn, item: Prepared, handle: Callable[[Conn, Prepared], RowResult]
+) -> RowResult:
+    if item.error is not None:
+        return _failure(item.error, item.row)
+    conn.execute("SAVEPOINT bulk_row")
+    try:
+        result = handle(conn, item)
+    except VaultError as exc:
+        conn.execute("ROLLBACK TO bulk_row")
+        answer = _failure(exc, item.row)
+    except Exception as exc:
+        conn.execute("ROLLBACK TO bulk_row")
+        log.error("unexpected error in a bulk row (the row changed nothing)", exc_info=exc)
+        answer = _failure(VaultError("The row failed and changed nothing"), item.row)
+    else:
+        answer = {"responseStatus": "SUCCESS", **result}
+    conn.execute("RELEASE bulk_row")
+    return answer
 
 
 # --- rows -------------------------------------------------------------------------

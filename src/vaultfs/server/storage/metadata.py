@@ -3,11 +3,18 @@
 Types, subtypes and classifications form one tree (``doc_types``). A document sits
 on a leaf of it. The fields of a leaf are the standard fields plus every field
 defined on the leaf or one of its ancestors.
+
+Within ``unchanging()`` (a bulk create: a million rows read the same few metadata
+rows again and again) the reads of the tree, the fields and the lifecycles are kept
+for its duration; nothing in it may change metadata.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,7 +41,33 @@ __all__ = [
     "resolve_path",
     "resolve_status",
     "type_node",
+    "unchanging",
 ]
+
+_KEPT: ContextVar[dict[tuple[Any, ...], list[Row]] | None] = ContextVar(
+    "vaultfs_metadata_kept", default=None
+)
+
+
+@contextmanager
+def unchanging() -> Iterator[None]:
+    """Keep metadata reads until the block ends (metadata must not change in it)."""
+    token = _KEPT.set({})
+    try:
+        yield
+    finally:
+        _KEPT.reset(token)
+
+
+def _rows(conn: Conn, sql: str, params: tuple[Any, ...] = ()) -> list[Row]:
+    """The rows of a metadata query, kept within ``unchanging`` (rows are immutable)."""
+    kept = _KEPT.get()
+    if kept is None:
+        return list(conn.execute(sql, params).fetchall())
+    key = (sql, params)
+    if key not in kept:
+        kept[key] = list(conn.execute(sql, params).fetchall())
+    return kept[key]
 
 
 @dataclass(frozen=True)
@@ -85,10 +118,11 @@ def type_node(conn: Conn, name: str) -> TypeNode | None:
 def children(conn: Conn, parent: str | None, level: str) -> list[TypeNode]:
     # Two forms rather than SQLite's "parent IS ?", which PostgreSQL does not know.
     same_parent = "parent IS NULL" if parent is None else "parent = ?"
-    rows = conn.execute(
+    rows = _rows(
+        conn,
         f"SELECT * FROM doc_types WHERE level = ? AND {same_parent} ORDER BY position",
         (level,) if parent is None else (level, parent),
-    ).fetchall()
+    )
     return [_node(r) for r in rows]
 
 
@@ -177,10 +211,11 @@ def _spec(row: Row) -> FieldSpec:
 
 def all_fields(conn: Conn) -> list[FieldSpec]:
     """Every field definition, with where it is defined (``definedIn``)."""
-    rows = conn.execute(
+    rows = _rows(
+        conn,
         "SELECT f.spec, f.defined_in, t.level FROM doc_fields f"
-        " LEFT JOIN doc_types t ON t.name = f.defined_in ORDER BY f.position"
-    ).fetchall()
+        " LEFT JOIN doc_types t ON t.name = f.defined_in ORDER BY f.position",
+    )
     result = []
     for row in rows:
         spec = _spec(row)
@@ -209,7 +244,7 @@ def leaf_fields(conn: Conn, where: Classification) -> dict[str, FieldSpec]:
 
 
 def resolve_lifecycle(conn: Conn, value: str, allowed: list[str]) -> str:
-    rows = conn.execute("SELECT name, label FROM lifecycles").fetchall()
+    rows = _rows(conn, "SELECT name, label FROM lifecycles")
     for row in rows:
         if value.strip().lower() in (row["name"].lower(), row["label"].lower()):
             if allowed and row["name"] not in allowed:
@@ -227,10 +262,11 @@ def lifecycle_label(conn: Conn, name: str) -> str:
 
 
 def lifecycle_states(conn: Conn, lifecycle: str) -> list[Row]:
-    return conn.execute(
+    return _rows(
+        conn,
         "SELECT name, label FROM lifecycle_states WHERE lifecycle = ? ORDER BY position",
         (lifecycle,),
-    ).fetchall()
+    )
 
 
 def initial_state(conn: Conn, lifecycle: str) -> str:

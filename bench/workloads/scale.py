@@ -1,0 +1,280 @@
+"""A big vault: ``Sizes.scale_docs`` documents (100,000; 1,000,000 with
+``--scale-documents``) in one classification, made with the bulk CSV create (no files).
+
+Apart from the run's data set: the workload starts a vault of its own (limits high
+enough that nothing waits for the burst window) and mounts it twice on one cache
+directory. Rows: for each mount, the time until the big folder lists whole, the time
+until the mount says its index is ready, and the API calls it made (logins left out);
+the daemon's memory after ``ls -l`` of the big folder; warm ``ls`` and ``ls -l`` of it
+against a local directory of the same names; the server's list page at the last
+offset (sorted as mounts sort), the first time and again. Each row names its floor:
+a first mount cannot cost less than one call per started page of 200 documents (plus
+a few metadata calls), a second mount on the same cache needs next to none.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+import shutil
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from vaultfs.testing.mount_process import MountProcess
+from vaultfs.testing.vault_process import ADMIN, DEMO_PASSWORD, VaultProcess, wait_until
+from vaultfs.wire import API_VERSION, PAGE_LIMIT
+
+from ..context import Context
+from ..measure import median, rss_kib, timed_run
+from ..results import Aim, Row, seconds
+
+__all__ = ["run"]
+
+_SERVER_ARGS = [
+    "--session-timeout", "1440", "--burst-limit", "100000000", "--daily-limit", "1000000000",
+]  # fmt: skip
+_WHERE = ("promotional_piece__c", "advertisement__c", "general_lifecycle__c")
+_FOLDER = Path("Promotional Piece/Advertisement")
+_BATCH = 500
+_SORT = "version_modified_date__v desc"
+#: metadata calls a mount makes besides the list pages (types, fields, deletions...)
+_METADATA_CALLS = 10
+_LOGIN = "POST /auth"
+#: how long a mount may take to list the big folder or get ready
+_MOUNT_TIMEOUT = 3600.0
+
+
+def _session(server: VaultProcess) -> httpx.Client:
+    api = f"{server.url}/api/{API_VERSION}"
+    body = httpx.post(f"{api}/auth", data={"username": ADMIN, "password": DEMO_PASSWORD}).json()
+    return httpx.Client(base_url=api, headers={"Authorization": body["sessionId"]}, timeout=600)
+
+
+def build(client: httpx.Client, count: int) -> float:
+    """Create ``count`` documents in batches of 500; the seconds it took."""
+    started = time.perf_counter()
+    for first in range(0, count, _BATCH):
+        out = io.StringIO()
+        writer = csv.writer(out)
+        writer.writerow(["name__v", "type__v", "subtype__v", "lifecycle__v"])
+        writer.writerows(
+            [f"S{n:07d}", *_WHERE[:2], _WHERE[2]] for n in range(first, min(count, first + _BATCH))
+        )
+        body = client.post(
+            "/objects/documents/batch",
+            content=out.getvalue().encode(),
+            headers={"Content-Type": "text/csv"},
+        ).json()
+        if body.get("responseStatus") != "SUCCESS" or any(
+            r.get("responseStatus") != "SUCCESS" for r in body["data"]
+        ):
+            raise RuntimeError(f"bulk create failed: {str(body)[:300]}")
+    return time.perf_counter() - started
+
+
+def last_page_seconds(client: httpx.Client, repeats: int) -> tuple[float, float, int]:
+    """(the first request for the last page, the median of it again, the total)."""
+    total = int(
+        client.get("/objects/documents", params={"limit": 1}).json()["responseDetails"]["total"]
+    )
+    params: dict[str, Any] = {
+        "limit": PAGE_LIMIT,
+        "start": max(0, total - PAGE_LIMIT),
+        "sort": _SORT,
+    }
+    times = []
+    for _ in range(repeats + 1):
+        started = time.perf_counter()
+        body = client.get("/objects/documents", params=params).json()
+        times.append(time.perf_counter() - started)
+        if body.get("responseStatus") != "SUCCESS" or not body["documents"]:
+            raise RuntimeError(f"the last page failed: {str(body)[:300]}")
+    return times[0], median(times[1:]), total
+
+
+class _Started:
+    """One mount's start: when the big folder listed whole, when the index was ready."""
+
+    def __init__(self, mount: MountProcess, folder: Path, expected: int) -> None:
+        self.mount = mount
+        self.folder = folder
+        self.expected = expected
+        self.listed = 0.0
+        self.ready = 0.0
+        self.errors = 0
+        #: API calls until ready and listed, logins left out
+        self.calls = 0
+
+    def _list(self, started: float) -> None:
+        deadline = started + _MOUNT_TIMEOUT
+        while time.perf_counter() < deadline:
+            try:
+                if len(os.listdir(self.folder)) >= self.expected:
+                    self.listed = time.perf_counter() - started
+                    return
+            except OSError:
+                self.errors += 1
+            time.sleep(0.2)
+
+    def run(self) -> _Started:
+        started = time.perf_counter()
+        self.mount.start(timeout=300)
+        lister = threading.Thread(target=self._list, args=(started,), daemon=True)
+        lister.start()
+        wait_until(
+            lambda: self.mount.status()["index"]["ready"],
+            timeout=_MOUNT_TIMEOUT,
+            interval=0.2,
+            what="the index",
+        )
+        self.ready = time.perf_counter() - started
+        lister.join(_MOUNT_TIMEOUT)
+        if not self.listed:
+            raise RuntimeError(f"{self.folder} never listed {self.expected} entries")
+        status = self.mount.status()
+        self.calls = int(status["api_calls"]) - int(status["api_calls_by_endpoint"].get(_LOGIN, 0))
+        return self
+
+
+def _local_copy(folder: Path, target: Path) -> None:
+    """The entries of ``folder`` (names and kinds) as a local directory."""
+    target.mkdir(parents=True)
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.is_dir():
+                (target / entry.name).mkdir()
+            else:
+                (target / entry.name).touch()
+
+
+def _mount(ctx: Context, url: str, cache: Path) -> MountProcess:
+    return MountProcess(
+        url,
+        ctx.workdir,
+        options="poll_interval=3600",
+        cache_dir=cache,
+        log_level="INFO",
+        mountpoint=ctx.workdir / "scale-mnt",
+    )
+
+
+def run(ctx: Context) -> list[Row]:
+    count = ctx.sizes.scale_docs
+    repeats = ctx.sizes.repeats
+    server = VaultProcess(ctx.workdir / "scale-server", extra_args=_SERVER_ARGS)
+    server.log_path = ctx.workdir / "scale-server.log"
+    cache = ctx.workdir / "scale-cache"
+    cache.mkdir(mode=0o700)
+    try:
+        server.start()
+        with _session(server) as client:
+            built = build(client, count)
+            page_first, page_again, total = last_page_seconds(client, repeats)
+        pages = math.ceil(total / PAGE_LIMIT)
+        starts = []
+        for _ in range(2):
+            mount = _mount(ctx, server.url, cache)
+            try:
+                ctx.drop_caches()
+                starts.append(_Started(mount, mount.mountpoint / _FOLDER, count).run())
+                if len(starts) == 2:
+                    folder = mount.mountpoint / _FOLDER
+                    timed_run(["ls", "-l", str(folder)])
+                    rss_mib = rss_kib(mount.pid) / 1024
+                    ls = [timed_run(["ls", str(folder)]) for _ in range(repeats)]
+                    ls_l = [timed_run(["ls", "-l", str(folder)]) for _ in range(repeats)]
+                    local = ctx.scratch("scale-local")
+                    _local_copy(folder, local)
+            finally:
+                mount.stop()
+    finally:
+        server.stop()
+        shutil.rmtree(ctx.workdir / "scale-server", ignore_errors=True)
+    timed_run(["ls", "-l", str(local)])  # into the kernel's caches: the warm reference
+    ls_local = [timed_run(["ls", str(local)]) for _ in range(repeats)]
+    ls_l_local = [timed_run(["ls", "-l", str(local)]) for _ in range(repeats)]
+    shutil.rmtree(local, ignore_errors=True)
+    first, second = starts
+    floor = f"floor: {pages} pages of {PAGE_LIMIT} + ~{_METADATA_CALLS} metadata calls"
+    rows = [
+        Row(
+            f"scale: bulk CSV create of {count} documents (one classification, no files)",
+            f"{seconds(built)} ({seconds(built / count * 100_000)} per 100,000)",
+            "—",
+            None,
+            None,
+            f"{math.ceil(count / _BATCH)}",
+        )
+    ]
+    for name, start in (("first", first), ("second", second)):
+        calls = start.calls
+        aim_calls = (pages + _METADATA_CALLS) if name == "first" else 5
+        rows += [
+            Row(
+                f"scale: {name} mount, until {_FOLDER} ({count} documents) lists whole",
+                seconds(start.listed),
+                "aim: 2 s" if name == "second" else "floor: the index's build",
+                start.listed if name == "second" else None,
+                Aim(False, 2) if name == "second" else None,
+                f"{start.errors} failed listings meanwhile",
+            ),
+            Row(
+                f"scale: {name} mount, until its index is ready ({total} documents)",
+                seconds(start.ready),
+                "—",
+                None,
+                None,
+            ),
+            Row(
+                f"scale: {name} mount, API calls until ready and listed",
+                f"{calls}",
+                floor if name == "first" else "floor: 0 (aim ≤ 5)",
+                calls / aim_calls,
+                Aim(False, 1),
+                f"{calls}",
+            ),
+        ]
+    rows += [
+        Row(
+            f"scale: daemon memory (VmRSS) after ls -l of {count} documents",
+            f"{rss_mib:.0f} MiB",
+            "aim: 200 MiB",
+            rss_mib,
+            Aim(False, 200),
+        ),
+        Row(
+            f"scale: ls of {count} documents, warm",
+            seconds(median(ls)),
+            f"local ls: {seconds(median(ls_local))}",
+            median(ls) / median(ls_local),
+            Aim(False, 2),
+        ),
+        Row(
+            f"scale: ls -l of {count} documents, warm",
+            seconds(median(ls_l)),
+            f"local ls -l: {seconds(median(ls_l_local))}",
+            median(ls_l) / median(ls_l_local),
+            Aim(False, 2),
+        ),
+        Row(
+            f"scale: server list page at the last offset ({total} documents, sorted), first",
+            seconds(page_first),
+            "aim: 50 ms",
+            page_first * 1000,
+            Aim(False, 50),
+        ),
+        Row(
+            f"scale: server list page at the last offset ({total} documents, sorted), again",
+            seconds(page_again),
+            "aim: 50 ms",
+            page_again * 1000,
+            Aim(False, 50),
+        ),
+    ]
+    return rows
