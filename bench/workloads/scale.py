@@ -124,7 +124,7 @@ class _Started:
 
     def run(self) -> _Started:
         started = time.perf_counter()
-        self.mount.start(timeout=300)
+        self.mount.start(timeout=300, wait_index=False)  # the listing is timed from the start
         lister = threading.Thread(target=self._list, args=(started,), daemon=True)
         lister.start()
         wait_until(

@@ -67,8 +67,10 @@ def test_the_start_names_the_features_in_use(
         "cache_readdir": "cache_readdir, xattr_namespaces",
         "stock": "none (stock pyfuse3 behaviour)",
     }[pyfuse3_features if patched else "stock"]
-    wait_until(lambda: "kernel cache features" in deleting_mount.log(), what="the log line")
-    assert f"kernel cache features: {expected}" in deleting_mount.log()
+    # The whole log: its start is more than log()'s last lines once the index has spoken.
+    log = deleting_mount.log_path
+    wait_until(lambda: "kernel cache features" in log.read_text(), what="the log line")
+    assert f"kernel cache features: {expected}" in log.read_text()
     if os.geteuid() == 0:  # as root the mount raises the kernel's read-ahead (every way)
         device = os.stat(deleting_mount.mountpoint).st_dev
         knob = Path(f"/sys/class/bdi/{os.major(device)}:{os.minor(device)}/read_ahead_kb")
