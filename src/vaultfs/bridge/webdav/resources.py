@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from wsgidav.dav_error import HTTP_FORBIDDEN, DAVError
-from wsgidav.dav_provider import DAVCollection, DAVNonCollection, DAVProvider
+from wsgidav.dav_provider import DAVCollection, DAVNonCollection, DAVProvider, _DAVResource
 
 from vaultfs.bridge.fs.attributes import Attr
 from vaultfs.bridge.fs.by_path import Entry, PathFileSystem
@@ -74,8 +74,10 @@ def _join(parent: str, name: str) -> str:
     return parent.rstrip("/") + "/" + name
 
 
-class _Fields:
-    """Fields as properties (shared by files and folders)."""
+class _Node(_DAVResource):
+    """What files and folders share: fields as properties (in ``urn:vaultfs:fields``),
+    deleting and moving through the core. Placed before WsgiDAV's class in the bases,
+    so ``super()`` reaches WsgiDAV's own properties."""
 
     path: str
     provider: Any
@@ -109,8 +111,31 @@ class _Fields:
             self._fields = None
         return True
 
+    def get_property_names(self, *, is_allprop: bool) -> list[str]:
+        names: list[str] = super().get_property_names(is_allprop=is_allprop)
+        return names if is_allprop else names + self.field_names()
 
-class Folder(_Fields, DAVCollection):
+    def get_property_value(self, name: str) -> Any:
+        value = self.field_value(name)
+        return super().get_property_value(name) if value is None else value
+
+    def set_property_value(self, name: str, value: Any, *, dry_run: bool = False) -> None:
+        if not self.set_field(name, value, dry_run):
+            super().set_property_value(name, value, dry_run=dry_run)
+
+    def delete(self) -> None:
+        core(self.provider.pfs.delete, self.path)
+        self.remove_all_properties(recursive=True)
+        self.remove_all_locks(recursive=True)
+
+    def support_recursive_move(self, dest_path: str) -> bool:
+        return True
+
+    def move_recursive(self, dest_path: str) -> None:
+        core(self.provider.pfs.move, self.path, dest_path, False)
+
+
+class Folder(_Node, DAVCollection):
     def __init__(self, path: str, environ: dict[str, Any], attr: Attr) -> None:
         super().__init__(path, environ)
         self.attr = attr
@@ -139,18 +164,6 @@ class Folder(_Fields, DAVCollection):
     def get_last_modified(self) -> float:
         return self.attr.mtime_ns / 1e9
 
-    def get_property_names(self, *, is_allprop: bool) -> list[str]:
-        names: list[str] = super().get_property_names(is_allprop=is_allprop)
-        return names if is_allprop else names + self.field_names()
-
-    def get_property_value(self, name: str) -> Any:
-        value = self.field_value(name)
-        return super().get_property_value(name) if value is None else value
-
-    def set_property_value(self, name: str, value: Any, *, dry_run: bool = False) -> None:
-        if not self.set_field(name, value, dry_run):
-            super().set_property_value(name, value, dry_run=dry_run)
-
     def create_empty_resource(self, name: str) -> Any:
         path = _join(self.path, name)
         if self.environ.get("REQUEST_METHOD") == "LOCK":
@@ -173,17 +186,6 @@ class Folder(_Fields, DAVCollection):
             return True
         return False
 
-    def delete(self) -> None:
-        core(self.provider.pfs.delete, self.path)
-        self.remove_all_properties(recursive=True)
-        self.remove_all_locks(recursive=True)
-
-    def support_recursive_move(self, dest_path: str) -> bool:
-        return True
-
-    def move_recursive(self, dest_path: str) -> None:
-        core(self.provider.pfs.move, self.path, dest_path, False)
-
     def copy_move_single(self, dest_path: str, *, is_move: bool) -> None:
         if is_move:
             core(self.provider.pfs.move, self.path, dest_path, False)
@@ -191,7 +193,7 @@ class Folder(_Fields, DAVCollection):
             core(self.provider.pfs.mkdir, dest_path)
 
 
-class File(_Fields, DAVNonCollection):
+class File(_Node, DAVNonCollection):
     """A file of the tree; ``attr`` None: one a PUT is about to make."""
 
     def __init__(self, path: str, environ: dict[str, Any], attr: Attr | None) -> None:
@@ -254,29 +256,6 @@ class File(_Fields, DAVNonCollection):
     def end_write(self, *, with_errors: bool) -> None:
         if self.provider.after_save is not None and not with_errors:
             self.provider.after_save(self.path)
-
-    def get_property_names(self, *, is_allprop: bool) -> list[str]:
-        names: list[str] = super().get_property_names(is_allprop=is_allprop)
-        return names if is_allprop else names + self.field_names()
-
-    def get_property_value(self, name: str) -> Any:
-        value = self.field_value(name)
-        return super().get_property_value(name) if value is None else value
-
-    def set_property_value(self, name: str, value: Any, *, dry_run: bool = False) -> None:
-        if not self.set_field(name, value, dry_run):
-            super().set_property_value(name, value, dry_run=dry_run)
-
-    def delete(self) -> None:
-        core(self.provider.pfs.delete, self.path)
-        self.remove_all_properties(recursive=True)
-        self.remove_all_locks(recursive=True)
-
-    def support_recursive_move(self, dest_path: str) -> bool:
-        return True
-
-    def move_recursive(self, dest_path: str) -> None:
-        core(self.provider.pfs.move, self.path, dest_path, False)
 
     def copy_move_single(self, dest_path: str, *, is_move: bool) -> None:
         if is_move:
