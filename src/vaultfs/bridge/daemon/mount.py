@@ -21,24 +21,17 @@ from typing import Any
 import trio
 
 from vaultfs.bridge.daemon import fuse
-from vaultfs.bridge.daemon.build import SpoolSettings, build_daemon
+from vaultfs.bridge.daemon.build import build_daemon
 from vaultfs.bridge.daemon.config import MountConfig
+from vaultfs.bridge.daemon.core_start import start_core
 from vaultfs.bridge.daemon.name_events import NameEvents
 from vaultfs.bridge.daemon.notifications import run_notifications
 from vaultfs.bridge.daemon.notify import notify
-from vaultfs.bridge.daemon.ownership import owning
 from vaultfs.bridge.daemon.signals import on_signals
-from vaultfs.bridge.fs.options import Options
-from vaultfs.bridge.tree.index_store import IndexStore, index_file_name
-from vaultfs.client import Credentials, VaultClient
 
 __all__ = ["run_mount"]
 
 log = logging.getLogger(__name__)
-
-
-#: retries of the login at mount time (a few seconds, then the mount fails)
-_LOGIN_RETRIES = 2
 
 
 def _fuse_options(config: MountConfig) -> set[str]:
@@ -60,53 +53,28 @@ async def run_mount(config: MountConfig, ready: Callable[[], None] | None = None
     """Mount and serve until unmounted or signalled; ``ready`` is called once the mount
     answers. Raises the login error (or OSError from mounting) before anything is
     mounted."""
-    config.cache_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    os.chmod(config.cache_dir, 0o700)
     async with AsyncExitStack() as stack:
-        stack.enter_context(owning(config.cache_dir, config.mountpoint, nonempty=config.nonempty))
-        client = await stack.enter_async_context(
-            VaultClient(
-                config.url,
-                config.session_source or Credentials(config.user, config.password),
-                max_retries=config.retries,
-            )
-        )
-        # A vault that cannot be reached is said at once, not after minutes of retries.
-        await client.login(max_retries=_LOGIN_RETRIES)
-        options = Options(
-            url=config.url,
-            mountpoint=str(config.mountpoint.absolute()),
-            user=config.user,
-            read_only=config.read_only,
-            # Modes tell the truth: a user who may not create gets no write bits on
-            # folders, and a new file there is refused at create(), not at close().
-            may_create=config.read_only or await client.may_create_documents(),
-            allow_delete=config.allow_delete,
+        core = await start_core(
+            stack,
+            config,
+            shown_at=str(config.mountpoint.absolute()),
+            owned=config.mountpoint,
+            nonempty=config.nonempty,
             attr_timeout=config.attr_timeout,
-            poll_interval=config.poll_interval,
         )
-        spool = None
-        if not config.read_only:  # the write-back spool makes its private directory
-            spool = SpoolSettings(config.cache_dir / "spool", user_id=client.user_id)
-        # One index file per vault and user, named by both and holding both.
-        store = IndexStore(
-            config.cache_dir / "index" / index_file_name(config.url, config.user),
-            vault_url=config.url,
-            user=config.user,
-        )
-        stack.callback(store.close)
+        client, options = core.client, core.options
         events = NameEvents(str(config.mountpoint.absolute()), fuse.forget_entry, fuse.delete_entry)
         daemon = build_daemon(
             client,
             options,
             content_dir=config.cache_dir / "content",
             cache_size=config.cache_size,
-            spool=spool,
+            spool=core.spool,
             status_extra=lambda: _status_extra(config),
             invalidate_attr=fuse.invalidate_attr,
             invalidate_entry=fuse.invalidate_entry,
             name_events=events,
-            index_store=store,
+            index_store=core.index_store,
         )
         filesystem = daemon.filesystem
         fuse.init(

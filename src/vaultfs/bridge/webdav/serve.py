@@ -26,19 +26,16 @@ from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio.run import worker_serve
 from wsgidav.wsgidav_app import WsgiDAVApp
 
-from vaultfs.bridge.daemon.build import SpoolSettings, build_daemon
-from vaultfs.bridge.daemon.ownership import owning
+from vaultfs.bridge.daemon.build import build_daemon
+from vaultfs.bridge.daemon.core_start import start_core
 from vaultfs.bridge.fs.by_path import PathFileSystem
-from vaultfs.bridge.fs.options import Options
 from vaultfs.bridge.webdav.locks import VaultLocks
 from vaultfs.bridge.webdav.resources import VaultProvider
-from vaultfs.client import Credentials, VaultClient
 
 __all__ = ["WebdavConfig", "run_webdav"]
 
 log = logging.getLogger(__name__)
 
-_LOGIN_RETRIES = 2
 #: how long a stop waits for pending check-ins (what is left stays in the spool)
 _STOP_WAIT = 30.0
 
@@ -114,37 +111,23 @@ def wsgi_app(provider: VaultProvider, locks: VaultLocks) -> Any:
 
 async def run_webdav(config: WebdavConfig, ready: Callable[[str], None] | None = None) -> None:
     """Serve until signalled; ``ready(address)`` once the front answers."""
-    config.cache_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    os.chmod(config.cache_dir, 0o700)
     async with AsyncExitStack() as stack:
         # One daemon a cache directory, a mount's or a front's.
-        stack.enter_context(owning(config.cache_dir, config.cache_dir, nonempty=True))
-        client = await stack.enter_async_context(
-            VaultClient(
-                config.url,
-                config.session_source or Credentials(config.user, config.password),
-                max_retries=config.retries,
-            )
+        core = await start_core(
+            stack,
+            config,
+            shown_at=f"http://{config.host}:{config.port}/",
+            owned=config.cache_dir,
+            nonempty=True,
         )
-        await client.login(max_retries=_LOGIN_RETRIES)
-        options = Options(
-            url=config.url,
-            mountpoint=f"http://{config.host}:{config.port}/",
-            user=config.user,
-            read_only=config.read_only,
-            may_create=config.read_only or await client.may_create_documents(),
-            allow_delete=config.allow_delete,
-            poll_interval=config.poll_interval,
-        )
-        spool = None
-        if not config.read_only:
-            spool = SpoolSettings(config.cache_dir / "spool", user_id=client.user_id)
+        client = core.client
         daemon = build_daemon(
             client,
-            options,
+            core.options,
             content_dir=config.cache_dir / "content",
             cache_size=config.cache_size,
-            spool=spool,
+            spool=core.spool,
+            index_store=core.index_store,
             status_extra=lambda: {"pid": os.getpid(), "webdav": f"{config.host}:{config.port}"},
         )
         pfs = PathFileSystem(daemon.filesystem)

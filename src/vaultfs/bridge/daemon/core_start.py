@@ -1,0 +1,98 @@
+"""What the mount and the WebDAV front do alike before they serve the core.
+
+Owns the start both fronts share: the private cache directory and its one owner, the
+signed-in client (a vault that cannot be reached is said at once, not after minutes of
+retries), what the file system is told (``Options``), the spool's settings and the
+index file of this vault and user. Each front then builds the daemon with what only it
+has (the kernel's caches and name events, or the WebDAV locks) and serves it.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from vaultfs.bridge.daemon.build import SpoolSettings
+from vaultfs.bridge.daemon.ownership import owning
+from vaultfs.bridge.fs.options import Options
+from vaultfs.bridge.tree.index_store import IndexStore, index_file_name
+from vaultfs.client import Credentials, VaultClient
+
+__all__ = ["CoreConfig", "CoreStart", "start_core"]
+
+#: login tries at start: a vault that is away is said within seconds
+_LOGIN_RETRIES = 2
+
+
+class CoreConfig(Protocol):
+    """What both fronts' configurations give (``MountConfig``, ``WebdavConfig``)."""
+
+    url: str
+    user: str
+    password: str
+    cache_dir: Path
+    poll_interval: float
+    retries: int
+    read_only: bool
+    allow_delete: bool
+    session_source: Any
+
+
+@dataclass
+class CoreStart:
+    client: VaultClient
+    options: Options
+    spool: SpoolSettings | None
+    index_store: IndexStore
+
+
+async def start_core(
+    stack: AsyncExitStack,
+    config: CoreConfig,
+    *,
+    shown_at: str,
+    owned: Path,
+    nonempty: bool,
+    **options: Any,
+) -> CoreStart:
+    """Own ``config.cache_dir`` (and ``owned``: the mount point, or the cache directory
+    itself) until ``stack`` closes, sign in, and return what the daemon is built from.
+    ``shown_at``: where the user finds the tree (the mount point, the front's address);
+    ``options``: further ``Options`` of the front (``attr_timeout``)."""
+    config.cache_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(config.cache_dir, 0o700)
+    stack.enter_context(owning(config.cache_dir, owned, nonempty=nonempty))
+    client = await stack.enter_async_context(
+        VaultClient(
+            config.url,
+            config.session_source or Credentials(config.user, config.password),
+            max_retries=config.retries,
+        )
+    )
+    await client.login(max_retries=_LOGIN_RETRIES)
+    settings = Options(
+        url=config.url,
+        mountpoint=shown_at,
+        user=config.user,
+        read_only=config.read_only,
+        # Modes tell the truth: a user who may not create gets no write bits on
+        # folders, and a new file there is refused at create(), not at close().
+        may_create=config.read_only or await client.may_create_documents(),
+        allow_delete=config.allow_delete,
+        poll_interval=config.poll_interval,
+        **options,
+    )
+    spool = None
+    if not config.read_only:  # the write-back spool makes its private directory
+        spool = SpoolSettings(config.cache_dir / "spool", user_id=client.user_id)
+    # One index file per vault and user, named by both and holding both.
+    store = IndexStore(
+        config.cache_dir / "index" / index_file_name(config.url, config.user),
+        vault_url=config.url,
+        user=config.user,
+    )
+    stack.callback(store.close)
+    return CoreStart(client, settings, spool, store)
