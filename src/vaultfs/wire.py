@@ -7,6 +7,7 @@ that the client and the server agree on them without importing each other.
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 __all__ = [
     "API_VERSION",
@@ -18,6 +19,7 @@ __all__ = [
     "format_datetime",
     "format_query_datetime",
     "parse_datetime",
+    "time_ns",
 ]
 
 #: The API version the client speaks (the local vault serves v2.0 up to this one).
@@ -59,3 +61,14 @@ def parse_datetime(text: str) -> datetime:
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
     return parsed.astimezone(UTC)
+
+
+def time_ns(text: Any) -> int:
+    """A time of the API (any form ``parse_datetime`` reads) in nanoseconds since the
+    epoch; 0 for none or one that cannot be read."""
+    if not text:
+        return 0
+    try:
+        return int(parse_datetime(str(text)).timestamp() * 1_000_000_000)
+    except ValueError:
+        return 0

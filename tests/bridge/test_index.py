@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import sqlite3
 from pathlib import Path
 
 import trio
@@ -10,8 +12,15 @@ import trio.testing
 from vaultfs.bridge.tree.catalog import TypeCatalog
 from vaultfs.bridge.tree.index import DocumentIndex
 from vaultfs.bridge.tree.index_store import IndexStore
+from vaultfs.wire import time_ns
 
 from .fakevault import FakeVault
+
+_TIME_FIELDS = (
+    "version_modified_date__v",
+    "version_creation_date__v",
+    "document_creation_date__v",
+)
 
 
 async def test_cold_build_reads_one_page_per_200_documents() -> None:
@@ -154,3 +163,79 @@ async def test_an_index_polled_before_the_deletion_window_is_built_again(tmp_pat
     store.set_meta("last_poll", "2000-01-01T00:00:00+00:00")
     again = DocumentIndex(vault, store=store)
     assert "older than the vault keeps deletions" in (again.start_reason() or "")
+
+
+_SCHEMA_1 = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE documents (
+    id INTEGER PRIMARY KEY, type TEXT NOT NULL, subtype TEXT NOT NULL,
+    classification TEXT NOT NULL, name TEXT NOT NULL, modified TEXT NOT NULL,
+    build INTEGER NOT NULL, record TEXT NOT NULL
+);
+CREATE INDEX documents_folder ON documents (type, subtype, classification);
+CREATE INDEX documents_build ON documents (build);
+"""
+
+
+def test_an_index_of_schema_1_is_brought_up_to_date_in_place(tmp_path: Path) -> None:
+    path = tmp_path / "index.sqlite"
+    record = {
+        "id": 7,
+        "name__v": "Seven",
+        "type__v": "General",
+        "version_modified_date__v": "2026-01-02T03:04:05.678Z",
+        "version_creation_date__v": "2026-01-02T03:04:05.000Z",
+        "document_creation_date__v": "2025-12-31T00:00:00.000Z",
+    }
+    with sqlite3.connect(path) as db:
+        db.executescript(_SCHEMA_1)
+        db.executemany(
+            "INSERT INTO meta VALUES (?, ?)",
+            [("schema", "1"), ("vault_url", "http://v"), ("user", "u"), ("complete", "1")],
+        )
+        db.execute(
+            "INSERT INTO documents VALUES (7, 'General', '', '', 'Seven', ?, 1, ?)",
+            (record["version_modified_date__v"], json.dumps(record)),
+        )
+    store = IndexStore(path, vault_url="http://v", user="u")
+    assert store.set_aside is None and store.meta("schema") == "2"
+    assert store.get(7) == record  # the records stay: no build from the start
+    assert list(store.times([7])) == [(7, tuple(time_ns(record[f]) for f in _TIME_FIELDS))]
+    assert list(store.folders()) == [("General", "", "", record["version_modified_date__v"])]
+    store.close()
+
+
+def test_the_folders_are_each_folder_once_with_its_latest_change() -> None:
+    store = IndexStore(None)
+    where = [("A", "", ""), ("A", "s", ""), ("A", "s", "c"), ("B", "", "")]
+    store.put_many(
+        {
+            "id": n,
+            "type__v": where[n % 4][0],
+            "subtype__v": where[n % 4][1],
+            "classification__v": where[n % 4][2],
+            "version_modified_date__v": f"2026-01-01T00:00:{n:02d}.000Z",
+        }
+        for n in range(40)
+    )
+    assert list(store.folders()) == [
+        (*folder, f"2026-01-01T00:00:{36 + n:02d}.000Z") for n, folder in enumerate(where)
+    ]
+
+
+def test_a_damaged_index_a_mount_did_not_close_is_set_aside(tmp_path: Path) -> None:
+    path = tmp_path / "index.sqlite"
+    store = IndexStore(path, vault_url="http://v", user="u")
+    store.put_many({"id": n, "name__v": "x" * 2000} for n in range(200))
+    store._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    assert store.meta("open_by") is not None  # left there: the mount "crashed"
+    size = path.stat().st_size
+    with open(path, "r+b") as raw:  # a page of records overwritten, the header intact
+        raw.seek(size // 2)
+        raw.write(b"\xff" * 8192)
+    again = IndexStore(path, vault_url="http://v", user="u")
+    assert again.set_aside is not None  # found by the check a crash calls for
+    assert list(tmp_path.glob("index.sqlite.corrupt-*"))
+    again.close()  # a clean close: the next open has nothing to check
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT value FROM meta WHERE key = 'open_by'").fetchone() is None

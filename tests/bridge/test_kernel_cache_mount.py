@@ -2,13 +2,16 @@
 and the same tests pass with the stock behaviour (``pyfuse3_features``): another
 client's new, renamed and deleted documents are listed within one poll; this mount's
 own creates, links and deletes at once; getxattr probes outside ``user.`` are not
-supported (ENOTSUP, ENODATA for the ACL names), so ``ls -l`` asks once per run; the
-start's log names the features in use."""
+supported (ENOTSUP, ENODATA for the ACL names), so ``ls -l`` asks once per run; a
+plain listing of a big folder gives names and types without making an inode of every
+entry, and ``ls -l`` after it the same attributes as ever; the start's log names the
+features in use."""
 
 from __future__ import annotations
 
 import errno
 import os
+import stat
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,10 +20,12 @@ import httpx
 import pyfuse3
 import pytest
 
+from tests.bridge.test_index_mount import bulk_create
 from tests.conftest import login
 from vaultfs.bridge.daemon.readahead import READ_AHEAD_KIB
 from vaultfs.testing.mount_process import MountProcess, can_mount
 from vaultfs.testing.vault_process import VaultProcess, wait_until
+from vaultfs.wire import parse_datetime
 
 pytestmark = [pytest.mark.mount, pytest.mark.usefixtures("pyfuse3_features")]
 
@@ -75,6 +80,35 @@ def test_the_start_names_the_features_in_use(
         device = os.stat(deleting_mount.mountpoint).st_dev
         knob = Path(f"/sys/class/bdi/{os.major(device)}:{os.minor(device)}/read_ahead_kb")
         wait_until(lambda: int(knob.read_text()) >= READ_AHEAD_KIB, what="the read-ahead")
+
+
+def test_a_big_folder_lists_names_and_types_then_stats_as_ever(
+    deleting_mount: MountProcess, api: httpx.Client, pyfuse3_features: str
+) -> None:
+    made = bulk_create(api, 1500)
+    deleting_mount.refresh()
+    general = deleting_mount.mountpoint / "General"
+    inodes_before = deleting_mount.status()["inodes"]
+    with os.scandir(general) as entries:  # names and types, as ls and find read them
+        listed = {entry.name: entry.is_dir(follow_symlinks=False) for entry in entries}
+    assert sum(name.startswith("bulk ") for name in listed) == 1500
+    numbered = deleting_mount.status()["inodes"] - inodes_before
+    if pyfuse3_features == "default" and "readdirplus_auto" in getattr(pyfuse3, "features", ()):
+        # Only the listing's first part carries attributes: the rest are names.
+        assert numbered < 1000, numbered
+    else:
+        assert numbered >= 1500, numbered  # every entry with its attributes (READDIRPLUS)
+    # The types the listing gave are those stat gives, and stat still answers.
+    ls = subprocess.run(
+        ["ls", "-l", "--time-style=+%s", str(general)], capture_output=True, text=True, check=True
+    )
+    assert sum(" bulk " in line for line in ls.stdout.splitlines()) == 1500
+    for name, is_dir in listed.items():
+        mode = os.lstat(general / name).st_mode
+        assert stat.S_ISDIR(mode) == is_dir, name
+    last = _ok(api.get(f"/objects/documents/{made[-1]}"))["document"]
+    modified = parse_datetime(str(last["version_modified_date__v"]))  # type: ignore[index]
+    assert os.stat(general / "bulk 1499").st_mtime_ns == int(modified.timestamp() * 1e9)
 
 
 def test_another_clients_documents_are_listed_after_a_poll(

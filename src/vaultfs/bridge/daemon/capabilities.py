@@ -23,7 +23,11 @@ install`` elsewhere) names nothing, and the mount then behaves as before. What i
   for every read-only open once the kernel holds its pages; pyfuse3 answers those OPENs
   and their RELEASEs itself, so a warm ``grep -r`` costs no Python per file. Every
   invalidation of the inode's attributes (``fuse.kernel_cache``) and an open for writing
-  take that back; the next open reaches the mount.
+  take that back; the next open reaches the mount;
+- ``readdirplus_auto``: the kernel asks for entries' attributes (READDIRPLUS) only for
+  the first part of a listing and while a program looks its entries up (``ls -l``);
+  otherwise (``ls``, ``find``) a plain READDIR, answered with names, inode numbers and
+  types (``FileSystem.readdir_plain``): no attributes made, no inode counted.
 
 The environment variable ``VAULTFS_PYFUSE3_FEATURES`` narrows the choice (a comma list
 of the names above, or ``none`` for exactly the stock behaviour): the test suite runs
@@ -57,6 +61,8 @@ class Capabilities:
     noflush: bool = False
     #: warm read-only opens of unchanging content answered inside pyfuse3
     kept_opens: bool = False
+    #: plain READDIR where the kernel needs no attributes
+    readdirplus_auto: bool = False
 
     def names(self) -> list[str]:
         return [f.name for f in fields(self) if getattr(self, f.name)]
@@ -68,7 +74,9 @@ class Capabilities:
 
 
 #: what is used when the environment does not say: every feature pyfuse3 offers
-DEFAULT = frozenset({"no_opendir", "cache_readdir", "xattr_namespaces", "noflush", "kept_opens"})
+DEFAULT = frozenset(
+    {"no_opendir", "cache_readdir", "xattr_namespaces", "noflush", "kept_opens", "readdirplus_auto"}
+)
 
 
 def detect(offered: Iterable[str], environ: Mapping[str, str] | None = None) -> Capabilities:
@@ -86,4 +94,5 @@ def detect(offered: Iterable[str], environ: Mapping[str, str] | None = None) -> 
         xattr_namespaces="xattr_namespaces" in wanted & available,
         noflush="noflush" in wanted & available,
         kept_opens="kept_opens" in wanted & available,
+        readdirplus_auto="readdirplus_auto" in wanted & available,
     )

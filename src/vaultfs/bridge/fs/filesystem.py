@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterator
 from typing import Any, NoReturn
 
 from vaultfs import errors
@@ -47,6 +48,9 @@ log = logging.getLogger(__name__)
 #: entries one readdir answer is made of: more than a reply buffer of 4 KiB, or of
 #: 128 KiB with readdirplus, ever holds (names of 20 bytes: about 80 and 500)
 READDIR_BATCH = 512
+
+#: the inode number of an entry whose node has none yet (libfuse's FUSE_UNKNOWN_INO)
+UNKNOWN_INO = 0xFFFFFFFF
 
 #: rename(2) flags (linux/fs.h)
 _RENAME_NOREPLACE = 1
@@ -176,8 +180,8 @@ class FileSystem:
         # each request costs the same at the end of a big folder as at its start (the
         # attributes of every entry left were made, then given back, per request).
         end = min(len(listing), start + READDIR_BATCH)
-        # The batch's records in a few queries of the index, not one each.
-        self.tree.index.documents.preload(
+        # The batch's times in a few queries of the index, not one each.
+        self.tree.index.documents.preload_times(
             key.doc_id for _, key in listing[start:end] if isinstance(key, DocumentKey)
         )
         try:
@@ -198,6 +202,24 @@ class FileSystem:
             self.entries_not_returned(entries)
             raise
         return entries
+
+    def readdir_plain(self, fh: int, start: int) -> Iterator[tuple[int, str, int, int]]:
+        """Entries from position ``start`` for a plain READDIR: (next position, name,
+        inode number, ``stat.S_IF*`` type), as many as the caller takes.
+
+        The kernel takes no reference to these, so none is counted and no attributes
+        are made: a listing of 100,000 documents is names, not 100,000 records read. A
+        node without an inode number yet is given ``UNKNOWN_INO``, as libfuse gives it
+        for file systems without numbers of their own; a lookup gives the real one.
+        """
+        listing = self.handles.dir(fh)
+        known, file_type = self.inodes.known, self.registry.file_type
+        for position in range(start, len(listing)):
+            name, key = listing[position]
+            yield position + 1, name, known(key) or UNKNOWN_INO, file_type(key)
+
+    def listing_length(self, fh: int) -> int:
+        return len(self.handles.dir(fh))
 
     def entries_not_returned(self, entries: list[tuple[int, str, NodeKey, Attr]]) -> None:
         """Give back the references of readdir entries the kernel was not handed."""

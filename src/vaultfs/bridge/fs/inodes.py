@@ -47,6 +47,10 @@ class InodeTable:
         self._count(ino, self.lookups(ino) + 1)
         return ino
 
+    def known(self, key: NodeKey) -> int | None:
+        """The inode of ``key`` when it has one (held or not), else None; allocates none."""
+        return self._by_key.get(key)
+
     def held(self, key: NodeKey) -> int | None:
         """The inode of ``key`` when the kernel holds a reference to it, else None."""
         ino = self._by_key.get(key)

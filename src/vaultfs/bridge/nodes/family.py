@@ -13,6 +13,7 @@ tells the family's kinds apart.
 
 from __future__ import annotations
 
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
@@ -74,6 +75,11 @@ class NodeFamily(Protocol):
 
     def is_file(self, key: NodeKey) -> bool:
         """A regular file (or a link); every other node is a directory."""
+        ...
+
+    def file_type(self, key: NodeKey) -> int:
+        """The node's ``stat.S_IF*`` type bits, known without its attributes (a plain
+        listing tells programs each entry's type)."""
         ...
 
     def is_local(self, key: NodeKey) -> bool:
@@ -155,9 +161,16 @@ class Family:
     file_kinds: ClassVar[frozenset[str]] = frozenset()
     #: the family's kinds that are the mount's own
     local_kinds: ClassVar[frozenset[str]] = frozenset()
+    #: the family's file kinds that are symbolic links
+    link_kinds: ClassVar[frozenset[str]] = frozenset()
 
     def is_file(self, key: NodeKey) -> bool:
         return key.kind in self.file_kinds
+
+    def file_type(self, key: NodeKey) -> int:
+        if key.kind in self.link_kinds:
+            return stat.S_IFLNK
+        return stat.S_IFREG if key.kind in self.file_kinds else stat.S_IFDIR
 
     def is_local(self, key: NodeKey) -> bool:
         return key.kind in self.local_kinds

@@ -55,6 +55,10 @@ class Registry:
         key = typed(key)
         return self.of(key).is_local(key)
 
+    def file_type(self, key: NodeKey) -> int:
+        key = typed(key)
+        return self.of(key).file_type(key)
+
     # --- the tree's listings (``tree.Lister``) ---------------------------------------
 
     async def children(self, tree: Tree, key: NodeKey) -> dict[str, NodeKey]:

@@ -24,6 +24,7 @@ __all__ = ["Relationships"]
 
 class Relationships(Family):
     key_type = RelationshipKey
+    link_kinds = frozenset({Kind.RLINK})
 
     async def children(self, tree: Tree, key: NodeKey) -> dict[str, NodeKey]:
         if key.kind == Kind.RLINK:

@@ -118,7 +118,7 @@ class Search(Family):
     key_type = SearchKey
     root_names = {SEARCH_DIR: SEARCH}
     root_listed = {name: SearchKey(SearchKind.VIEW, name) for name in VIEWS}
-    file_kinds = _LINKS
+    file_kinds = link_kinds = _LINKS
     local_kinds = SearchKey.KINDS
 
     def __init__(self, client: VaultApi | None, poll_interval: float = 30.0) -> None:

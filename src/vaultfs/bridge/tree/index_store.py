@@ -1,13 +1,20 @@
 """The document index on disk: one SQLite file (WAL, mode 0600) per vault and user in
 the mount's cache directory, the one place the index keeps its records.
 
-Owns the file's schema (versioned), its identity (the vault URL and user it was built
-for, stored in it and checked at every open: a mismatch is never read), its state
-(whether a build finished, when the last poll was asked for) and the records with the
-columns a folder listing needs (type, subtype, classification, name, modification
-date). A file that cannot be read, or of another schema or identity, is set aside
-(renamed ``*.corrupt-<time>``) and a new one made. Without a path the store lives in
-memory (unit tests, and a mount that cannot write its cache directory).
+Owns the file's schema (versioned; an older one is brought up to date in place, see
+``_MIGRATIONS``), its identity (the vault URL and user it was built for, stored in it
+and checked at every open: a mismatch is never read), its state (whether a build
+finished, when the last poll was asked for) and the records with the columns a folder
+listing needs (type, subtype, classification, name, modification date, and the times
+a node's attributes are made of, as integers). A file that cannot be read, or of
+another schema or identity, is set aside (renamed ``*.corrupt-<time>``) and a new one
+made. Without a path the store lives in memory (unit tests, and a mount that cannot
+write its cache directory).
+
+Nothing at an open grows with the vault: the identity and schema are a few rows;
+SQLite's ``quick_check`` (seconds at a million documents) runs only when the last
+mount did not close the file (a crash, a kill -9), and the folders are a seek per
+folder in the folder index (``folders``), not a read of every row.
 """
 
 from __future__ import annotations
@@ -24,11 +31,13 @@ from typing import Any
 
 from cachetools import LRUCache
 
-__all__ = ["SCHEMA_VERSION", "IndexStore", "Records", "index_file_name"]
+from vaultfs.wire import time_ns
+
+__all__ = ["SCHEMA_VERSION", "IndexStore", "Records", "Times", "index_file_name"]
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 _FILE_MODE = 0o600
 
 _SCHEMA = """
@@ -41,13 +50,36 @@ CREATE TABLE IF NOT EXISTS documents (
     name TEXT NOT NULL,
     modified TEXT NOT NULL,
     build INTEGER NOT NULL,
-    record TEXT NOT NULL
+    record TEXT NOT NULL,
+    modified_ns INTEGER NOT NULL DEFAULT 0,
+    created_ns INTEGER NOT NULL DEFAULT 0,
+    born_ns INTEGER NOT NULL DEFAULT 0
 );
-CREATE INDEX IF NOT EXISTS documents_folder ON documents (type, subtype, classification);
+CREATE INDEX IF NOT EXISTS folder_modified ON documents (type, subtype, classification, modified);
 CREATE INDEX IF NOT EXISTS documents_build ON documents (build);
 """
 
+#: schema version -> the statements that bring a file of it to the next version (one
+#: transaction each, so a kill leaves the old version or the new one)
+_MIGRATIONS: dict[int, tuple[str, ...]] = {
+    # 1 -> 2: the times as integers (attributes without decoding records), and the
+    # folder index with the modification date (folders by seeking, not scanning).
+    1: (
+        "ALTER TABLE documents ADD COLUMN modified_ns INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE documents ADD COLUMN created_ns INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE documents ADD COLUMN born_ns INTEGER NOT NULL DEFAULT 0",
+        "UPDATE documents SET"
+        " modified_ns = time_ns(json_extract(record, '$.version_modified_date__v')),"
+        " created_ns = time_ns(json_extract(record, '$.version_creation_date__v')),"
+        " born_ns = time_ns(json_extract(record, '$.document_creation_date__v'))",
+        "DROP INDEX IF EXISTS documents_folder",
+        "CREATE INDEX folder_modified ON documents (type, subtype, classification, modified)",
+    ),
+}
+
 Record = dict[str, Any]
+#: a document's times in nanoseconds: (modified, version created, document created)
+Times = tuple[int, int, int]
 
 
 def index_file_name(vault_url: str, user: str) -> str:
@@ -57,13 +89,21 @@ def index_file_name(vault_url: str, user: str) -> str:
     return f"index-{digest}.sqlite"
 
 
-def _columns(record: Record) -> tuple[str, str, str, str, str]:
+def _row(record: Record, build: int) -> tuple[object, ...]:
+    """The ``documents`` row of ``record`` (in the table's column order)."""
+    modified = record.get("version_modified_date__v")
     return (
+        int(record["id"]),
         str(record.get("type__v") or ""),
         str(record.get("subtype__v") or ""),
         str(record.get("classification__v") or ""),
         str(record.get("name__v") or ""),
-        str(record.get("version_modified_date__v") or ""),
+        str(modified or ""),
+        build,
+        json.dumps(record, separators=(",", ":")),
+        time_ns(modified),
+        time_ns(record.get("version_creation_date__v")),
+        time_ns(record.get("document_creation_date__v")),
     )
 
 
@@ -92,6 +132,7 @@ class IndexStore:
         except sqlite3.DatabaseError as exc:
             reason = f"the file cannot be read ({exc})"
         if reason is None and db is not None:
+            self._mark_open(db)
             return db
         if db is not None:
             db.close()
@@ -99,6 +140,7 @@ class IndexStore:
         self._move_aside()
         db = self._connect()
         self._create(db)
+        self._mark_open(db)
         return db
 
     def _connect(self) -> sqlite3.Connection:
@@ -124,14 +166,33 @@ class IndexStore:
         if "meta" not in tables or "documents" not in tables:
             return "the file is not an index"
         meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
-        if meta.get("schema") != str(SCHEMA_VERSION):
-            return f"the file is of schema {meta.get('schema')}, not {SCHEMA_VERSION}"
         for key, value in self._identity.items():
             if meta.get(key) != value:
                 return f"the file is the index of another {key.replace('_', ' ')}"
-        if db.execute("PRAGMA quick_check").fetchone()[0] != "ok":
+        if "open_by" in meta and db.execute("PRAGMA quick_check").fetchone()[0] != "ok":
+            # The last mount did not close the file: SQLite's journal keeps it whole
+            # across a crash, but a damaged disk or a copy made meanwhile would not.
             return "the file is damaged"
+        schema = meta.get("schema")
+        while schema in {str(v) for v in _MIGRATIONS} and schema != str(SCHEMA_VERSION):
+            self._migrate(db, int(schema))
+            schema = str(int(schema) + 1)
+        if schema != str(SCHEMA_VERSION):
+            return f"the file is of schema {meta.get('schema')}, not {SCHEMA_VERSION}"
         return None
+
+    def _migrate(self, db: sqlite3.Connection, version: int) -> None:
+        db.create_function("time_ns", 1, time_ns, deterministic=True)
+        with _transaction(db):
+            for statement in _MIGRATIONS[version]:
+                db.execute(statement)
+            db.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (str(version + 1),))
+        log.info("index %s: schema %d brought to %d", self.path, version, version + 1)
+
+    def _mark_open(self, db: sqlite3.Connection) -> None:
+        """Say in the file that a mount has it open until ``close`` (see ``_check``)."""
+        with _transaction(db):
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('open_by', ?)", (str(os.getpid()),))
 
     def _create(self, db: sqlite3.Connection) -> None:
         db.executescript(_SCHEMA)
@@ -151,6 +212,8 @@ class IndexStore:
         log.warning("index %s set aside: %s; building it again", self.path, self.set_aside)
 
     def close(self) -> None:
+        with _transaction(self._db):
+            self._db.execute("DELETE FROM meta WHERE key = 'open_by'")
         self._db.close()
 
     # --- state -----------------------------------------------------------------
@@ -169,14 +232,19 @@ class IndexStore:
         row = self._db.execute("SELECT record FROM documents WHERE id = ?", (doc_id,)).fetchone()
         return None if row is None else json.loads(row[0])
 
-    def get_many(self, doc_ids: list[int]) -> Iterator[tuple[int, Record]]:
-        """(id, record) of those of ``doc_ids`` the index holds: one query per 500."""
+    def times(self, doc_ids: list[int]) -> Iterator[tuple[int, Times]]:
+        """(id, times) of those of ``doc_ids`` the index holds, without the records."""
+        for doc_id, *times in self._by_ids("modified_ns, created_ns, born_ns", doc_ids):
+            yield doc_id, (times[0], times[1], times[2])
+
+    def _by_ids(self, columns: str, doc_ids: list[int]) -> Iterator[tuple[Any, ...]]:
+        """(id, *columns) of those of ``doc_ids`` the index holds: one query per 500."""
         for first in range(0, len(doc_ids), 500):
             part = doc_ids[first : first + 500]
             marks = ",".join("?" * len(part))
-            query = f"SELECT id, record FROM documents WHERE id IN ({marks})"
-            for doc_id, text in self._db.execute(query, part):
-                yield doc_id, json.loads(text)
+            yield from self._db.execute(
+                f"SELECT id, {columns} FROM documents WHERE id IN ({marks})", part
+            )
 
     def __len__(self) -> int:
         return int(self._db.execute("SELECT count(*) FROM documents").fetchone()[0])
@@ -209,14 +277,33 @@ class IndexStore:
         for doc_id, modified in self._db.execute("SELECT id, modified FROM documents"):
             yield doc_id, modified or None
 
-    def folder_rows(self) -> Iterator[tuple[int, str, str, str, str, str]]:
-        """(id, type, subtype, classification, name, modified) of every document: what
-        the folder tree needs, without the records."""
-        return iter(
-            self._db.execute(
-                "SELECT id, type, subtype, classification, name, modified FROM documents"
-            )
-        )
+    def folders(self) -> Iterator[tuple[str, str, str, str]]:
+        """(type, subtype, classification, latest modification) of every folder that
+        holds documents: two seeks in the folder index per folder, whatever the number
+        of documents."""
+        after: tuple[str, str, str] | None = None
+        while True:
+            if after is None:
+                row = self._db.execute(
+                    "SELECT type, subtype, classification FROM documents"
+                    " ORDER BY type, subtype, classification LIMIT 1"
+                ).fetchone()
+            else:
+                row = self._db.execute(
+                    "SELECT type, subtype, classification FROM documents"
+                    " WHERE (type, subtype, classification) > (?, ?, ?)"
+                    " ORDER BY type, subtype, classification LIMIT 1",
+                    after,
+                ).fetchone()
+            if row is None:
+                return
+            after = (str(row[0]), str(row[1]), str(row[2]))
+            (latest,) = self._db.execute(
+                "SELECT max(modified) FROM documents"
+                " WHERE type = ? AND subtype = ? AND classification = ?",
+                after,
+            ).fetchone()
+            yield (*after, str(latest or ""))
 
     def put_many(
         self,
@@ -228,13 +315,10 @@ class IndexStore:
     ) -> None:
         """Write ``records``, drop ``gone`` and set ``meta``, all in one transaction:
         a kill at any moment leaves all of it or none."""
-        rows = [
-            (int(r["id"]), *_columns(r), build, json.dumps(r, separators=(",", ":")))
-            for r in records
-        ]
+        rows = [_row(r, build) for r in records]
         with _transaction(self._db):
             self._db.executemany(
-                "INSERT OR REPLACE INTO documents VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows
+                "INSERT OR REPLACE INTO documents VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows
             )
             self._db.executemany("DELETE FROM documents WHERE id = ?", [(i,) for i in gone])
             if meta:
@@ -267,11 +351,14 @@ class _transaction:
 
 class Records(Mapping[int, Record]):
     """The index's records as a read-only mapping: read from the store, the most
-    recently used kept in memory (bounded, like the content cache)."""
+    recently used kept in memory (bounded, like the content cache); and each document's
+    times alone (``times``), which a listing's attributes need of many documents."""
 
-    def __init__(self, store: IndexStore, size: int = 4096) -> None:
+    def __init__(self, store: IndexStore, size: int = 4096, times: int = 65536) -> None:
         self._store = store
         self._cache: LRUCache[int, Record] = LRUCache(maxsize=size)
+        self._times: LRUCache[int, Times] = LRUCache(maxsize=times)
+        self._count: int | None = None
 
     def __getitem__(self, doc_id: int) -> Record:
         record = self.get(doc_id)
@@ -295,7 +382,9 @@ class Records(Mapping[int, Record]):
         return iter(self._store.ids())
 
     def __len__(self) -> int:
-        return len(self._store)
+        if self._count is None:  # a count of every row: once per change, not per status
+            self._count = len(self._store)
+        return self._count
 
     def items(self) -> Iterator[tuple[int, Record]]:  # type: ignore[override]
         return self._store.items()
@@ -303,14 +392,25 @@ class Records(Mapping[int, Record]):
     def values(self) -> Iterator[Record]:  # type: ignore[override]
         return (record for _, record in self._store.items())
 
-    def preload(self, doc_ids: Iterable[int]) -> None:
-        """Bring the records of ``doc_ids`` into memory in a few queries (a listing's
-        page of documents is about to be asked for one by one)."""
-        missing = [d for d in doc_ids if d not in self._cache]
-        for doc_id, record in self._store.get_many(missing[: int(self._cache.maxsize) // 2]):
-            self._cache[doc_id] = record
+    def times(self, doc_id: int) -> Times | None:
+        """(modified, version created, document created) of ``doc_id`` in nanoseconds,
+        None when the index does not hold it."""
+        times = self._times.get(doc_id)
+        if times is None:
+            for _, times in self._store.times([doc_id]):
+                self._times[doc_id] = times
+        return times
+
+    def preload_times(self, doc_ids: Iterable[int]) -> None:
+        """Bring the times of ``doc_ids`` into memory in a few queries (a listing's
+        attributes are about to be made)."""
+        missing = [d for d in doc_ids if d not in self._times]
+        for doc_id, times in self._store.times(missing[: int(self._times.maxsize) // 2]):
+            self._times[doc_id] = times
 
     def forget(self, doc_ids: Iterable[int]) -> None:
         """Drop what memory holds of ``doc_ids`` (they changed in the store)."""
+        self._count = None
         for doc_id in doc_ids:
             self._cache.pop(doc_id, None)
+            self._times.pop(doc_id, None)

@@ -22,6 +22,7 @@ from vaultfs.bridge.tree import keys, nodes
 from vaultfs.bridge.tree.catalog import TypeCatalog
 from vaultfs.bridge.tree.filenames import Sibling, assign_names
 from vaultfs.bridge.tree.index import DocumentIndex, Record
+from vaultfs.bridge.tree.index_store import Times
 from vaultfs.bridge.tree.listing_cache import ListingCache
 from vaultfs.bridge.tree.locks import KeyedLocks
 from vaultfs.bridge.tree.nodes import (
@@ -128,6 +129,13 @@ class Tree:
         if record is None:
             raise errors.InvalidDocument(f"document {doc_id} is not in the index")
         return record
+
+    def times(self, doc_id: int) -> Times:
+        """(modified, version created, document created) of ``doc_id`` in nanoseconds."""
+        times = self.index.documents.times(doc_id)
+        if times is None:
+            raise errors.InvalidDocument(f"document {doc_id} is not in the index")
+        return times
 
     def has_details(self, doc_id: int) -> bool:
         """Whether ``details(doc_id)`` would answer without a call."""
@@ -272,7 +280,7 @@ class Tree:
         if self._folders_generation == self.index.generation:
             return
         folders: dict[NodeKey, _Folder] = {ROOT: _Folder()}
-        for _, type_, subtype, classification, _, mtime in self.index.store.folder_rows():
+        for type_, subtype, classification, mtime in self.index.store.folders():
             parent: NodeKey = ROOT
             chain = {"type__v": type_, "subtype__v": subtype, "classification__v": classification}
             for key in folder_of(chain):

@@ -9,7 +9,7 @@ import logging
 import pyfuse3
 
 from vaultfs.bridge.daemon.fuse.kernel_cache import drop_listing, kept
-from vaultfs.bridge.daemon.fuse.replies import reply_entries
+from vaultfs.bridge.daemon.fuse.replies import is_plain, reply_entries, reply_plain
 from vaultfs.bridge.daemon.fuse.requests import RequestErrors
 from vaultfs.bridge.fs.filesystem import FileSystem
 
@@ -46,8 +46,15 @@ class ListingsByInode:
                         start_id,
                     )
                 fh = self._reading[ino] = await self.core.opendir(ino)
-            entries = await self.core.readdir(fh, start_id)
-            if not entries:
+            plain = is_plain(token)
+            if not plain:
+                entries = await self.core.readdir(fh, start_id)
+                ended = not entries
+            else:
+                # Names only: nothing awaits, the reply is written as it is made.
+                entries = []
+                ended = start_id >= self.core.listing_length(fh)
+            if ended:
                 del self._reading[ino]
                 self.core.releasedir(fh)
             key = self.core.inodes.key(ino)
@@ -59,4 +66,7 @@ class ListingsByInode:
                 drop_listing(ino)
             else:
                 kept.add(ino)  # from the first part on: the kernel serves parts too
-            reply_entries(self.core, entries, token)
+            if not plain:
+                reply_entries(self.core, entries, token)
+            elif not ended:
+                reply_plain(self.core, fh, start_id, token)

@@ -27,7 +27,9 @@ from vaultfs.bridge.daemon.fuse.kernel_cache import invalidations, kept, kept_op
 from vaultfs.bridge.daemon.fuse.listing_by_inode import ListingsByInode
 from vaultfs.bridge.daemon.fuse.replies import (
     entry_attributes,
+    is_plain,
     reply_entries,
+    reply_plain,
     stand_in,
     statvfs,
 )
@@ -74,6 +76,8 @@ class FuseOps(pyfuse3.Operations):
             # the answer (none) instead of sending the probes of every ``ls -l``; the
             # kernel then leaves the umask to the file system (``create``).
             self.enable_acl = True
+        # Attributes in a listing only where the kernel wants them (``ls -l``).
+        self.readdirplus_auto = self.using.readdirplus_auto
         self.errors = RequestErrors(core)
         #: without OPENDIR: the listings being read, by directory inode
         self.by_inode = ListingsByInode(core, self.errors)
@@ -153,7 +157,10 @@ class FuseOps(pyfuse3.Operations):
             await self.by_inode.readdir(fh, start_id, token)
             return
         with self.errors.handling("readdir"):
-            reply_entries(self.core, await self.core.readdir(fh, start_id), token)
+            if is_plain(token):
+                reply_plain(self.core, fh, start_id, token)
+            else:
+                reply_entries(self.core, await self.core.readdir(fh, start_id), token)
 
     async def releasedir(self, fh: int) -> None:
         count("releasedir")

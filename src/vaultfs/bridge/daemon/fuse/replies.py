@@ -1,6 +1,7 @@
 """The core's answers in pyfuse3's types: an ``Attr`` as ``EntryAttributes``, the
 file system's numbers as ``StatvfsData``, and a listing's part as readdir replies; and
-the stand-in entry of a name event's delete."""
+the stand-in entry of a name event's delete. A READDIR (``token.plus`` false) is
+answered with names, inode numbers and types only (``reply_plain``)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pyfuse3
 
 from vaultfs.bridge.fs.filesystem import Attr, FileSystem
 
-__all__ = ["entry_attributes", "reply_entries", "stand_in", "statvfs"]
+__all__ = ["entry_attributes", "is_plain", "reply_entries", "reply_plain", "stand_in", "statvfs"]
 
 
 def entry_attributes(attr: Attr) -> pyfuse3.EntryAttributes:
@@ -66,3 +67,18 @@ def reply_entries(
             # The kernel took no reference to these: give theirs back.
             core.entries_not_returned(entries[n:])
             break
+
+
+def is_plain(token: pyfuse3.ReaddirToken) -> bool:
+    """A plain READDIR (only with ``readdirplus_auto``; a stock pyfuse3's tokens have no
+    ``plus``: every listing is READDIRPLUS there)."""
+    return not getattr(token, "plus", True)
+
+
+def reply_plain(core: FileSystem, fh: int, start: int, token: pyfuse3.ReaddirToken) -> bool:
+    """Answer a plain READDIR from position ``start`` of listing ``fh``, as many entries
+    as fit; True when the listing ended before the reply was full."""
+    for next_id, name, ino, file_type in core.readdir_plain(fh, start):
+        if not pyfuse3.readdir_reply_plain(token, os.fsencode(name), ino, file_type, next_id):
+            return False
+    return True
