@@ -88,7 +88,8 @@ def test_second_mount_catches_up_in_a_few_calls_and_sees_changes_made_meanwhile(
         assert "bulk 0" not in listing and "bulk 1" not in listing
         assert "renamed meanwhile" in listing
         assert len(listing) == len(before) - 1 and len(set(listing)) == len(listing)
-        assert "catching up" in second.log_path.read_text(errors="replace")
+        log = second.log_path.read_text(errors="replace")
+        assert "catching up" in log and "caught up" in log
     finally:
         second.stop()
 
@@ -106,6 +107,10 @@ def test_listing_during_the_first_build_waits_and_is_whole(
         assert sum(n.startswith("bulk ") for n in listing) == COUNT
         status = mount.status()["index"]
         assert status["ready"] and status["indexed"] >= COUNT and status["total"] >= COUNT
+        # The progress lines a foreground mount prints (its log here), the last at 100 %.
+        log = mount.log_path.read_text(errors="replace")
+        assert f"of {status['total']} documents (100 %)" in log
+        assert "index: built, " in log
     finally:
         mount.stop()
 

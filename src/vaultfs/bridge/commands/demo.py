@@ -199,6 +199,13 @@ def run_demo(mountpoint: Path) -> int:
             cache_dir=default_cache_dir(url, user),
         )
 
+        # The index's progress lines (a big vault's first mount takes a while).
+        progress = logging.StreamHandler(sys.stderr)
+        progress.setFormatter(logging.Formatter("vaultfs demo: %(message)s"))
+        index_log = logging.getLogger("vaultfs.bridge.tree.index")
+        index_log.addHandler(progress)
+        index_log.setLevel(logging.INFO)
+
         def ready() -> None:
             credentials = data_dir / "demo-credentials"
             print(_instructions(mountpoint, url, user, credentials), flush=True)

@@ -148,7 +148,8 @@ class DocumentIndex:
             start += self._page_size
         gone = self.store.finish_build(build, {"complete": "1", "last_poll": started.isoformat()})
         self.documents.forget(gone)
-        log.info("index: built, %d documents", len(self.store))
+        spent = time.monotonic() - (self._build_clock or time.monotonic())
+        log.info("index: built, %d documents in %.1f s", len(self.store), spent)
         self._finish(started, set(gone), force=True)
 
     async def _page(self, start: int) -> DocumentPage:
@@ -160,7 +161,16 @@ class DocumentIndex:
         self.documents.forget(changed)
         before, self.indexed = self.indexed, self.indexed + len(records)
         if self.total and self.indexed * 10 // self.total > before * 10 // self.total:
-            log.info("index: %d of %d documents", min(self.indexed, self.total), self.total)
+            # The progress line (the foreground mount and the demo print it).
+            done = min(self.indexed, self.total)
+            left = self.seconds_left()
+            log.info(
+                "index: %d of %d documents (%d %%)%s",
+                done,
+                self.total,
+                done * 100 // self.total,
+                f", about {left:.0f} s left" if left is not None and done < self.total else "",
+            )
         for doc_id in changed:
             for callback in self.on_change:
                 callback(doc_id)
@@ -178,6 +188,7 @@ class DocumentIndex:
                 await self.build()
                 return set()
             log.info("index: catching up since %s", self._last_poll)
+        catching_up = not self.ready.is_set()
         started = self._now()
         asked = time.monotonic()
         changed: dict[int, Record] = {}
@@ -206,6 +217,13 @@ class DocumentIndex:
         )
         self.documents.forget([*changed, *gone])
         self._finish(started, set(changed) | gone)
+        if catching_up:
+            log.info(
+                "index: caught up, %d documents (%d changed, %d gone)",
+                len(self.documents),
+                len(changed),
+                len(gone),
+            )
         return set(changed) | gone
 
     async def _deletions(self, changed: dict[int, Record]) -> set[int]:
