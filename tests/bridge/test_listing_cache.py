@@ -49,3 +49,16 @@ def test_dropped_listings_are_gone_and_the_directories_say_which_are_kept() -> N
     cache.drop(keys.document(3))  # not kept: nothing happens
     assert cache.directories() == [keys.document(2)] and len(cache) == 1
     assert cache.get(keys.document(1), 1) is None
+
+
+def test_the_cache_is_bounded_and_a_documents_listings_go_together() -> None:
+    cache = ListingCache(maxsize=4)
+    for doc_id in range(1, 4):
+        cache.put(keys.document(doc_id), 1, _listing(doc_id, 2))
+        cache.put(keys.versions(doc_id), 1, _listing(doc_id, 2))
+    assert len(cache) == 4  # the least recently used went
+    assert cache.get(keys.document(1), 1) is None
+    cache.drop_document(3)
+    assert cache.get(keys.document(3), 1) is None and cache.get(keys.versions(3), 1) is None
+    assert cache.get(keys.versions(2), 1) == _listing(2, 2)
+    assert cache._by_document.keys() == {2}  # nothing kept of what went

@@ -7,35 +7,64 @@ a (generation, dict) pair, such a listing costs 180 to 240 bytes; packed into on
 tuple, (generation, name, key, name, key, ...), 48 to 150: 7 MiB less for the walk.
 A listing of more than ``PACK_MAX`` entries (a folder of documents) stays a dict, so
 a lookup in a folder of 10,000 documents is still one hash, not a scan.
+
+The cache is bounded (``MAX_LISTINGS`` directories, the least recently used go): a
+walk of a million documents would otherwise keep millions of listings. A listing that
+went is made again from the index when asked for; the kernel keeps its own copy of
+what it listed. A document's listings are found by its id (``drop_document``), not by
+a scan of every listing.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from itertools import chain
+from typing import Any
 
-from vaultfs.bridge.tree.keys import NodeKey
+from cachetools import LRUCache
 
-__all__ = ["PACK_MAX", "ListingCache"]
+from vaultfs.bridge.tree.keys import NodeKey, typed
+
+__all__ = ["MAX_LISTINGS", "PACK_MAX", "ListingCache"]
 
 #: listings of at most this many entries are packed into a tuple (a dict made of one
 #: when asked for costs well under a microsecond at this size)
 PACK_MAX = 8
+#: directories whose listings are kept (about 10 MiB of a walk's small listings)
+MAX_LISTINGS = 65536
 
 
 class _Packed(tuple[object, ...]):  # (generation, name, key, name, key, ...)
     __slots__ = ()
 
 
+class _Listings(LRUCache[NodeKey, tuple[object, ...]]):
+    """directory key -> _Packed, or (generation, name -> child key); tells ``gone``
+    of each listing it lets go of."""
+
+    def __init__(self, maxsize: int, gone: Any) -> None:
+        super().__init__(maxsize=maxsize)
+        self._gone = gone
+
+    def popitem(self) -> tuple[NodeKey, tuple[object, ...]]:
+        key, value = super().popitem()
+        self._gone(key)
+        return key, value
+
+
 class ListingCache:
-    def __init__(self) -> None:
-        #: directory key -> _Packed, or (generation, name -> child key)
-        self._listings: dict[NodeKey, tuple[object, ...]] = {}
+    def __init__(self, maxsize: int = MAX_LISTINGS) -> None:
+        self._listings = _Listings(maxsize, self._forget_document_key)
+        #: document id -> its directories with a listing kept
+        self._by_document: dict[int, set[NodeKey]] = {}
 
     def __len__(self) -> int:
         return len(self._listings)
 
     def put(self, key: NodeKey, generation: int, listing: dict[str, NodeKey]) -> None:
+        key = typed(key)
+        if key.OF_DOCUMENT:
+            self._by_document.setdefault(key.doc_id, set()).add(key)
         if len(listing) <= PACK_MAX:
             self._listings[key] = _Packed((generation, *chain.from_iterable(listing.items())))
         else:
@@ -66,7 +95,21 @@ class ListingCache:
         return list(self._listings)
 
     def drop(self, key: NodeKey) -> None:
-        self._listings.pop(key, None)
+        if self._listings.pop(key, None) is not None:
+            self._forget_document_key(key)
+
+    def drop_document(self, doc_id: int) -> None:
+        """Drop the listings of the document's own directories."""
+        for key in self._by_document.pop(doc_id, ()):
+            self._listings.pop(key, None)
+
+    def _forget_document_key(self, key: NodeKey) -> None:
+        if key.OF_DOCUMENT:
+            kept = self._by_document.get(key.doc_id)
+            if kept is not None:
+                kept.discard(key)
+                if not kept:
+                    del self._by_document[key.doc_id]
 
 
 def _pairs(packed: _Packed) -> Iterator[tuple[str, NodeKey]]:

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from cachetools import LRUCache
+
 from vaultfs import errors
 from vaultfs.bridge.tree import keys, nodes
 from vaultfs.bridge.tree.catalog import TypeCatalog
@@ -44,6 +46,9 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+#: documents whose details (and older versions' records) are kept in memory
+_KEPT_DETAILS = 16384
 
 #: how API names end (``promotional_piece__c``); labels do not
 _API_NAME = re.compile(r"__(v|c|vs|sys)$")
@@ -99,9 +104,13 @@ class Tree:
         self.index = index
         self._lister = lister
         self.catalog = catalog
-        self._details: dict[int, Details] = {}
+        # Bounded, as the listings are: a walk of a million documents reads the
+        # details of each, and a detail that went is one call to read again.
+        self._details: LRUCache[int, Details] = LRUCache(maxsize=_KEPT_DETAILS)
         self._details_locks: KeyedLocks[int] = KeyedLocks()
-        self._versions: dict[tuple[int, int, int], Record] = {}
+        self._versions: LRUCache[tuple[int, int, int], Record] = LRUCache(maxsize=_KEPT_DETAILS)
+        #: doc id -> its versions in ``_versions`` (some may have gone from there)
+        self._version_keys: dict[int, set[tuple[int, int, int]]] = {}
         self._folders: dict[NodeKey, _Folder] = {}
         self._folders_generation = -1
         #: directory key -> its listing, per index generation
@@ -117,10 +126,9 @@ class Tree:
     def invalidate(self, doc_id: int) -> None:
         """The index saw ``doc_id`` change or leave: drop what was cached about it."""
         self._details.pop(doc_id, None)
-        for version in [v for v in self._versions if v[0] == doc_id]:
-            del self._versions[version]
-        for key in [k for k in self._listings.directories() if len(k) > 1 and k[1] == doc_id]:
-            self._listings.drop(key)
+        for version in self._version_keys.pop(doc_id, ()):
+            self._versions.pop(version, None)
+        self._listings.drop_document(doc_id)
 
     # --- records -----------------------------------------------------------------
 
@@ -254,6 +262,7 @@ class Tree:
             response = await self._client.get_version(doc_id, major, minor)
             cached = response.get("document") or {}
             self._versions[key] = cached
+            self._version_keys.setdefault(doc_id, set()).add(key)
             renditions = response.get("renditions")
             details = self._details.get(doc_id)
             if isinstance(renditions, dict) and details is not None:
