@@ -20,6 +20,8 @@ class Context:
     data: Dataset
     sizes: Sizes
     workdir: Path
+    #: the scale workload's vault kept between runs (``--scale-vault``), None: its own
+    scale_vault: Path | None = None
 
     def mount(self) -> Mount:
         """A new mount with a fresh cache: a cold mount (start it with ``with``)."""
