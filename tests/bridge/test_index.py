@@ -239,3 +239,22 @@ def test_a_damaged_index_a_mount_did_not_close_is_set_aside(tmp_path: Path) -> N
     again.close()  # a clean close: the next open has nothing to check
     with sqlite3.connect(path) as db:
         assert db.execute("SELECT value FROM meta WHERE key = 'open_by'").fetchone() is None
+
+
+async def test_a_build_keeps_to_its_share_of_the_burst_limit(autojump_clock: object) -> None:
+    vault = FakeVault()
+    for i in range(950):
+        vault.add(f"doc {i}")
+    # The vault says 100 calls of 400 are left: less than the 3/4 a build leaves others.
+    vault.budget.burst_limit_seen, vault.budget.burst_remaining = 400, 100
+    index = DocumentIndex(vault)
+    started = trio.current_time()
+    await index.build()
+    assert vault.calls["list_documents"] == 5  # the floor still: one call per page
+    # The first page is asked at once, the 4 others one per 300 s / (400 / 4) = 3 s.
+    assert trio.current_time() - started >= 4 * 3.0
+    vault.budget.burst_remaining = 400  # a full budget: no wait at all
+    again = DocumentIndex(vault)
+    started = trio.current_time()
+    await again.build()
+    assert trio.current_time() == started

@@ -51,6 +51,7 @@ class BudgetMeter:
         if burst is not None:
             self.budget.burst_remaining = burst
             self._burst_seen = max(self._burst_seen, burst)
+            self.budget.burst_limit_seen = self._burst_seen
         daily = _int_or_none(_either(headers, DAILY_REMAINING_HEADER))
         if daily is not None:
             self.budget.daily_remaining = daily

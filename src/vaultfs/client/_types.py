@@ -24,6 +24,8 @@ class Budget:
     """What the vault says is left of the rate limits, and what this client spent."""
 
     burst_remaining: int | None = None
+    #: the largest burst remainder seen: the best guess of the vault's burst limit
+    burst_limit_seen: int | None = None
     daily_remaining: int | None = None
     #: API calls this client made (every HTTP request, retries and logins included)
     calls: int = 0

@@ -29,8 +29,14 @@ __all__ = ["DocumentIndex"]
 log = logging.getLogger(__name__)
 
 SORT = "version_modified_date__v desc"
-#: pages a build asks for at once (a share of the burst budget: see docs/bridge.md)
+#: pages a build asks for at once
 BUILD_CONCURRENCY = 4
+#: the share of the vault's burst limit a build allows itself: once the vault's
+#: remainder falls below the rest, pages are asked for at that share's pace (the rest
+#: stays with the vault's other users and with this mount's own requests)
+BUILD_SHARE = 0.25
+#: the vault's burst window (the spec: 5 minutes)
+BURST_WINDOW = 300.0
 #: how long the vault keeps deletions (the spec): an index polled longer ago is built again
 DELETIONS_KEPT = timedelta(days=30)
 #: deletions are asked for with this overlap, so clock skew cannot hide one
@@ -83,6 +89,8 @@ class DocumentIndex:
         #: asked for before that is older than what the mount shows, and is not taken
         self._own_change: dict[int, float] = {}
         self._build = int(self.store.meta("build") or 0)
+        #: paced pages of a build go one at a time
+        self._share_lock = trio.Lock()
 
     def get(self, doc_id: int) -> Record | None:
         return self.documents.get(doc_id)
@@ -132,6 +140,7 @@ class DocumentIndex:
 
             async def fetch(start: int) -> None:
                 async with limiter:
+                    await self._within_share()
                     page = await self._page(start)
                 self._write_page(page.documents, build)
                 fulls[start] = len(page.documents) == self._page_size
@@ -142,6 +151,7 @@ class DocumentIndex:
             last_full = fulls[starts[-1]]
             start = starts[-1] + self._page_size
         while last_full:  # the list is longer than said (or grew while it was read)
+            await self._within_share()
             page = await self._page(start)
             self._write_page(page.documents, build)
             last_full = len(page.documents) == self._page_size
@@ -151,6 +161,17 @@ class DocumentIndex:
         spent = time.monotonic() - (self._build_clock or time.monotonic())
         log.info("index: built, %d documents in %.1f s", len(self.store), spent)
         self._finish(started, set(gone), force=True)
+
+    async def _within_share(self) -> None:
+        """Wait before a build's next page while the vault's burst remainder is below
+        what the build leaves to others (``BUILD_SHARE``): then a page per
+        ``BURST_WINDOW / (share of the limit)`` seconds, one at a time."""
+        budget = self._client.budget
+        limit, remaining = budget.burst_limit_seen, budget.burst_remaining
+        if not limit or remaining is None or remaining >= limit * (1 - BUILD_SHARE):
+            return
+        async with self._share_lock:
+            await trio.sleep(BURST_WINDOW / max(1.0, limit * BUILD_SHARE))
 
     async def _page(self, start: int) -> DocumentPage:
         return await self._client.list_documents(start=start, limit=self._page_size, sort=SORT)
