@@ -155,7 +155,7 @@ class FileSystem:
         # empties its renditions before the version file's removal deletes the version.
         listing = sorted(
             (await self.overlay.children(key)).items(),
-            key=lambda item: (self.registry.is_file(item[1]), item),
+            key=lambda item: (self.registry.is_file(item[1]), item[0]),  # names are unique
         )
         if isinstance(key, FolderKey):
             # The order a walk visits the documents in: what the prefetch reads ahead.
