@@ -25,6 +25,7 @@ from vaultfs.bridge.content.prefetch import Prefetcher
 from vaultfs.bridge.content.sources import Contents
 from vaultfs.bridge.fs.attributes import Attributes
 from vaultfs.bridge.fs.desktop import GoneNames, NameEvents, NewFolders
+from vaultfs.bridge.fs.families import Parts
 from vaultfs.bridge.fs.filesystem import FileSystem
 from vaultfs.bridge.fs.freshness import Freshness, no_entry_invalidation, no_invalidation
 from vaultfs.bridge.fs.handles import HandleTable
@@ -44,7 +45,6 @@ from vaultfs.bridge.nodes.documents import Documents
 from vaultfs.bridge.nodes.folders import Folders
 from vaultfs.bridge.nodes.hidden import HiddenLists
 from vaultfs.bridge.nodes.local import Local
-from vaultfs.bridge.nodes.parts import Parts
 from vaultfs.bridge.nodes.registry import Registry
 from vaultfs.bridge.nodes.relationships import Relationships
 from vaultfs.bridge.nodes.renditions import Renditions
@@ -180,7 +180,7 @@ def build_daemon(
     )
     inodes = InodeTable(ROOT)
     handles = HandleTable()
-    paths = DisplayPaths(tree, registry, lambda: scratch, overlay.resolve, inodes)
+    paths = DisplayPaths(tree, registry.step, lambda: scratch, overlay.resolve, inodes)
     freshness = Freshness(
         inodes,
         overlay.child,

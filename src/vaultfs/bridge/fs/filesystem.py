@@ -20,14 +20,13 @@ from typing import Any, NoReturn
 from vaultfs import errors
 from vaultfs.bridge.fs.attributes import BLOCK, Attr
 from vaultfs.bridge.fs.desktop import is_trash_name
+from vaultfs.bridge.fs.families import Change, Move, Parts, is_writing
 from vaultfs.bridge.fs.freshness import no_entry_invalidation, no_invalidation
 from vaultfs.bridge.fs.handles import HandleTable
 from vaultfs.bridge.fs.inodes import InodeTable
 from vaultfs.bridge.fs.new_names import MAX_NAME_BYTES, NameRules
 from vaultfs.bridge.fs.opening import Opened
 from vaultfs.bridge.fs.options import Options
-from vaultfs.bridge.nodes.family import Change, Move
-from vaultfs.bridge.nodes.parts import Parts, is_writing
 from vaultfs.bridge.tree import nodes, xattrs
 from vaultfs.bridge.tree.keys import (
     ROOT,

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from vaultfs import errors
 from vaultfs.bridge.fs.attributes import Attr, ns
+from vaultfs.bridge.fs.families import Parts
 from vaultfs.bridge.fs.paths import DisplayPaths
-from vaultfs.bridge.nodes.parts import Parts
 from vaultfs.bridge.nodes.uploads import UploadedFamily
 from vaultfs.bridge.tree import keys
 from vaultfs.bridge.tree.filenames import Sibling, assign_names

@@ -18,11 +18,11 @@ import trio
 
 from vaultfs import errors
 from vaultfs.bridge.fs.attributes import Attr
+from vaultfs.bridge.fs.families import Parts, is_writing
 from vaultfs.bridge.fs.handles import LostFile, Snapshot
 from vaultfs.bridge.fs.opening import Opened
 from vaultfs.bridge.fs.paths import DisplayPaths
 from vaultfs.bridge.nodes.family import Family
-from vaultfs.bridge.nodes.parts import Parts, is_writing
 from vaultfs.bridge.tree import keys
 from vaultfs.bridge.tree.keys import CONTROL, LOST, ROOT, STATUS, ControlKey, Kind, NodeKey
 from vaultfs.bridge.tree.nodes import CONTROL_DIR, LOST_AND_FOUND

@@ -16,12 +16,12 @@ import logging
 from typing import Any
 
 from vaultfs.bridge.fs.attributes import Attr
+from vaultfs.bridge.fs.families import Move, Parts, is_writing
 from vaultfs.bridge.fs.handles import Snapshot
 from vaultfs.bridge.fs.opening import Opened
 from vaultfs.bridge.fs.paths import DisplayPaths
-from vaultfs.bridge.nodes.family import Family, Move
+from vaultfs.bridge.nodes.family import Family
 from vaultfs.bridge.nodes.hidden import HIDDEN_FILE, hidden_list
-from vaultfs.bridge.nodes.parts import Parts, is_writing
 from vaultfs.bridge.tree import keys
 from vaultfs.bridge.tree.filenames import Sibling, assign_names, unescape
 from vaultfs.bridge.tree.keys import DocumentKey, Kind, NodeKey

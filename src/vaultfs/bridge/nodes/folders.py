@@ -13,9 +13,9 @@ from typing import Any
 
 from vaultfs import errors
 from vaultfs.bridge.fs.attributes import Attr, ns
+from vaultfs.bridge.fs.families import Parts
 from vaultfs.bridge.fs.paths import DisplayPaths
 from vaultfs.bridge.nodes.family import Family
-from vaultfs.bridge.nodes.parts import Parts
 from vaultfs.bridge.tree import keys
 from vaultfs.bridge.tree.keys import ROOT, FolderKey, NodeKey
 from vaultfs.bridge.tree.tree import Tree

@@ -19,11 +19,11 @@ from __future__ import annotations
 from typing import ClassVar
 
 from vaultfs.bridge.fs.attributes import Attr
+from vaultfs.bridge.fs.families import Parts, is_writing
 from vaultfs.bridge.fs.handles import Snapshot
 from vaultfs.bridge.fs.opening import Opened
 from vaultfs.bridge.fs.paths import DisplayPaths
 from vaultfs.bridge.nodes.family import Family
-from vaultfs.bridge.nodes.parts import Parts, is_writing
 from vaultfs.bridge.tree import keys
 from vaultfs.bridge.tree.keys import NodeKey
 

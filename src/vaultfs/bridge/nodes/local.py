@@ -16,10 +16,10 @@ from typing import Any
 
 from vaultfs import errors
 from vaultfs.bridge.fs.attributes import Attr
+from vaultfs.bridge.fs.families import Change, Move, Parts
 from vaultfs.bridge.fs.opening import Opened
 from vaultfs.bridge.fs.paths import DisplayPaths
-from vaultfs.bridge.nodes.family import Change, Family, Move
-from vaultfs.bridge.nodes.parts import Parts
+from vaultfs.bridge.nodes.family import Family
 from vaultfs.bridge.tree import keys, nodes
 from vaultfs.bridge.tree.keys import Kind, LocalKey, NodeKey
 from vaultfs.bridge.tree.tree import Tree

@@ -12,9 +12,9 @@ import stat
 
 from vaultfs import errors
 from vaultfs.bridge.fs.attributes import Attr, ns
+from vaultfs.bridge.fs.families import Parts
 from vaultfs.bridge.fs.paths import DisplayPaths
 from vaultfs.bridge.nodes.family import Family
-from vaultfs.bridge.nodes.parts import Parts
 from vaultfs.bridge.tree import keys
 from vaultfs.bridge.tree.keys import Kind, NodeKey, RelationshipKey
 from vaultfs.bridge.tree.tree import Tree

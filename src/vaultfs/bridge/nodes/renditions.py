@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from vaultfs.bridge.fs.attributes import Attr
+from vaultfs.bridge.fs.families import Parts
 from vaultfs.bridge.fs.paths import DisplayPaths
-from vaultfs.bridge.nodes.parts import Parts
 from vaultfs.bridge.nodes.uploads import UploadedFamily
 from vaultfs.bridge.tree import keys
 from vaultfs.bridge.tree.filenames import Sibling, assign_names

@@ -42,8 +42,8 @@ from typing import Any
 
 from vaultfs import errors
 from vaultfs.bridge.fs.attributes import Attr, ns
+from vaultfs.bridge.fs.families import Parts
 from vaultfs.bridge.nodes.family import Family
-from vaultfs.bridge.nodes.parts import Parts
 from vaultfs.bridge.tree.filenames import Sibling, assign_names
 from vaultfs.bridge.tree.keys import ROOT, Kind, NodeKey
 from vaultfs.bridge.tree.link_targets import link_target

@@ -20,12 +20,12 @@ import trio
 
 from vaultfs import errors
 from vaultfs.bridge.fs.attributes import Attr
+from vaultfs.bridge.fs.families import Change, Move, Parts, is_writing
 from vaultfs.bridge.fs.handles import SourceEdit
 from vaultfs.bridge.fs.opening import Opened
 from vaultfs.bridge.fs.paths import DisplayPaths
 from vaultfs.bridge.lifecycle.states import is_steady
-from vaultfs.bridge.nodes.family import Change, Family, Move
-from vaultfs.bridge.nodes.parts import Parts, is_writing
+from vaultfs.bridge.nodes.family import Family
 from vaultfs.bridge.tree import keys
 from vaultfs.bridge.tree.keys import Kind, NodeKey, SourceKey
 from vaultfs.bridge.write.scratch import is_temporary_name

@@ -13,9 +13,9 @@ import os
 from typing import ClassVar
 
 from vaultfs.bridge.fs.attributes import Attr
+from vaultfs.bridge.fs.families import Parts, is_writing
 from vaultfs.bridge.fs.opening import Opened
 from vaultfs.bridge.nodes.family import Family
-from vaultfs.bridge.nodes.parts import Parts, is_writing
 from vaultfs.bridge.tree.keys import NodeKey
 
 __all__ = ["UploadedFamily"]
