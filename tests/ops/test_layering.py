@@ -111,6 +111,18 @@ def test_the_bridge_subpackages_import_one_way() -> None:
     assert wrong == {}
 
 
+def test_the_node_families_never_call_the_client() -> None:
+    """A family asks the vault through the tree, write and content services below it
+    (docs/architecture.md, "How to add a family"), never through the client."""
+    modules = imported_by("bridge/nodes")
+    assert "vaultfs.bridge.fs.families" in modules["bridge/nodes/family.py"]  # it sees them
+    assert {
+        m: sorted(n for n in names if n.startswith("vaultfs.client"))
+        for m, names in modules.items()
+        if any(n.startswith("vaultfs.client") for n in names)
+    } == {}
+
+
 def _module_graph() -> dict[str, set[str]]:
     """Module -> the modules of ``vaultfs`` it imports (``from package import module``
     counts as the module; a package's ``__init__`` is the package)."""

@@ -36,11 +36,11 @@ if TYPE_CHECKING:
     from vaultfs.bridge.fs.status import StatusReport
     from vaultfs.bridge.lifecycle.attributes import LifeAttributes
     from vaultfs.bridge.tree.tree import Tree
+    from vaultfs.bridge.write.deletions import Deletions
     from vaultfs.bridge.write.editing import Editing
     from vaultfs.bridge.write.fields import FieldEditor
     from vaultfs.bridge.write.linking import Linker
     from vaultfs.bridge.write.new_documents import NewDocuments
-    from vaultfs.client import VaultApi
 
 __all__ = ["Change", "Families", "Move", "NodeFamily", "Parts", "is_writing"]
 
@@ -190,13 +190,13 @@ class Parts:
     """The parts of the mount a family operation may use."""
 
     options: Options
-    client: VaultApi
     tree: Tree
     registry: Families
     blobs: BlobCache
     contents: Contents
     overlay: Overlay
     editing: Editing
+    deletions: Deletions
     new_documents: NewDocuments
     fields: FieldEditor
     links: Linker

@@ -12,7 +12,6 @@ by name only and read at open (``lifecycle.events``), as is its ``.hidden``
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from vaultfs.bridge.fs.attributes import Attr
@@ -29,8 +28,6 @@ from vaultfs.bridge.tree.nodes import DOC_DIR_NAMES, EVENTS_FILE
 from vaultfs.bridge.tree.tree import Tree
 
 __all__ = ["Documents"]
-
-log = logging.getLogger(__name__)
 
 
 class Documents(Family):
@@ -119,16 +116,11 @@ class Documents(Family):
         parts.overlay.deleting()
         await parts.overlay.must_be_empty(key, name)
         doc_id = key.doc_id
-        await parts.client.delete_document(doc_id)
-        log.info("deleted document %d", doc_id)
-        parts.tree.index.forget(doc_id)
+        await parts.deletions.document(doc_id)
         parts.overlay.forget_document(doc_id)
 
     async def rename(self, parts: Parts, move: Move) -> None:
         if move.source.kind != Kind.DOC or move.target is not None or move.new != move.old:
             await super().rename(parts, move)
             return
-        doc_id = move.source.doc_id
-        await parts.client.update_document(doc_id, {"name__v": unescape(move.new_name)})
-        parts.tree.invalidate(doc_id)
-        await parts.tree.reload(doc_id)
+        await parts.fields.rename(move.source.doc_id, unescape(move.new_name))

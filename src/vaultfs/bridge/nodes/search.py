@@ -49,7 +49,6 @@ from vaultfs.bridge.tree.keys import ROOT, Kind, NodeKey
 from vaultfs.bridge.tree.link_targets import link_target
 from vaultfs.bridge.tree.search_results import Answer, Hit, SearchResults
 from vaultfs.bridge.tree.tree import Tree
-from vaultfs.client import VaultApi
 
 __all__ = [
     "CONTENT_FORM",
@@ -121,23 +120,15 @@ class Search(Family):
     file_kinds = _LINKS
     local_kinds = SearchKey.KINDS
 
-    def __init__(self, client: VaultApi | None, poll_interval: float = 30.0) -> None:
-        """``client``: who asks the vault (None: nobody, a search fails with EIO);
-        ``poll_interval``: how long an answer is kept (the index's poll interval)."""
-        self._client = client
-        self._poll_interval = poll_interval
-        self._results: SearchResults | None = None
+    def __init__(self, results: SearchResults | None) -> None:
+        """``results``: the vault's answers, kept for the index's poll interval (None:
+        nobody to ask, a search fails with EIO)."""
+        self._results = results
 
-    def results(self, tree: Tree) -> SearchResults:
-        """The answers (made at the first use: an answer is dropped when the tree's
-        index changes)."""
-        if self._client is None:
-            raise errors.VaultUnavailable("this registry of families has no vault to ask")
+    def results(self) -> SearchResults:
+        """The vault's answers."""
         if self._results is None:
-            index = tree.index
-            self._results = SearchResults(
-                self._client, lambda: index.generation, ttl=self._poll_interval
-            )
+            raise errors.VaultUnavailable("this registry of families has no vault to ask")
         return self._results
 
     # --- names -----------------------------------------------------------------------
@@ -162,7 +153,7 @@ class Search(Family):
         return None
 
     async def _answer(self, tree: Tree, key: NodeKey) -> Answer:
-        results = self.results(tree)
+        results = self.results()
         if key.kind == SearchKind.QUERY:
             return await results.search(str(key[2]), content_only=key[1] == CONTENT_FORM)
         name = str(key[1])
@@ -284,7 +275,7 @@ class Search(Family):
 
     async def _mark(self, parts: Parts, doc_id: int, favorite: bool) -> None:
         try:
-            await parts.client.set_favorite(doc_id, favorite)
+            await self.results().set_favorite(doc_id, favorite)
         except _NO_FAVORITES as exc:
             log.warning(
                 "Favorites cannot be changed: this vault has no favourite call (%s)",
@@ -292,7 +283,7 @@ class Search(Family):
             )
             raise errors.Unsupported("this vault has no favourite call") from None
         log.info("document %d %s Favorites", doc_id, "added to" if favorite else "removed from")
-        self.results(parts.tree).forget("view", FAVORITES)
+        self.results().forget("view", FAVORITES)
 
     async def _document_named(self, parts: Parts, parent: NodeKey, text: str) -> int:
         """The document whose directory ``text`` names, read relative to ``parent``

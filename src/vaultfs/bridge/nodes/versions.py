@@ -9,7 +9,6 @@ version's directory then goes with it (``Overlay.deleted_version``).
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from vaultfs import errors
@@ -24,8 +23,6 @@ from vaultfs.bridge.tree.keys import Kind, NodeKey, VersionKey
 from vaultfs.bridge.tree.tree import Tree
 
 __all__ = ["Versions"]
-
-log = logging.getLogger(__name__)
 
 
 def _version(key: NodeKey) -> tuple[int, int]:
@@ -107,9 +104,8 @@ class Versions(Family):
             # The vault keeps a document's only version: it goes with the document.
             parts.overlay.hide(key)
             return
-        await parts.client.delete_version(doc_id, major, minor)
+        await parts.deletions.version(doc_id, major, minor)
         parts.overlay.version_deleted(doc_id, major, minor)
-        log.info("deleted version %d.%d of document %d", major, minor, doc_id)
         parts.tree.invalidate(doc_id)
         await parts.tree.reload(doc_id)
 
