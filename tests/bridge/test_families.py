@@ -28,6 +28,7 @@ class ShelfKey(NodeKey):
 
     __slots__ = ()
     KINDS = frozenset({"shelf", "shelf-file"})
+    FILE_KINDS = frozenset({"shelf-file"})
 
 
 SHELF = ShelfKey("shelf")
@@ -36,7 +37,6 @@ SHELF = ShelfKey("shelf")
 class Shelf(Family):
     key_type = ShelfKey
     root_names: ClassVar = {".shelf": SHELF}
-    file_kinds = frozenset({"shelf-file"})
 
     async def children(self, tree: Tree, key: NodeKey) -> dict[str, NodeKey]:
         if key != SHELF:

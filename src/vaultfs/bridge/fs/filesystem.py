@@ -84,7 +84,7 @@ class FileSystem:
     async def _ready(self, key: NodeKey | None = None) -> None:
         """Wait for the index's first reading, unless ``key`` needs none (``.vaultfs``
         and what it holds answer at once)."""
-        if key is not None and key.kind in ControlKey.KINDS:
+        if isinstance(key, ControlKey):
             return
         # A first build is waited for however long it takes: a listing is never
         # partial, and never an error because the index is still being read.
@@ -154,7 +154,7 @@ class FileSystem:
         )
         if isinstance(key, FolderKey):
             # The order a walk visits the documents in: what the prefetch reads ahead.
-            documents = [k.doc_id for _, k in listing if k.kind == Kind.DOC]
+            documents = [k.doc_id for _, k in listing if isinstance(k, DocumentKey)]
             self.parts.prefetch.folder_listed(documents)
         fh = self.handles.add_dir(listing)
         self._dir_inodes[fh] = ino

@@ -35,8 +35,6 @@ __all__ = ["Control"]
 class Control(Family):
     key_type = ControlKey
     root_names = {CONTROL_DIR: CONTROL}
-    file_kinds = frozenset({Kind.STATUS, Kind.LOSTF})
-    local_kinds = ControlKey.KINDS
 
     def __init__(self, spool_dir: Path | None) -> None:
         """``spool_dir``: the spool whose lost+found is shown (None: a read-only

@@ -32,9 +32,7 @@ __all__ = ["Documents"]
 
 class Documents(Family):
     key_type = DocumentKey
-    file_kinds = frozenset({Kind.EVENTS})
     # nothing announces new events: short timeouts
-    local_kinds = frozenset({Kind.EVENTS})
 
     async def children(self, tree: Tree, key: NodeKey) -> dict[str, NodeKey]:
         if key.kind != Kind.DOC:

@@ -36,16 +36,12 @@ class Family:
     key_type: ClassVar[type[NodeKey]] = NodeKey
     root_names: ClassVar[Mapping[str, NodeKey]] = {}
     root_listed: ClassVar[Mapping[str, NodeKey]] = {}
-    #: the family's kinds that are files (every other kind is a directory)
-    file_kinds: ClassVar[frozenset[str]] = frozenset()
-    #: the family's kinds that are the mount's own
-    local_kinds: ClassVar[frozenset[str]] = frozenset()
 
     def is_file(self, key: NodeKey) -> bool:
-        return key.kind in self.file_kinds
+        return key.is_file  # the key type's ``FILE_KINDS``
 
     def is_local(self, key: NodeKey) -> bool:
-        return key.kind in self.local_kinds
+        return key.is_local  # the key type's ``LOCAL_KINDS``
 
     async def children(self, tree: Tree, key: NodeKey) -> dict[str, NodeKey]:
         raise errors.NotADirectory(f"{key!r} is not a directory")

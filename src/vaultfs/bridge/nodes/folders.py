@@ -9,7 +9,7 @@ succeeds (it goes with its last document).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from vaultfs import errors
 from vaultfs.bridge.fs.attributes import Attr, ns
@@ -32,8 +32,9 @@ class Folders(Family):
     def step(self, paths: DisplayPaths, key: NodeKey) -> tuple[NodeKey, str] | None:
         if key == ROOT:
             return None
-        parent = keys.folder(*(str(name) for name in key[1:-1]))
-        return parent, paths.listed(parent, key) or str(key[-1])
+        *above, name = cast(FolderKey, key).labels  # the family is given its own keys only
+        parent = keys.folder(*above)
+        return parent, paths.listed(parent, key) or name
 
     async def attributes(self, parts: Parts, key: NodeKey, ino: int) -> Attr:
         tree = parts.tree

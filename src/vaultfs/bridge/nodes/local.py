@@ -30,8 +30,6 @@ __all__ = ["Local"]
 
 class Local(Family):
     key_type = LocalKey
-    file_kinds = frozenset({Kind.SCRATCH})
-    local_kinds = LocalKey.KINDS
 
     async def children(self, tree: Tree, key: NodeKey) -> dict[str, NodeKey]:
         if key.kind == Kind.NEWDIR:

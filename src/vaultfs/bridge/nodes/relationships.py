@@ -9,6 +9,7 @@ relationship and ``rm`` of a link deletes it (``write.linking``).
 from __future__ import annotations
 
 import stat
+from typing import cast
 
 from vaultfs import errors
 from vaultfs.bridge.fs.attributes import Attr, ns
@@ -26,9 +27,11 @@ class Relationships(Family):
     key_type = RelationshipKey
 
     async def children(self, tree: Tree, key: NodeKey) -> dict[str, NodeKey]:
-        if key.kind == Kind.RLINK:
-            return await super().children(tree, key)
-        return await tree.relationships.listing(key)
+        if key.kind == Kind.RELS:
+            return await tree.relationships.type_dirs(key.doc_id)
+        if isinstance(key, RelationshipKey) and key.kind == Kind.RELT:
+            return await tree.relationships.links_listing(key.doc_id, key.relationship_type)
+        return await super().children(tree, key)
 
     async def unlisted(self, tree: Tree, key: NodeKey, name: str) -> NodeKey | None:
         if key.kind != Kind.RELS or name in await tree.children(key):
@@ -40,7 +43,7 @@ class Relationships(Family):
             return keys.document(key.doc_id), "relationships"
         if key.kind == Kind.RELT:
             parent = keys.relationships(key.doc_id)
-            return parent, paths.listed(parent, key) or str(key[2])
+            return parent, paths.listed(parent, key) or cast(RelationshipKey, key).relationship_type
         return paths.tree.where_listed(key, Kind.RELT)
 
     async def attributes(self, parts: Parts, key: NodeKey, ino: int) -> Attr:

@@ -94,7 +94,8 @@ class SearchKey(NodeKey):
     ``(VLINK, name, id)`` a document in it."""
 
     __slots__ = ()
-    KINDS = frozenset(SearchKind)
+    KINDS = LOCAL_KINDS = frozenset(SearchKind)
+    FILE_KINDS = frozenset({SearchKind.QLINK, SearchKind.VLINK})
     #: a link names a document, yet the node is the answer's: no document's change is
     #: told to the kernel for it (the family's nodes are local, short timeouts)
     OF_DOCUMENT = False
@@ -106,7 +107,7 @@ class SearchKey(NodeKey):
 
 
 SEARCH = SearchKey(SearchKind.SEARCH)
-_LINKS = frozenset({SearchKind.QLINK, SearchKind.VLINK})
+_LINKS = SearchKey.FILE_KINDS
 
 
 def _scope(key: NodeKey) -> str:
@@ -117,8 +118,6 @@ class Search(Family):
     key_type = SearchKey
     root_names = {SEARCH_DIR: SEARCH}
     root_listed = {name: SearchKey(SearchKind.VIEW, name) for name in VIEWS}
-    file_kinds = _LINKS
-    local_kinds = SearchKey.KINDS
 
     def __init__(self, results: SearchResults | None) -> None:
         """``results``: the vault's answers, kept for the index's poll interval (None:

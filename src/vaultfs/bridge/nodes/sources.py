@@ -27,7 +27,7 @@ from vaultfs.bridge.fs.paths import DisplayPaths
 from vaultfs.bridge.lifecycle.states import is_steady
 from vaultfs.bridge.nodes.family import Family
 from vaultfs.bridge.tree import keys
-from vaultfs.bridge.tree.keys import Kind, NodeKey, SourceKey
+from vaultfs.bridge.tree.keys import NodeKey, SourceKey
 from vaultfs.bridge.write.scratch import is_temporary_name
 
 __all__ = ["Sources"]
@@ -37,7 +37,6 @@ log = logging.getLogger(__name__)
 
 class Sources(Family):
     key_type = SourceKey
-    file_kinds = frozenset({Kind.SRC})
 
     def step(self, paths: DisplayPaths, key: NodeKey) -> tuple[NodeKey, str] | None:
         doc = keys.document(key.doc_id)

@@ -9,7 +9,7 @@ version's directory then goes with it (``Overlay.deleted_version``).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from vaultfs import errors
 from vaultfs.bridge.fs.attributes import Attr
@@ -26,12 +26,12 @@ __all__ = ["Versions"]
 
 
 def _version(key: NodeKey) -> tuple[int, int]:
-    return int(key[2]), int(key[3])
+    """The version a version's node names (the family is given its own keys only)."""
+    return cast(VersionKey, key).version
 
 
 class Versions(Family):
     key_type = VersionKey
-    file_kinds = frozenset({Kind.VSRC})
 
     async def children(self, tree: Tree, key: NodeKey) -> dict[str, NodeKey]:
         doc_id = key.doc_id
