@@ -25,7 +25,7 @@ from vaultfs.bridge.content.prefetch import Prefetcher
 from vaultfs.bridge.content.sources import Contents
 from vaultfs.bridge.fs.attributes import Attributes
 from vaultfs.bridge.fs.desktop import GoneNames, NameEvents, NewFolders
-from vaultfs.bridge.fs.families import Parts
+from vaultfs.bridge.fs.families import Parts, Writing
 from vaultfs.bridge.fs.filesystem import FileSystem
 from vaultfs.bridge.fs.freshness import Freshness, no_entry_invalidation, no_invalidation
 from vaultfs.bridge.fs.handles import HandleTable
@@ -216,23 +216,22 @@ def build_daemon(
         options=options,
         tree=tree,
         registry=registry,
-        blobs=blobs,
-        contents=contents,
         overlay=overlay,
-        editing=editing,
-        deletions=Deletions(tree, client),
-        new_documents=new_documents,
-        fields=fields,
-        links=Linker(tree, client, options.mountpoint),
-        life=LifeAttributes(LifecycleActions(tree, client), DocumentEvents(tree, client)),
-        report=report,
         attributes=Attributes(
             tree, blobs, contents, options, started=started, estimated=freshness.estimated
         ),
-        freshness=freshness,
-        handles=handles,
         opener=Opener(contents, blobs, handles, new_documents, freshness, invalidate_attr),
+        freshness=freshness,
         prefetch=Prefetcher(tree, blobs, contents, client),
+        write=Writing(
+            editing=editing,
+            new_documents=new_documents,
+            fields=fields,
+            deletions=Deletions(tree, client),
+            links=Linker(tree, client, options.mountpoint),
+        ),
+        life=LifeAttributes(LifecycleActions(tree, client), DocumentEvents(tree, client)),
+        report=report,
     )
-    filesystem = FileSystem(parts, inodes, handles, NameRules(catalog))
+    filesystem = FileSystem(parts, inodes, handles, blobs, NameRules(catalog))
     return Daemon(index, tree, blobs, the_spool, filesystem)

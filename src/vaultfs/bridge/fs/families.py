@@ -23,12 +23,9 @@ from vaultfs import errors
 from vaultfs.bridge.tree.keys import NodeKey
 
 if TYPE_CHECKING:
-    from vaultfs.bridge.content.blobcache import BlobCache
     from vaultfs.bridge.content.prefetch import Prefetcher
-    from vaultfs.bridge.content.sources import Contents
     from vaultfs.bridge.fs.attributes import Attr, Attributes
     from vaultfs.bridge.fs.freshness import Freshness
-    from vaultfs.bridge.fs.handles import HandleTable
     from vaultfs.bridge.fs.opening import Opened, Opener
     from vaultfs.bridge.fs.options import Options
     from vaultfs.bridge.fs.overlay import Overlay
@@ -42,7 +39,7 @@ if TYPE_CHECKING:
     from vaultfs.bridge.write.linking import Linker
     from vaultfs.bridge.write.new_documents import NewDocuments
 
-__all__ = ["Change", "Families", "Move", "NodeFamily", "Parts", "is_writing"]
+__all__ = ["Change", "Families", "Move", "NodeFamily", "Parts", "Writing", "is_writing"]
 
 log = logging.getLogger(__name__)
 
@@ -186,27 +183,39 @@ def is_writing(flags: int) -> bool:
 
 
 @dataclass(frozen=True)
+class Writing:
+    """The write side (``bridge.write``): what a family's operations change the vault
+    and the mount's new files through."""
+
+    #: saves of a document's source file (check-out, check-in)
+    editing: Editing
+    #: what a closed scratch file becomes (a document, a draft, an upload)
+    new_documents: NewDocuments
+    #: setfattr of a record's fields; a document's new name
+    fields: FieldEditor
+    #: a document or a version deleted
+    deletions: Deletions
+    #: relationships made by ``ln -s`` and deleted by ``rm``
+    links: Linker
+
+
+@dataclass(frozen=True)
 class Parts:
-    """The parts of the mount a family operation may use."""
+    """The parts of the mount a family operation may use: what the file system shares
+    with the families (the tree, the names overlay, attributes, opening), the write
+    side, and what a few families show (the status, a document's lifecycle)."""
 
     options: Options
     tree: Tree
     registry: Families
-    blobs: BlobCache
-    contents: Contents
     overlay: Overlay
-    editing: Editing
-    deletions: Deletions
-    new_documents: NewDocuments
-    fields: FieldEditor
-    links: Linker
+    attributes: Attributes
+    opener: Opener
+    freshness: Freshness
+    prefetch: Prefetcher
+    write: Writing
     life: LifeAttributes
     report: StatusReport
-    attributes: Attributes
-    freshness: Freshness
-    handles: HandleTable
-    opener: Opener
-    prefetch: Prefetcher
 
     def writable(self) -> None:
         if self.options.read_only:

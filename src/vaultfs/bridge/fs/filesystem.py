@@ -18,6 +18,7 @@ import os
 from typing import Any, NoReturn
 
 from vaultfs import errors
+from vaultfs.bridge.content.blobcache import BlobCache
 from vaultfs.bridge.fs.attributes import BLOCK, Attr
 from vaultfs.bridge.fs.desktop import is_trash_name
 from vaultfs.bridge.fs.families import Change, Move, Parts, is_writing
@@ -54,15 +55,22 @@ _RENAME_EXCHANGE = 2
 
 class FileSystem:
     def __init__(
-        self, parts: Parts, inodes: InodeTable, handles: HandleTable, names: NameRules
+        self,
+        parts: Parts,
+        inodes: InodeTable,
+        handles: HandleTable,
+        blobs: BlobCache,
+        names: NameRules,
     ) -> None:
         """``inodes``: the numbers the kernel knows nodes by (the freshness in ``parts``
-        watches the same); ``names``: what a new name may be."""
+        watches the same); ``handles``: the open files and directories; ``blobs``: the
+        content cache (its space is what statfs tells); ``names``: what a new name may
+        be."""
         self.parts = parts
         self.registry = parts.registry
         self.overlay = parts.overlay
         self.tree = parts.tree
-        self.blobs = parts.blobs
+        self.blobs = blobs
         self.options = parts.options
         self.freshness = parts.freshness
         self.life = parts.life

@@ -89,7 +89,7 @@ class Documents(Family):
             await super().set_field(parts, key, name, value)
             return
         record = await self.fields(parts, key)
-        await parts.fields.set(key.doc_id, None, record, name, value)
+        await parts.write.fields.set(key.doc_id, None, record, name, value)
 
     def lifecycle_of(self, key: NodeKey) -> int | None:
         return key.doc_id if key.kind == Kind.DOC else None
@@ -114,11 +114,11 @@ class Documents(Family):
         parts.overlay.deleting()
         await parts.overlay.must_be_empty(key, name)
         doc_id = key.doc_id
-        await parts.deletions.document(doc_id)
+        await parts.write.deletions.document(doc_id)
         parts.overlay.forget_document(doc_id)
 
     async def rename(self, parts: Parts, move: Move) -> None:
         if move.source.kind != Kind.DOC or move.target is not None or move.new != move.old:
             await super().rename(parts, move)
             return
-        await parts.fields.rename(move.source.doc_id, unescape(move.new_name))
+        await parts.write.fields.rename(move.source.doc_id, unescape(move.new_name))

@@ -77,7 +77,7 @@ class Family:
         return {}
 
     async def set_field(self, parts: Parts, key: NodeKey, name: str, value: bytes | None) -> None:
-        await parts.fields.set(None, None, await self.fields(parts, key), name, value)
+        await parts.write.fields.set(None, None, await self.fields(parts, key), name, value)
 
     async def create(self, parts: Parts, parent: NodeKey, name: str, mode: int) -> NodeKey:
         raise errors.AccessDenied("files are made in type folders and documents only")

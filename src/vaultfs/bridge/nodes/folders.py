@@ -46,13 +46,13 @@ class Folders(Family):
     async def fields(self, parts: Parts, key: NodeKey) -> dict[str, Any]:
         if key == ROOT:
             return {}
-        return parts.new_documents.new_fields.of_folder(key)
+        return parts.write.new_documents.new_fields.of_folder(key)
 
     async def set_field(self, parts: Parts, key: NodeKey, name: str, value: bytes | None) -> None:
         if key == ROOT:
             await super().set_field(parts, key, name, value)
             return
-        await parts.new_documents.set_field(key, name, value)
+        await parts.write.new_documents.set_field(key, name, value)
         parts.freshness.new_file_done()  # the fields complete: the document is made
 
     async def create(self, parts: Parts, parent: NodeKey, name: str, mode: int) -> NodeKey:

@@ -62,13 +62,13 @@ class Relationships(Family):
         return await parts.tree.relationships.link_text(key)
 
     async def symlink(self, parts: Parts, parent: NodeKey, name: str, target: str) -> NodeKey:
-        return await parts.links.symlink(parent, name, target)
+        return await parts.write.links.symlink(parent, name, target)
 
     async def unlink_in(self, parts: Parts, parent: NodeKey, name: str) -> None:
         if parent.kind != Kind.RELT:
             await super().unlink_in(parts, parent, name)
             return
-        await parts.links.unlink(parent, name)
+        await parts.write.links.unlink(parent, name)
 
     async def rmdir(self, parts: Parts, parent: NodeKey, key: NodeKey, name: str) -> None:
         if key.kind == Kind.RLINK:

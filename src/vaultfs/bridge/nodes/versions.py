@@ -91,7 +91,7 @@ class Versions(Family):
             await super().set_field(parts, key, name, value)
             return
         record = await self.fields(parts, key)
-        await parts.fields.set(key.doc_id, _version(key), record, name, value)
+        await parts.write.fields.set(key.doc_id, _version(key), record, name, value)
 
     async def unlink(self, parts: Parts, key: NodeKey, name: str) -> None:
         if key.kind != Kind.VSRC:
@@ -104,7 +104,7 @@ class Versions(Family):
             # The vault keeps a document's only version: it goes with the document.
             parts.overlay.hide(key)
             return
-        await parts.deletions.version(doc_id, major, minor)
+        await parts.write.deletions.version(doc_id, major, minor)
         parts.overlay.version_deleted(doc_id, major, minor)
         parts.tree.invalidate(doc_id)
         await parts.tree.reload(doc_id)
