@@ -34,8 +34,8 @@ from vaultfs.bridge.tree.keys import (
     ControlKey,
     DocumentKey,
     FolderKey,
-    Kind,
     NodeKey,
+    SourceKey,
     typed,
 )
 from vaultfs.bridge.write.scratch import makes_document
@@ -226,7 +226,7 @@ class FileSystem:
         if makes_document(parent_key, name):
             self.parts.may_create(name)
         key = await self.registry.of(parent_key).create(self.parts, parent_key, name, mode)
-        if key.kind == Kind.SRC:  # the source file written anew after a rename: starts empty
+        if isinstance(key, SourceKey):  # the source file written anew after a rename: empty
             opened = await self.open(self.inodes.inode(key), flags | os.O_TRUNC)
         else:
             opened = self.parts.opener.scratch(self.overlay.scratch_file(key), flags)
