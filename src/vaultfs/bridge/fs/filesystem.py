@@ -62,10 +62,8 @@ class FileSystem:
         blobs: BlobCache,
         names: NameRules,
     ) -> None:
-        """``inodes``: the numbers the kernel knows nodes by (the freshness in ``parts``
-        watches the same); ``handles``: the open files and directories; ``blobs``: the
-        content cache (its space is what statfs tells); ``names``: what a new name may
-        be."""
+        """``inodes``: the numbers the kernel knows nodes by (``parts``' freshness watches
+        the same); ``blobs``: the content cache statfs tells of; ``names``: new names."""
         self.parts = parts
         self.registry = parts.registry
         self.overlay = parts.overlay
