@@ -13,6 +13,7 @@ import os
 import stat
 import time
 from pathlib import Path
+from typing import cast
 
 import trio
 
@@ -44,7 +45,7 @@ class Control(Family):
     def _lost_path(self, key: NodeKey) -> Path:
         if self._spool_dir is None:
             raise errors.NotFound("no lost+found")
-        return self._spool_dir / LOST_AND_FOUND / str(key[1])
+        return self._spool_dir / LOST_AND_FOUND / cast(ControlKey, key).lost_name
 
     async def children(self, tree: Tree, key: NodeKey) -> dict[str, NodeKey]:
         if key == CONTROL:
@@ -61,7 +62,7 @@ class Control(Family):
             return CONTROL, "status"
         if key == LOST:
             return CONTROL, LOST_AND_FOUND
-        return LOST, str(key[1])
+        return LOST, cast(ControlKey, key).lost_name
 
     async def attributes(self, parts: Parts, key: NodeKey, ino: int) -> Attr:
         attributes = parts.attributes

@@ -294,6 +294,11 @@ class ControlKey(NodeKey):
     KINDS = LOCAL_KINDS = frozenset({Kind.CTL, Kind.STATUS, Kind.LOST, Kind.LOSTF})
     FILE_KINDS = frozenset({Kind.STATUS, Kind.LOSTF})
 
+    @property
+    def lost_name(self) -> str:
+        """A file in lost+found: its name."""
+        return str(self[1])
+
 
 class LocalKey(NodeKey):
     """A scratch file or a folder made with mkdir (the pending new files):
