@@ -28,6 +28,7 @@ class ShelfKey(NodeKey):
 
     __slots__ = ()
     KINDS = frozenset({"shelf", "shelf-file"})
+    FILE_KINDS = frozenset({"shelf-file"})
 
 
 SHELF = ShelfKey("shelf")
@@ -36,7 +37,6 @@ SHELF = ShelfKey("shelf")
 class Shelf(Family):
     key_type = ShelfKey
     root_names: ClassVar = {".shelf": SHELF}
-    file_kinds = frozenset({"shelf-file"})
 
     async def children(self, tree: Tree, key: NodeKey) -> dict[str, NodeKey]:
         if key != SHELF:
@@ -63,6 +63,32 @@ def test_a_typed_key_is_the_plain_tuple_it_stands_for() -> None:
     assert typed(("src", 12)) == source and type(typed(("src", 12))) is SourceKey
     assert keys.version(3, 1, 2).version == (1, 2)
     assert keys.folder("t", "s") == (Kind.SUB, "t", "s")
+
+
+def test_a_key_tells_what_it_names_and_what_it_is() -> None:
+    """What code outside the families asks of a key, instead of its positions."""
+    assert keys.folder("t", "s", "c").labels == ("t", "s", "c")
+    assert keys.folder("t", "s").ancestors == [keys.folder("t"), keys.folder("t", "s")]
+    assert ROOT.labels == () and ROOT.ancestors == []
+    latest, of_version = keys.rendition(5, "viewable"), keys.version_rendition(5, 2, 1, "x")
+    assert latest.of_version is None and latest.rtype == "viewable"
+    assert latest.directory == keys.renditions(5)
+    assert of_version.of_version == (2, 1) and of_version.directory == keys.version_renditions(
+        5, 2, 1
+    )
+    assert keys.version_renditions(5, 2, 1).rendition("x") == of_version
+    assert keys.renditions(5).rendition("viewable") == latest
+    assert keys.attachment(5, 9).directory == keys.attachments(5)
+    assert keys.relationship_type(5, "supporting").relationship_type == "supporting"
+    assert keys.relationship_link(5, 77).relationship_id == 77
+    # Files and the mount's own nodes, as the families answer for them.
+    registry = families(None)
+    for kind in Kind:
+        key = typed((kind, 1, 2, 3))
+        assert key.is_file == registry.is_file(key)
+        assert key.is_local == registry.is_local(key)
+    assert keys.source(1).is_file and not keys.document(1).is_file
+    assert keys.events(1).is_local and keys.scratch(1).is_local and not keys.source(1).is_local
 
 
 def test_a_kind_belongs_to_one_family_only() -> None:

@@ -14,6 +14,7 @@ import trio
 import trio.testing
 
 from vaultfs import errors
+from vaultfs.bridge.content.sources import source_key
 from vaultfs.bridge.daemon.capabilities import Capabilities
 from vaultfs.bridge.daemon.fuse import FuseOps
 from vaultfs.bridge.daemon.fuse.kernel_cache import invalidate_attr, kept_opens
@@ -255,9 +256,9 @@ async def test_a_warm_read_only_open_is_kept_unless_an_invalidation_came_meanwhi
         assert ino not in kept_opens  # the kernel did not keep its pages yet
         key = core.inodes.key(ino)
         assert key is not None
-        content = await core.parts.contents.of(key)
+        content_key = source_key(key.doc_id, core.tree.record(key.doc_id))
         await trio.testing.wait_all_tasks_blocked()  # the download went into the cache
-        assert core.parts.blobs.is_cached(content.key)
+        assert core.blobs.is_cached(content_key)
 
         opening = core.open
 

@@ -14,8 +14,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from vaultfs.bridge.content.blobcache import Fetch
-from vaultfs.bridge.tree import nodes
-from vaultfs.bridge.tree.nodes import Kind, NodeKey
+from vaultfs.bridge.tree.keys import (
+    AttachmentKey,
+    NodeKey,
+    RenditionKey,
+    SourceKey,
+    VersionKey,
+    typed,
+)
 from vaultfs.bridge.tree.tree import Tree
 from vaultfs.bridge.tree.versions import latest_version
 from vaultfs.client import VaultApi
@@ -81,42 +87,51 @@ class Contents:
         return self._source(doc_id, record)
 
     async def of(self, key: NodeKey) -> Content:
-        """The content of file node ``key`` (may fetch the version record or details)."""
-        tree, client = self._tree, self._client
-        kind, doc_id = key.kind, nodes.doc_id(key)
-        if kind == Kind.SRC:
-            return self._source(doc_id, tree.record(doc_id))
-        if kind == Kind.VSRC:
-            major, minor = nodes.version(key)
-            record = dict(await tree.version_record(doc_id, major, minor))
-            record.setdefault("major_version_number__v", major)
-            record.setdefault("minor_version_number__v", minor)
-            return self._source(doc_id, record)
-        if kind in (Kind.REND, Kind.VREND):
+        """The content of file node ``key`` (may fetch the version record or details):
+        found by the key's type, as its family would."""
+        key = typed(key)
+        if not key.is_file:
+            raise ValueError(f"{key!r} is not a file with content")
+        if isinstance(key, SourceKey):
+            return self._source(key.doc_id, self._tree.record(key.doc_id))
+        if isinstance(key, VersionKey):
+            return await self._version_source(key)
+        if isinstance(key, RenditionKey):
             return await self._rendition(key)
-        if kind == Kind.ATT:
-            attachment_id = nodes.number(key)
-            details = await tree.details(doc_id)
-            record = details.attachments[attachment_id]
-            version = int(record["version__v"]) if record.get("version__v") else None
-            return Content(
-                f"att/{doc_id}/{attachment_id}/{version}/{record.get('md5checksum__v') or ''}",
-                int(record.get("size__v") or 0),
-                lambda offset: client.download_attachment(
-                    doc_id, attachment_id, version, offset=offset
-                ),
-            )
+        if isinstance(key, AttachmentKey):
+            return await self._attachment(key)
         raise ValueError(f"{key!r} is not a file with content")
 
-    async def _rendition(self, key: NodeKey) -> Content:
-        tree, client, doc_id = self._tree, self._client, nodes.doc_id(key)
-        if key.kind == Kind.REND:
+    async def _version_source(self, key: VersionKey) -> Content:
+        doc_id, (major, minor) = key.doc_id, key.version
+        record = dict(await self._tree.version_record(doc_id, major, minor))
+        record.setdefault("major_version_number__v", major)
+        record.setdefault("minor_version_number__v", minor)
+        return self._source(doc_id, record)
+
+    async def _attachment(self, key: AttachmentKey) -> Content:
+        client, doc_id, attachment_id = self._client, key.doc_id, key.attachment_id
+        details = await self._tree.details(doc_id)
+        record = details.attachments[attachment_id]
+        version = int(record["version__v"]) if record.get("version__v") else None
+        return Content(
+            f"att/{doc_id}/{attachment_id}/{version}/{record.get('md5checksum__v') or ''}",
+            int(record.get("size__v") or 0),
+            lambda offset: client.download_attachment(
+                doc_id, attachment_id, version, offset=offset
+            ),
+        )
+
+    async def _rendition(self, key: RenditionKey) -> Content:
+        tree, client, doc_id = self._tree, self._client, key.doc_id
+        version = key.of_version
+        if version is None:
             record = tree.record(doc_id)
             major, minor = latest_version(record) or (0, 0)
         else:
-            major, minor = nodes.version(key)
+            major, minor = version
             record = await tree.version_record(doc_id, major, minor)
-        rtype = str(key[-1])
+        rtype = key.rtype
         # A rendition can be replaced (PUT), which bumps its version's modification
         # time: with that time in the key, a replaced one is never served from the cache.
         stamp = record.get("version_modified_date__v") or ""

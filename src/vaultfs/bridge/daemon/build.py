@@ -25,6 +25,7 @@ from vaultfs.bridge.content.prefetch import Prefetcher
 from vaultfs.bridge.content.sources import Contents
 from vaultfs.bridge.fs.attributes import Attributes
 from vaultfs.bridge.fs.desktop import GoneNames, NameEvents, NewFolders
+from vaultfs.bridge.fs.families import Parts, Writing
 from vaultfs.bridge.fs.filesystem import FileSystem
 from vaultfs.bridge.fs.freshness import Freshness, no_entry_invalidation, no_invalidation
 from vaultfs.bridge.fs.handles import HandleTable
@@ -44,7 +45,6 @@ from vaultfs.bridge.nodes.documents import Documents
 from vaultfs.bridge.nodes.folders import Folders
 from vaultfs.bridge.nodes.hidden import HiddenLists
 from vaultfs.bridge.nodes.local import Local
-from vaultfs.bridge.nodes.parts import Parts
 from vaultfs.bridge.nodes.registry import Registry
 from vaultfs.bridge.nodes.relationships import Relationships
 from vaultfs.bridge.nodes.renditions import Renditions
@@ -55,8 +55,10 @@ from vaultfs.bridge.tree.catalog import TypeCatalog
 from vaultfs.bridge.tree.index import DocumentIndex
 from vaultfs.bridge.tree.index_store import IndexStore
 from vaultfs.bridge.tree.keys import ROOT
+from vaultfs.bridge.tree.search_results import SearchResults
 from vaultfs.bridge.tree.tree import Tree
 from vaultfs.bridge.write.creating import Creator
+from vaultfs.bridge.write.deletions import Deletions
 from vaultfs.bridge.write.editing import Editing, show_check_in
 from vaultfs.bridge.write.fields import FieldEditor
 from vaultfs.bridge.write.files_in import FilesIn, show_upload
@@ -96,12 +98,10 @@ class Daemon:
     filesystem: FileSystem
 
 
-def families(
-    spool_dir: Path | None, client: VaultApi | None = None, poll_interval: float = 30.0
-) -> Registry:
-    """The node families, one line each (``bridge.nodes``). ``client``: who the search
-    folders ask (None: a registry that only tells the families apart, whose searches
-    fail); ``poll_interval``: the index's, how long a search's answer is kept."""
+def families(spool_dir: Path | None, searches: SearchResults | None = None) -> Registry:
+    """The node families, one line each (``bridge.nodes``). ``searches``: what the
+    search folders ask (None: a registry that only tells the families apart, whose
+    searches fail)."""
     return Registry(
         [
             Folders(),
@@ -114,7 +114,7 @@ def families(
             Relationships(),
             Control(spool_dir),
             Local(),
-            Search(client, poll_interval),
+            Search(searches),
         ]
     )
 
@@ -159,9 +159,10 @@ def build_daemon(
     started = time.time()
     index = DocumentIndex(client, store=index_store)
     catalog = TypeCatalog(client)
-    registry = families(
-        spool.directory if spool is not None else None, client, options.poll_interval
-    )
+    # A search's answer is kept for the index's poll interval, while the index is
+    # unchanged.
+    searches = SearchResults(client, lambda: index.generation, ttl=options.poll_interval)
+    registry = families(spool.directory if spool is not None else None, searches)
     tree = Tree(client, index, catalog, registry)
     blobs = BlobCache(content_dir, cache_size)
     contents = Contents(tree, client)
@@ -180,7 +181,7 @@ def build_daemon(
     )
     inodes = InodeTable(ROOT)
     handles = HandleTable()
-    paths = DisplayPaths(tree, registry, lambda: scratch, overlay.resolve, inodes)
+    paths = DisplayPaths(tree, registry.step, lambda: scratch, overlay.resolve, inodes)
     freshness = Freshness(
         inodes,
         overlay.child,
@@ -213,25 +214,24 @@ def build_daemon(
     )
     parts = Parts(
         options=options,
-        client=client,
         tree=tree,
         registry=registry,
-        blobs=blobs,
-        contents=contents,
         overlay=overlay,
-        editing=editing,
-        new_documents=new_documents,
-        fields=fields,
-        links=Linker(tree, client, options.mountpoint),
-        life=LifeAttributes(LifecycleActions(tree, client), DocumentEvents(tree, client)),
-        report=report,
         attributes=Attributes(
             tree, blobs, contents, options, started=started, estimated=freshness.estimated
         ),
-        freshness=freshness,
-        handles=handles,
         opener=Opener(contents, blobs, handles, new_documents, freshness, invalidate_attr),
+        freshness=freshness,
         prefetch=Prefetcher(tree, blobs, contents, client),
+        write=Writing(
+            editing=editing,
+            new_documents=new_documents,
+            fields=fields,
+            deletions=Deletions(tree, client),
+            links=Linker(tree, client, options.mountpoint),
+        ),
+        life=LifeAttributes(LifecycleActions(tree, client), DocumentEvents(tree, client)),
+        report=report,
     )
-    filesystem = FileSystem(parts, inodes, handles, NameRules(catalog))
+    filesystem = FileSystem(parts, inodes, handles, blobs, NameRules(catalog))
     return Daemon(index, tree, blobs, the_spool, filesystem)

@@ -22,7 +22,7 @@ from vaultfs import errors
 from vaultfs.bridge.fs.attributes import Attr
 from vaultfs.bridge.fs.filesystem import FileSystem
 from vaultfs.bridge.fs.inodes import ROOT_INODE
-from vaultfs.bridge.tree.keys import Kind
+from vaultfs.bridge.tree.keys import SourceKey
 
 __all__ = ["Entry", "PathFileSystem", "split"]
 
@@ -125,7 +125,7 @@ class PathFileSystem:
         async with self._held(split(path)) as (ino, _):
             key = self.fs.inodes.key(ino)
             key = self.fs.overlay.resolve(key) if key is not None else None
-            return key.doc_id if key is not None and key.kind == Kind.SRC else None
+            return key.doc_id if isinstance(key, SourceKey) else None
 
     async def list(self, path: str) -> list[Entry]:
         """The entries of the folder at ``path``; a link is shown as what it leads

@@ -15,28 +15,27 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator
 from typing import Any, NoReturn
 
 from vaultfs import errors
+from vaultfs.bridge.content.blobcache import BlobCache
 from vaultfs.bridge.fs.attributes import BLOCK, Attr
 from vaultfs.bridge.fs.desktop import is_trash_name
+from vaultfs.bridge.fs.families import Change, Move, Parts, is_writing
 from vaultfs.bridge.fs.freshness import no_entry_invalidation, no_invalidation
 from vaultfs.bridge.fs.handles import HandleTable
 from vaultfs.bridge.fs.inodes import InodeTable
 from vaultfs.bridge.fs.new_names import MAX_NAME_BYTES, NameRules
 from vaultfs.bridge.fs.opening import Opened
 from vaultfs.bridge.fs.options import Options
-from vaultfs.bridge.nodes.family import Change, Move
-from vaultfs.bridge.nodes.parts import Parts, is_writing
 from vaultfs.bridge.tree import nodes, xattrs
 from vaultfs.bridge.tree.keys import (
     ROOT,
     ControlKey,
     DocumentKey,
     FolderKey,
-    Kind,
     NodeKey,
+    SourceKey,
     typed,
 )
 from vaultfs.bridge.write.scratch import makes_document
@@ -49,9 +48,6 @@ log = logging.getLogger(__name__)
 #: 128 KiB with readdirplus, ever holds (names of 20 bytes: about 80 and 500)
 READDIR_BATCH = 512
 
-#: the inode number of an entry whose node has none yet (libfuse's FUSE_UNKNOWN_INO)
-UNKNOWN_INO = 0xFFFFFFFF
-
 #: rename(2) flags (linux/fs.h)
 _RENAME_NOREPLACE = 1
 _RENAME_EXCHANGE = 2
@@ -59,15 +55,20 @@ _RENAME_EXCHANGE = 2
 
 class FileSystem:
     def __init__(
-        self, parts: Parts, inodes: InodeTable, handles: HandleTable, names: NameRules
+        self,
+        parts: Parts,
+        inodes: InodeTable,
+        handles: HandleTable,
+        blobs: BlobCache,
+        names: NameRules,
     ) -> None:
-        """``inodes``: the numbers the kernel knows nodes by (the freshness in ``parts``
-        watches the same); ``names``: what a new name may be."""
+        """``inodes``: the numbers the kernel knows nodes by (``parts``' freshness watches
+        the same); ``blobs``: the content cache statfs tells of; ``names``: new names."""
         self.parts = parts
         self.registry = parts.registry
         self.overlay = parts.overlay
         self.tree = parts.tree
-        self.blobs = parts.blobs
+        self.blobs = blobs
         self.options = parts.options
         self.freshness = parts.freshness
         self.life = parts.life
@@ -89,7 +90,7 @@ class FileSystem:
     async def _ready(self, key: NodeKey | None = None) -> None:
         """Wait for the index's first reading, unless ``key`` needs none (``.vaultfs``
         and what it holds answer at once)."""
-        if key is not None and key.kind in ControlKey.KINDS:
+        if isinstance(key, ControlKey):
             return
         # A first build is waited for however long it takes: a listing is never
         # partial, and never an error because the index is still being read.
@@ -159,7 +160,7 @@ class FileSystem:
         )
         if isinstance(key, FolderKey):
             # The order a walk visits the documents in: what the prefetch reads ahead.
-            documents = [k.doc_id for _, k in listing if k.kind == Kind.DOC]
+            documents = [k.doc_id for _, k in listing if isinstance(k, DocumentKey)]
             self.parts.prefetch.folder_listed(documents)
         fh = self.handles.add_dir(listing)
         self._dir_inodes[fh] = ino
@@ -203,24 +204,6 @@ class FileSystem:
             raise
         return entries
 
-    def readdir_plain(self, fh: int, start: int) -> Iterator[tuple[int, str, int, int]]:
-        """Entries from position ``start`` for a plain READDIR: (next position, name,
-        inode number, ``stat.S_IF*`` type), as many as the caller takes.
-
-        The kernel takes no reference to these, so none is counted and no attributes
-        are made: a listing of 100,000 documents is names, not 100,000 records read. A
-        node without an inode number yet is given ``UNKNOWN_INO``, as libfuse gives it
-        for file systems without numbers of their own; a lookup gives the real one.
-        """
-        listing = self.handles.dir(fh)
-        known, file_type = self.inodes.known, self.registry.file_type
-        for position in range(start, len(listing)):
-            name, key = listing[position]
-            yield position + 1, name, known(key) or UNKNOWN_INO, file_type(key)
-
-    def listing_length(self, fh: int) -> int:
-        return len(self.handles.dir(fh))
-
     def entries_not_returned(self, entries: list[tuple[int, str, NodeKey, Attr]]) -> None:
         """Give back the references of readdir entries the kernel was not handed."""
         for _, _, _, attr in entries:
@@ -241,7 +224,7 @@ class FileSystem:
         if makes_document(parent_key, name):
             self.parts.may_create(name)
         key = await self.registry.of(parent_key).create(self.parts, parent_key, name, mode)
-        if key.kind == Kind.SRC:  # the source file written anew after a rename: starts empty
+        if isinstance(key, SourceKey):  # the source file written anew after a rename: empty
             opened = await self.open(self.inodes.inode(key), flags | os.O_TRUNC)
         else:
             opened = self.parts.opener.scratch(self.overlay.scratch_file(key), flags)

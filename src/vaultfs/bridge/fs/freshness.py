@@ -37,21 +37,16 @@ import trio
 from vaultfs import errors
 from vaultfs.bridge.fs.inodes import ROOT_INODE, InodeTable
 from vaultfs.bridge.tree.keys import typed
-from vaultfs.bridge.tree.nodes import DOC_DIR_NAMES, FOLDERS, LOCAL_NODES, Kind, NodeKey
+from vaultfs.bridge.tree.nodes import DOC_DIRS, FIXED_DIRS, FOLDERS, Kind, NodeKey
 
 __all__ = ["Freshness", "no_entry_invalidation", "no_invalidation"]
 
 log = logging.getLogger(__name__)
 
-#: directories whose names are never checked: a version's content and renditions never
-#: change, and a version only ever leaves ``versions/``. The kernel learns that from the
-#: version's attributes (forgotten with the document's, then ENOENT); forgetting the name
-#: itself would break ``rm -r`` of a document, which removes a version directory after
-#: the removal of its file deleted the version.
-_FIXED_DIRS = frozenset({Kind.VERS, Kind.VER, Kind.VRENDS})
-#: nodes whose name never changes (``versions``, ``renditions``, ``attachments`` of a
-#: document): they go with their document's directory
-_FIXED_NAMES = frozenset(DOC_DIR_NAMES.values())
+# The names in a version's directories (``nodes.FIXED_DIRS``) are never checked: the
+# kernel learns that a version went from its attributes (forgotten with the document's,
+# then ENOENT); forgetting the name itself would break ``rm -r`` of a document, which
+# removes a version directory after the removal of its file deleted the version.
 
 
 #: names checked between two chances for the mount's requests to run
@@ -85,7 +80,7 @@ class Freshness:
         invalidate_attr: Callable[[int], None] = no_invalidation,
         invalidate_entry: Callable[[int, str, int], None] = no_entry_invalidation,
         generation: Callable[[], int] = lambda: 0,
-        is_local: Callable[[NodeKey], bool] = lambda key: key.kind in LOCAL_NODES,
+        is_local: Callable[[NodeKey], bool] = lambda key: typed(key).is_local,
     ) -> None:
         """``child(parent key, name)``: the node a name stands for now;
         ``invalidate_attr``/``invalidate_entry``: tell the kernel to forget an inode's
@@ -152,7 +147,7 @@ class Freshness:
             if ino not in inos:
                 self._by_doc[doc_id] = (*inos, ino)
         parent_key = self._inodes.key(parent)
-        if key.kind in _FIXED_NAMES or (parent_key is not None and parent_key.kind in _FIXED_DIRS):
+        if key.kind in DOC_DIRS or (parent_key is not None and parent_key.kind in FIXED_DIRS):
             return  # a name that never changes: nothing to check, nothing to keep
         before = self._names.get(ino)
         if before != (parent, name):
@@ -290,7 +285,7 @@ class Freshness:
         parent_key = self._inodes.key(parent)
         if parent_key is None:
             return key  # the kernel forgot the directory, and its entries with it
-        if parent_key.kind in _FIXED_DIRS:
+        if parent_key.kind in FIXED_DIRS:
             return key
         try:
             return await self._child(parent_key, name)

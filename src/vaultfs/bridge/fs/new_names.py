@@ -25,6 +25,7 @@ import logging
 from vaultfs import errors
 from vaultfs.bridge.tree.catalog import TypeCatalog
 from vaultfs.bridge.tree.filenames import MAX_NAME_BYTES, unescape
+from vaultfs.bridge.tree.keys import typed
 from vaultfs.bridge.tree.nodes import FOLDERS, NodeKey
 from vaultfs.bridge.write.scratch import makes_document, new_document_name
 
@@ -57,7 +58,7 @@ class NameRules:
                 name, size, MAX_NAME_BYTES,
             )  # fmt: skip
             raise errors.NameTooLong(f"{size} bytes: a name has at most {MAX_NAME_BYTES}")
-        if parent[0] not in FOLDERS:
+        if typed(parent).kind not in FOLDERS:
             return  # only a folder's new entries become documents
         if directory:
             document = unescape(name)

@@ -14,6 +14,7 @@ import functools
 import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from vaultfs.bridge.content.blobcache import BlobCache, BlobHandle
 from vaultfs.bridge.content.sources import Contents
@@ -160,6 +161,16 @@ class Opener:
             blob.close()
             raise
         return blob
+
+    async def cached_path(self, key: NodeKey) -> Path:
+        """The vault's content of ``key`` as a file of the content cache (downloaded
+        first when it is not there)."""
+        content = await self._contents.of(key)
+        return await self._blobs.cached_path(content.key, content.fetch)
+
+    def open_file(self, fh: int) -> OpenFile:
+        """The open file behind handle ``fh`` (EBADF: none)."""
+        return self._handles.file(fh)
 
     def vault_reader(self, key: NodeKey) -> Callable[[], Awaitable[BlobHandle]]:
         """Opens the vault's content of ``key`` for reading (through the cache)."""

@@ -17,7 +17,7 @@ import time
 
 from vaultfs import errors
 from vaultfs.bridge.tree import keys
-from vaultfs.bridge.tree.keys import Kind, NodeKey
+from vaultfs.bridge.tree.keys import Kind, NodeKey, typed
 from vaultfs.bridge.tree.tree import Tree
 from vaultfs.bridge.tree.versions import parse_version
 from vaultfs.bridge.write.scratch import NewFolder, Scratch, ScratchFile
@@ -75,7 +75,7 @@ class Overlay:
 
     def forget_document(self, doc_id: int) -> None:
         """The document is deleted: nothing of it stays hidden."""
-        for hidden in [k for k in self._hidden if len(k) > 1 and k[1] == doc_id]:
+        for hidden in [k for k in map(typed, self._hidden) if k.OF_DOCUMENT and k.doc_id == doc_id]:
             del self._hidden[hidden]
 
     def version_deleted(self, doc_id: int, major: int, minor: int) -> None:

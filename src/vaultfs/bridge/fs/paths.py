@@ -22,10 +22,13 @@ from vaultfs.bridge.tree.nodes import folder_of
 from vaultfs.bridge.tree.tree import Tree
 
 if TYPE_CHECKING:
-    from vaultfs.bridge.nodes.registry import Registry
     from vaultfs.bridge.write.scratch import Scratch
 
-__all__ = ["DisplayPaths"]
+__all__ = ["DisplayPaths", "Step"]
+
+#: (parent, name) of a node, as its family gives it (``nodes.registry.Registry.step``):
+#: None when not known
+Step = Callable[["DisplayPaths", NodeKey], "tuple[NodeKey, str] | None"]
 
 #: how deep a chain of parents may go (a document's deepest file is 7 levels down)
 _MAX_DEPTH = 16
@@ -35,17 +38,17 @@ class DisplayPaths:
     def __init__(
         self,
         tree: Tree,
-        registry: Registry,
+        step: Step,
         scratch: Callable[[], Scratch | None],
         resolve: Callable[[NodeKey], NodeKey] = lambda key: key,
         inodes: InodeTable | None = None,
     ) -> None:
-        """``registry``: the node families, which know each node's parent;
+        """``step``: a node's parent and name, which its family knows;
         ``scratch``: the mount's scratch files (None on a read-only mount);
         ``resolve``: the node a key the kernel still holds stands for now (a scratch
         file that became a document); ``inodes``: for ``of_inode``."""
         self.tree = tree
-        self._registry = registry
+        self._step_of = step
         self._scratch = scratch
         self._resolve = resolve
         self._inodes = inodes
@@ -101,7 +104,7 @@ class DisplayPaths:
 
     def _step(self, key: NodeKey) -> tuple[NodeKey, str] | None:
         """(parent, name) of ``key``, None when not known: its family's answer."""
-        return self._registry.of(key).step(self, key)
+        return self._step_of(self, key)
 
     # --- what the families' steps are made of ----------------------------------------
 

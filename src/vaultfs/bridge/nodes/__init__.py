@@ -5,5 +5,7 @@ it lists them, finds names in them, gives their attributes, opens them, shows th
 fields, and makes, removes and renames names in them, as far as that family has such
 operations (``family``). ``registry`` maps each key type to its family, one line a
 family; ``fs.filesystem`` and ``fs.overlay`` find a node's family there, from its
-key's type, once per operation, and never test kinds themselves.
+key's type, once per operation, and never test kinds themselves. What a family answers
+is the file system's contract (``fs.families``): the families import it, the file
+system imports nothing of this package.
 """

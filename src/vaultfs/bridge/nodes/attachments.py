@@ -7,10 +7,12 @@ creation; writing one adds a version of it, a new name adds one, ``rm`` deletes 
 
 from __future__ import annotations
 
+from typing import cast
+
 from vaultfs import errors
 from vaultfs.bridge.fs.attributes import Attr, ns
+from vaultfs.bridge.fs.families import Parts
 from vaultfs.bridge.fs.paths import DisplayPaths
-from vaultfs.bridge.nodes.parts import Parts
 from vaultfs.bridge.nodes.uploads import UploadedFamily
 from vaultfs.bridge.tree import keys
 from vaultfs.bridge.tree.filenames import Sibling, assign_names
@@ -20,9 +22,12 @@ from vaultfs.bridge.tree.tree import Tree
 __all__ = ["Attachments"]
 
 
+def _attachment_id(key: NodeKey) -> int:
+    return cast(AttachmentKey, key).attachment_id  # the family is given its own keys only
+
+
 class Attachments(UploadedFamily):
     key_type = AttachmentKey
-    file_kinds = frozenset({Kind.ATT})
     dir_kinds = frozenset({Kind.ATTS})
 
     async def children(self, tree: Tree, key: NodeKey) -> dict[str, NodeKey]:
@@ -43,14 +48,14 @@ class Attachments(UploadedFamily):
         parent = keys.attachments(key.doc_id)
         if key.kind == Kind.ATTS:
             return keys.document(key.doc_id), "attachments"
-        return parent, paths.listed(parent, key) or str(key[2])
+        return parent, paths.listed(parent, key) or str(_attachment_id(key))
 
     async def attributes(self, parts: Parts, key: NodeKey, ino: int) -> Attr:
         if key.kind == Kind.ATTS:
             return await self.directory(parts, key, ino)
         doc_id = key.doc_id
         mtime, ctime = await parts.attributes.document_times(doc_id)
-        attachment = (await parts.tree.details(doc_id)).attachments.get(int(key[2]))
+        attachment = (await parts.tree.details(doc_id)).attachments.get(_attachment_id(key))
         if attachment is None:
             raise errors.NotFound("attachment no longer exists")
         ctime = mtime = ns(attachment.get("created_date__v")) or mtime

@@ -13,16 +13,17 @@ import os
 import stat
 import time
 from pathlib import Path
+from typing import cast
 
 import trio
 
 from vaultfs import errors
 from vaultfs.bridge.fs.attributes import Attr
+from vaultfs.bridge.fs.families import Parts, is_writing
 from vaultfs.bridge.fs.handles import LostFile, Snapshot
 from vaultfs.bridge.fs.opening import Opened
 from vaultfs.bridge.fs.paths import DisplayPaths
 from vaultfs.bridge.nodes.family import Family
-from vaultfs.bridge.nodes.parts import Parts, is_writing
 from vaultfs.bridge.tree import keys
 from vaultfs.bridge.tree.keys import CONTROL, LOST, ROOT, STATUS, ControlKey, Kind, NodeKey
 from vaultfs.bridge.tree.nodes import CONTROL_DIR, LOST_AND_FOUND
@@ -35,8 +36,6 @@ __all__ = ["Control"]
 class Control(Family):
     key_type = ControlKey
     root_names = {CONTROL_DIR: CONTROL}
-    file_kinds = frozenset({Kind.STATUS, Kind.LOSTF})
-    local_kinds = ControlKey.KINDS
 
     def __init__(self, spool_dir: Path | None) -> None:
         """``spool_dir``: the spool whose lost+found is shown (None: a read-only
@@ -46,7 +45,7 @@ class Control(Family):
     def _lost_path(self, key: NodeKey) -> Path:
         if self._spool_dir is None:
             raise errors.NotFound("no lost+found")
-        return self._spool_dir / LOST_AND_FOUND / str(key[1])
+        return self._spool_dir / LOST_AND_FOUND / cast(ControlKey, key).lost_name
 
     async def children(self, tree: Tree, key: NodeKey) -> dict[str, NodeKey]:
         if key == CONTROL:
@@ -63,7 +62,7 @@ class Control(Family):
             return CONTROL, "status"
         if key == LOST:
             return CONTROL, LOST_AND_FOUND
-        return LOST, str(key[1])
+        return LOST, cast(ControlKey, key).lost_name
 
     async def attributes(self, parts: Parts, key: NodeKey, ino: int) -> Attr:
         attributes = parts.attributes

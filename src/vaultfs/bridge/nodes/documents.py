@@ -12,16 +12,15 @@ by name only and read at open (``lifecycle.events``), as is its ``.hidden``
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from vaultfs.bridge.fs.attributes import Attr
+from vaultfs.bridge.fs.families import Move, Parts, is_writing
 from vaultfs.bridge.fs.handles import Snapshot
 from vaultfs.bridge.fs.opening import Opened
 from vaultfs.bridge.fs.paths import DisplayPaths
-from vaultfs.bridge.nodes.family import Family, Move
+from vaultfs.bridge.nodes.family import Family
 from vaultfs.bridge.nodes.hidden import HIDDEN_FILE, hidden_list
-from vaultfs.bridge.nodes.parts import Parts, is_writing
 from vaultfs.bridge.tree import keys
 from vaultfs.bridge.tree.filenames import Sibling, assign_names, unescape
 from vaultfs.bridge.tree.keys import DocumentKey, Kind, NodeKey
@@ -30,14 +29,10 @@ from vaultfs.bridge.tree.tree import Tree
 
 __all__ = ["Documents"]
 
-log = logging.getLogger(__name__)
-
 
 class Documents(Family):
     key_type = DocumentKey
-    file_kinds = frozenset({Kind.EVENTS})
     # nothing announces new events: short timeouts
-    local_kinds = frozenset({Kind.EVENTS})
 
     async def children(self, tree: Tree, key: NodeKey) -> dict[str, NodeKey]:
         if key.kind != Kind.DOC:
@@ -94,7 +89,7 @@ class Documents(Family):
             await super().set_field(parts, key, name, value)
             return
         record = await self.fields(parts, key)
-        await parts.fields.set(key.doc_id, None, record, name, value)
+        await parts.write.fields.set(key.doc_id, None, record, name, value)
 
     def lifecycle_of(self, key: NodeKey) -> int | None:
         return key.doc_id if key.kind == Kind.DOC else None
@@ -119,16 +114,11 @@ class Documents(Family):
         parts.overlay.deleting()
         await parts.overlay.must_be_empty(key, name)
         doc_id = key.doc_id
-        await parts.client.delete_document(doc_id)
-        log.info("deleted document %d", doc_id)
-        parts.tree.index.forget(doc_id)
+        await parts.write.deletions.document(doc_id)
         parts.overlay.forget_document(doc_id)
 
     async def rename(self, parts: Parts, move: Move) -> None:
         if move.source.kind != Kind.DOC or move.target is not None or move.new != move.old:
             await super().rename(parts, move)
             return
-        doc_id = move.source.doc_id
-        await parts.client.update_document(doc_id, {"name__v": unescape(move.new_name)})
-        parts.tree.invalidate(doc_id)
-        await parts.tree.reload(doc_id)
+        await parts.write.fields.rename(move.source.doc_id, unescape(move.new_name))

@@ -9,13 +9,13 @@ succeeds (it goes with its last document).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from vaultfs import errors
 from vaultfs.bridge.fs.attributes import Attr, ns
+from vaultfs.bridge.fs.families import Parts
 from vaultfs.bridge.fs.paths import DisplayPaths
 from vaultfs.bridge.nodes.family import Family
-from vaultfs.bridge.nodes.parts import Parts
 from vaultfs.bridge.tree import keys
 from vaultfs.bridge.tree.keys import ROOT, FolderKey, NodeKey
 from vaultfs.bridge.tree.tree import Tree
@@ -32,8 +32,9 @@ class Folders(Family):
     def step(self, paths: DisplayPaths, key: NodeKey) -> tuple[NodeKey, str] | None:
         if key == ROOT:
             return None
-        parent = keys.folder(*(str(name) for name in key[1:-1]))
-        return parent, paths.listed(parent, key) or str(key[-1])
+        *above, name = cast(FolderKey, key).labels  # the family is given its own keys only
+        parent = keys.folder(*above)
+        return parent, paths.listed(parent, key) or name
 
     async def attributes(self, parts: Parts, key: NodeKey, ino: int) -> Attr:
         tree = parts.tree
@@ -45,13 +46,13 @@ class Folders(Family):
     async def fields(self, parts: Parts, key: NodeKey) -> dict[str, Any]:
         if key == ROOT:
             return {}
-        return parts.new_documents.new_fields.of_folder(key)
+        return parts.write.new_documents.new_fields.of_folder(key)
 
     async def set_field(self, parts: Parts, key: NodeKey, name: str, value: bytes | None) -> None:
         if key == ROOT:
             await super().set_field(parts, key, name, value)
             return
-        await parts.new_documents.set_field(key, name, value)
+        await parts.write.new_documents.set_field(key, name, value)
         parts.freshness.new_file_done()  # the fields complete: the document is made
 
     async def create(self, parts: Parts, parent: NodeKey, name: str, mode: int) -> NodeKey:

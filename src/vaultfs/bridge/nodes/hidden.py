@@ -16,14 +16,12 @@ no call to the vault. Writing it is refused (EACCES), removing or replacing it t
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from vaultfs.bridge.fs.attributes import Attr
+from vaultfs.bridge.fs.families import Parts, is_writing
 from vaultfs.bridge.fs.handles import Snapshot
 from vaultfs.bridge.fs.opening import Opened
 from vaultfs.bridge.fs.paths import DisplayPaths
 from vaultfs.bridge.nodes.family import Family
-from vaultfs.bridge.nodes.parts import Parts, is_writing
 from vaultfs.bridge.tree import keys
 from vaultfs.bridge.tree.keys import NodeKey
 
@@ -43,7 +41,7 @@ class HiddenKey(NodeKey):
     __slots__ = ()
     # Of the document: it goes with the document's other names when the document goes.
     OF_DOCUMENT = True
-    KINDS = frozenset({_HIDDEN})
+    KINDS = FILE_KINDS = frozenset({_HIDDEN})
 
 
 def hidden_list(doc_id: int) -> HiddenKey:
@@ -52,7 +50,6 @@ def hidden_list(doc_id: int) -> HiddenKey:
 
 class HiddenLists(Family):
     key_type = HiddenKey
-    file_kinds: ClassVar[frozenset[str]] = HiddenKey.KINDS
 
     def step(self, paths: DisplayPaths, key: NodeKey) -> tuple[NodeKey, str] | None:
         return keys.document(key.doc_id), HIDDEN_FILE

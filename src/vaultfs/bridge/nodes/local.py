@@ -16,10 +16,10 @@ from typing import Any
 
 from vaultfs import errors
 from vaultfs.bridge.fs.attributes import Attr
+from vaultfs.bridge.fs.families import Change, Move, Parts
 from vaultfs.bridge.fs.opening import Opened
 from vaultfs.bridge.fs.paths import DisplayPaths
-from vaultfs.bridge.nodes.family import Change, Family, Move
-from vaultfs.bridge.nodes.parts import Parts
+from vaultfs.bridge.nodes.family import Family
 from vaultfs.bridge.tree import keys, nodes
 from vaultfs.bridge.tree.keys import Kind, LocalKey, NodeKey
 from vaultfs.bridge.tree.tree import Tree
@@ -30,8 +30,6 @@ __all__ = ["Local"]
 
 class Local(Family):
     key_type = LocalKey
-    file_kinds = frozenset({Kind.SCRATCH})
-    local_kinds = LocalKey.KINDS
 
     async def children(self, tree: Tree, key: NodeKey) -> dict[str, NodeKey]:
         if key.kind == Kind.NEWDIR:
@@ -70,13 +68,13 @@ class Local(Family):
     async def fields(self, parts: Parts, key: NodeKey) -> dict[str, Any]:
         if key.kind == Kind.NEWDIR:
             return {}
-        return await parts.new_documents.fields_of_file(key)
+        return await parts.write.new_documents.fields_of_file(key)
 
     async def set_field(self, parts: Parts, key: NodeKey, name: str, value: bytes | None) -> None:
         if key.kind == Kind.NEWDIR:
             await super().set_field(parts, key, name, value)
             return
-        await parts.new_documents.set_field(key, name, value)
+        await parts.write.new_documents.set_field(key, name, value)
         parts.freshness.new_file_done()  # the fields complete: the document is made
 
     async def create(self, parts: Parts, parent: NodeKey, name: str, mode: int) -> NodeKey:
@@ -116,14 +114,14 @@ async def _rename_scratch(
 ) -> None:
     store, overlay = parts.overlay.store(), parts.overlay
     if new.kind in nodes.UPLOAD_DIRS:
-        await parts.new_documents.rename_to_upload(scratch, target, new, new_name)
+        await parts.write.new_documents.rename_to_upload(scratch, target, new, new_name)
         return
     if new.kind == Kind.DOC:
         doc_id = new.doc_id
         if target == keys.source(doc_id) or new_name == await overlay.source_name(doc_id):
             # The save of an editor, sed -i or rsync: check the content in.
             overlay.unhide(keys.source(doc_id))
-            await parts.editing.check_in_file(doc_id, scratch.path)
+            await parts.write.editing.check_in_file(doc_id, scratch.path)
             overlay.aliases[scratch.key] = keys.source(doc_id)
             store.unname(scratch.key)
             return
@@ -137,4 +135,4 @@ async def _rename_scratch(
         raise errors.CrossDevice("scratch files stay in document and type folders")
     store.rename(scratch.key, new, new_name)
     if scratch.writers.count == 0 and makes_document(scratch.parent, scratch.name):
-        await parts.new_documents.make_document(scratch)
+        await parts.write.new_documents.make_document(scratch)

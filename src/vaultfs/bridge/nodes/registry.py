@@ -5,7 +5,8 @@ key's type (a plain tuple is made typed first, ``keys.typed``). It also answers 
 tree's listing calls for every family (``tree.Tree`` takes it as its ``Lister``),
 including the names at the root that lead to a family's nodes without being listed
 (``.vaultfs``) and those listed there after the vault's folders (``Favorites``).
-``registry`` in ``daemon.build`` registers one family a line.
+It is the file system's ``fs.families.Families``, and gives ``fs.paths`` each node's
+parent (``step``). ``families`` in ``daemon.build`` registers one family a line.
 """
 
 from __future__ import annotations
@@ -13,10 +14,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from vaultfs.bridge.nodes.family import NodeFamily
+from vaultfs.bridge.fs.families import NodeFamily
 from vaultfs.bridge.tree.keys import ROOT, NodeKey, typed
 
 if TYPE_CHECKING:
+    from vaultfs.bridge.fs.paths import DisplayPaths
     from vaultfs.bridge.tree.tree import Tree
 
 __all__ = ["Registry"]
@@ -55,9 +57,10 @@ class Registry:
         key = typed(key)
         return self.of(key).is_local(key)
 
-    def file_type(self, key: NodeKey) -> int:
+    def step(self, paths: DisplayPaths, key: NodeKey) -> tuple[NodeKey, str] | None:
+        """(parent, name) of ``key`` for a path (``fs.paths.DisplayPaths``' step)."""
         key = typed(key)
-        return self.of(key).file_type(key)
+        return self.of(key).step(paths, key)
 
     # --- the tree's listings (``tree.Lister``) ---------------------------------------
 

@@ -9,12 +9,13 @@ relationship and ``rm`` of a link deletes it (``write.linking``).
 from __future__ import annotations
 
 import stat
+from typing import cast
 
 from vaultfs import errors
 from vaultfs.bridge.fs.attributes import Attr, ns
+from vaultfs.bridge.fs.families import Parts
 from vaultfs.bridge.fs.paths import DisplayPaths
 from vaultfs.bridge.nodes.family import Family
-from vaultfs.bridge.nodes.parts import Parts
 from vaultfs.bridge.tree import keys
 from vaultfs.bridge.tree.keys import Kind, NodeKey, RelationshipKey
 from vaultfs.bridge.tree.tree import Tree
@@ -24,12 +25,13 @@ __all__ = ["Relationships"]
 
 class Relationships(Family):
     key_type = RelationshipKey
-    link_kinds = frozenset({Kind.RLINK})
 
     async def children(self, tree: Tree, key: NodeKey) -> dict[str, NodeKey]:
-        if key.kind == Kind.RLINK:
-            return await super().children(tree, key)
-        return await tree.relationships.listing(key)
+        if key.kind == Kind.RELS:
+            return await tree.relationships.type_dirs(key.doc_id)
+        if isinstance(key, RelationshipKey) and key.kind == Kind.RELT:
+            return await tree.relationships.links_listing(key.doc_id, key.relationship_type)
+        return await super().children(tree, key)
 
     async def unlisted(self, tree: Tree, key: NodeKey, name: str) -> NodeKey | None:
         if key.kind != Kind.RELS or name in await tree.children(key):
@@ -41,7 +43,7 @@ class Relationships(Family):
             return keys.document(key.doc_id), "relationships"
         if key.kind == Kind.RELT:
             parent = keys.relationships(key.doc_id)
-            return parent, paths.listed(parent, key) or str(key[2])
+            return parent, paths.listed(parent, key) or cast(RelationshipKey, key).relationship_type
         return paths.tree.where_listed(key, Kind.RELT)
 
     async def attributes(self, parts: Parts, key: NodeKey, ino: int) -> Attr:
@@ -60,13 +62,13 @@ class Relationships(Family):
         return await parts.tree.relationships.link_text(key)
 
     async def symlink(self, parts: Parts, parent: NodeKey, name: str, target: str) -> NodeKey:
-        return await parts.links.symlink(parent, name, target)
+        return await parts.write.links.symlink(parent, name, target)
 
     async def unlink_in(self, parts: Parts, parent: NodeKey, name: str) -> None:
         if parent.kind != Kind.RELT:
             await super().unlink_in(parts, parent, name)
             return
-        await parts.links.unlink(parent, name)
+        await parts.write.links.unlink(parent, name)
 
     async def rmdir(self, parts: Parts, parent: NodeKey, key: NodeKey, name: str) -> None:
         if key.kind == Kind.RLINK:

@@ -8,10 +8,11 @@ it, a new ``<type>.<ext>`` adds one, ``rm`` deletes it (``uploads``).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
 
 from vaultfs.bridge.fs.attributes import Attr
+from vaultfs.bridge.fs.families import Parts
 from vaultfs.bridge.fs.paths import DisplayPaths
-from vaultfs.bridge.nodes.parts import Parts
 from vaultfs.bridge.nodes.uploads import UploadedFamily
 from vaultfs.bridge.tree import keys
 from vaultfs.bridge.tree.filenames import Sibling, assign_names
@@ -27,13 +28,12 @@ def _listing(renditions: dict[str, str], key_of: Callable[[str], NodeKey]) -> di
     return {n: key_of(r) for n, r in zip(names, rtypes, strict=True)}
 
 
-def _version(key: NodeKey) -> tuple[int, int]:
-    return int(key[2]), int(key[3])
+def _rendition(key: NodeKey) -> RenditionKey:
+    return cast(RenditionKey, key)  # the family is given its own keys only
 
 
 class Renditions(UploadedFamily):
     key_type = RenditionKey
-    file_kinds = frozenset({Kind.REND, Kind.VREND})
     dir_kinds = frozenset({Kind.RENDS, Kind.VRENDS})
 
     async def children(self, tree: Tree, key: NodeKey) -> dict[str, NodeKey]:
@@ -44,7 +44,7 @@ class Renditions(UploadedFamily):
         if key.kind != Kind.VRENDS:
             return await super().children(tree, key)
         await tree.details(doc_id)
-        major, minor = _version(key)
+        major, minor = _rendition(key).version
         renditions = await tree.version_renditions(doc_id, major, minor)
         return _listing(
             renditions, lambda rtype: keys.version_rendition(doc_id, major, minor, rtype)
@@ -55,16 +55,13 @@ class Renditions(UploadedFamily):
         if key.kind == Kind.RENDS:
             return keys.document(doc_id), "renditions"
         if key.kind == Kind.VRENDS:
-            return keys.version(doc_id, *_version(key)), "renditions"
-        if key.kind == Kind.VREND:
-            parent = keys.version_renditions(doc_id, *_version(key))
-        else:
-            parent = keys.renditions(doc_id)
-        return parent, paths.listed(parent, key) or rendition_filename(str(key[-1]))
+            return keys.version(doc_id, *_rendition(key).version), "renditions"
+        parent = _rendition(key).directory
+        return parent, paths.listed(parent, key) or rendition_filename(_rendition(key).rtype)
 
     async def attributes(self, parts: Parts, key: NodeKey, ino: int) -> Attr:
         doc_id = key.doc_id
-        version = _version(key) if key.kind in (Kind.VRENDS, Kind.VREND) else None
+        version = _rendition(key).of_version
         if not self.is_file(key):
             return await self.directory(parts, key, ino, version)
         mtime, ctime = await parts.attributes.document_times(doc_id, version=version)

@@ -38,18 +38,17 @@ import posixpath
 import stat
 import time
 from enum import StrEnum
-from typing import Any
+from typing import Any, cast
 
 from vaultfs import errors
 from vaultfs.bridge.fs.attributes import Attr, ns
+from vaultfs.bridge.fs.families import Parts
 from vaultfs.bridge.nodes.family import Family
-from vaultfs.bridge.nodes.parts import Parts
 from vaultfs.bridge.tree.filenames import Sibling, assign_names
 from vaultfs.bridge.tree.keys import ROOT, Kind, NodeKey
 from vaultfs.bridge.tree.link_targets import link_target
 from vaultfs.bridge.tree.search_results import Answer, Hit, SearchResults
 from vaultfs.bridge.tree.tree import Tree
-from vaultfs.client import VaultApi
 
 __all__ = [
     "CONTENT_FORM",
@@ -95,7 +94,8 @@ class SearchKey(NodeKey):
     ``(VLINK, name, id)`` a document in it."""
 
     __slots__ = ()
-    KINDS = frozenset(SearchKind)
+    KINDS = LOCAL_KINDS = frozenset(SearchKind)
+    FILE_KINDS = LINK_KINDS = frozenset({SearchKind.QLINK, SearchKind.VLINK})
     #: a link names a document, yet the node is the answer's: no document's change is
     #: told to the kernel for it (the family's nodes are local, short timeouts)
     OF_DOCUMENT = False
@@ -105,39 +105,49 @@ class SearchKey(NodeKey):
         """The document a link leads to."""
         return int(self[-1])
 
+    @property
+    def form(self) -> str:
+        """A search's form (``SEARCHES``, ``QUERY``, ``QLINK``): ``all``, ``content``,
+        or ``""`` (``.search/WORDS``)."""
+        return str(self[1])
+
+    @property
+    def words(self) -> str:
+        """What a search (``QUERY``, ``QLINK``) looks for."""
+        return str(self[2])
+
+    @property
+    def view(self) -> str:
+        """A view's name (``VIEW``, ``VLINK``)."""
+        return str(self[1])
+
 
 SEARCH = SearchKey(SearchKind.SEARCH)
-_LINKS = frozenset({SearchKind.QLINK, SearchKind.VLINK})
+_LINKS = SearchKey.FILE_KINDS
+
+
+def _search(key: NodeKey) -> SearchKey:
+    return cast(SearchKey, key)  # the family is given its own keys only
 
 
 def _scope(key: NodeKey) -> str:
-    return "contents" if key[1] == CONTENT_FORM else "all"
+    return "contents" if _search(key).form == CONTENT_FORM else "all"
 
 
 class Search(Family):
     key_type = SearchKey
     root_names = {SEARCH_DIR: SEARCH}
     root_listed = {name: SearchKey(SearchKind.VIEW, name) for name in VIEWS}
-    file_kinds = link_kinds = _LINKS
-    local_kinds = SearchKey.KINDS
 
-    def __init__(self, client: VaultApi | None, poll_interval: float = 30.0) -> None:
-        """``client``: who asks the vault (None: nobody, a search fails with EIO);
-        ``poll_interval``: how long an answer is kept (the index's poll interval)."""
-        self._client = client
-        self._poll_interval = poll_interval
-        self._results: SearchResults | None = None
+    def __init__(self, results: SearchResults | None) -> None:
+        """``results``: the vault's answers, kept for the index's poll interval (None:
+        nobody to ask, a search fails with EIO)."""
+        self._results = results
 
-    def results(self, tree: Tree) -> SearchResults:
-        """The answers (made at the first use: an answer is dropped when the tree's
-        index changes)."""
-        if self._client is None:
-            raise errors.VaultUnavailable("this registry of families has no vault to ask")
+    def results(self) -> SearchResults:
+        """The vault's answers."""
         if self._results is None:
-            index = tree.index
-            self._results = SearchResults(
-                self._client, lambda: index.generation, ttl=self._poll_interval
-            )
+            raise errors.VaultUnavailable("this registry of families has no vault to ask")
         return self._results
 
     # --- names -----------------------------------------------------------------------
@@ -158,14 +168,15 @@ class Search(Family):
         if key.kind == SearchKind.SEARCH and name not in _FORMS:
             return SearchKey(SearchKind.QUERY, "", name)
         if key.kind == SearchKind.SEARCHES:
-            return SearchKey(SearchKind.QUERY, str(key[1]), name)
+            return SearchKey(SearchKind.QUERY, _search(key).form, name)
         return None
 
     async def _answer(self, tree: Tree, key: NodeKey) -> Answer:
-        results = self.results(tree)
+        results = self.results()
         if key.kind == SearchKind.QUERY:
-            return await results.search(str(key[2]), content_only=key[1] == CONTENT_FORM)
-        name = str(key[1])
+            search = _search(key)
+            return await results.search(search.words, content_only=search.form == CONTENT_FORM)
+        name = _search(key).view
         try:
             return await results.view(name)
         except errors.InvalidData as exc:  # a vault without that named filter
@@ -198,9 +209,9 @@ class Search(Family):
         if self._results is None:
             return None
         if key.kind == SearchKind.QUERY:
-            answer = self._results.kept("search", _scope(key), str(key[2]))
+            answer = self._results.kept("search", _scope(key), _search(key).words)
         elif key.kind == SearchKind.VIEW:
-            answer = self._results.kept("view", str(key[1]))
+            answer = self._results.kept("view", _search(key).view)
         else:
             return None
         return answer.when if answer is not None and answer.when else None
@@ -209,7 +220,7 @@ class Search(Family):
         attributes = parts.attributes
         if key.kind in _LINKS:  # its size is its text's, its times its document's
             text = await self._link_text(parts.tree, key)
-            record = parts.tree.record(int(key[-1]))
+            record = parts.tree.record(key.doc_id)
             mtime = ns(record.get("version_modified_date__v"))
             return attributes.make(ino, stat.S_IFLNK | 0o777, len(text.encode()), mtime, mtime)
         answered = self._answered(key)
@@ -237,18 +248,18 @@ class Search(Family):
 
     async def _folder_path(self, tree: Tree, key: NodeKey) -> list[str]:
         """The names from the root to a link's folder."""
-        if key.kind == SearchKind.QLINK:
-            form = str(key[1])
-            return [SEARCH_DIR, *([form] if form else []), str(key[2])]
-        view = SearchKey(SearchKind.VIEW, str(key[1]))
+        link = _search(key)
+        if link.kind == SearchKind.QLINK:
+            return [SEARCH_DIR, *([link.form] if link.form else []), link.words]
+        view = SearchKey(SearchKind.VIEW, link.view)
         root = await tree.children(ROOT)
         name = next((n for n, k in root.items() if k == view), None)
         if name is None:
-            raise errors.NotFound(f"no view {key[1]!r}")
+            raise errors.NotFound(f"no view {link.view!r}")
         return [name]
 
     async def _link_text(self, tree: Tree, key: NodeKey) -> str:
-        doc_id = int(key[-1])
+        doc_id = key.doc_id
         if tree.index.get(doc_id) is None:
             raise errors.NotFound(f"document {doc_id} is not in the tree")
         here = await self._folder_path(tree, key)
@@ -280,11 +291,11 @@ class Search(Family):
         key = (await parts.tree.children(parent)).get(name)
         if key is None:
             raise errors.NotFound(name)
-        await self._mark(parts, int(key[-1]), False)
+        await self._mark(parts, key.doc_id, False)
 
     async def _mark(self, parts: Parts, doc_id: int, favorite: bool) -> None:
         try:
-            await parts.client.set_favorite(doc_id, favorite)
+            await self.results().set_favorite(doc_id, favorite)
         except _NO_FAVORITES as exc:
             log.warning(
                 "Favorites cannot be changed: this vault has no favourite call (%s)",
@@ -292,7 +303,7 @@ class Search(Family):
             )
             raise errors.Unsupported("this vault has no favourite call") from None
         log.info("document %d %s Favorites", doc_id, "added to" if favorite else "removed from")
-        self.results(parts.tree).forget("view", FAVORITES)
+        self.results().forget("view", FAVORITES)
 
     async def _document_named(self, parts: Parts, parent: NodeKey, text: str) -> int:
         """The document whose directory ``text`` names, read relative to ``parent``
@@ -308,7 +319,7 @@ class Search(Family):
             raise _refused(text, exc.message) from None
         if key.kind != Kind.DOC:
             raise _refused(text, "not a document's directory")
-        return int(key[1])
+        return key.doc_id
 
 
 def _refused(text: str, why: str) -> errors.VaultError:

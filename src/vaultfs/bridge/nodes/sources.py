@@ -20,14 +20,14 @@ import trio
 
 from vaultfs import errors
 from vaultfs.bridge.fs.attributes import Attr
+from vaultfs.bridge.fs.families import Change, Move, Parts, is_writing
 from vaultfs.bridge.fs.handles import SourceEdit
 from vaultfs.bridge.fs.opening import Opened
 from vaultfs.bridge.fs.paths import DisplayPaths
 from vaultfs.bridge.lifecycle.states import is_steady
-from vaultfs.bridge.nodes.family import Change, Family, Move
-from vaultfs.bridge.nodes.parts import Parts, is_writing
+from vaultfs.bridge.nodes.family import Family
 from vaultfs.bridge.tree import keys
-from vaultfs.bridge.tree.keys import Kind, NodeKey, SourceKey
+from vaultfs.bridge.tree.keys import NodeKey, SourceKey
 from vaultfs.bridge.write.scratch import is_temporary_name
 
 __all__ = ["Sources"]
@@ -37,14 +37,13 @@ log = logging.getLogger(__name__)
 
 class Sources(Family):
     key_type = SourceKey
-    file_kinds = frozenset({Kind.SRC})
 
     def step(self, paths: DisplayPaths, key: NodeKey) -> tuple[NodeKey, str] | None:
         doc = keys.document(key.doc_id)
         return doc, paths.listed(doc, key) or paths.filename(key.doc_id) or "?"
 
     async def attributes(self, parts: Parts, key: NodeKey, ino: int) -> Attr:
-        doc_id, tree, editing = key.doc_id, parts.tree, parts.editing
+        doc_id, tree, editing = key.doc_id, parts.tree, parts.write.editing
         mtime, ctime = await parts.attributes.document_times(doc_id)
         entry = editing.entry(doc_id)
         writable = not parts.options.read_only
@@ -64,7 +63,7 @@ class Sources(Family):
         )
 
     async def open(self, parts: Parts, key: NodeKey, ino: int, flags: int) -> Opened:
-        doc_id, editing, opener = key.doc_id, parts.editing, parts.opener
+        doc_id, editing, opener = key.doc_id, parts.write.editing, parts.opener
         if is_writing(flags):
             parts.writable()
             return await self._open_for_writing(parts, key, ino, flags)
@@ -82,7 +81,7 @@ class Sources(Family):
         )
 
     async def _open_for_writing(self, parts: Parts, key: NodeKey, ino: int, flags: int) -> Opened:
-        doc_id, editing, opener = key.doc_id, parts.editing, parts.opener
+        doc_id, editing, opener = key.doc_id, parts.write.editing, parts.opener
         try:
             handle = await editing.open(
                 doc_id, truncate=bool(flags & os.O_TRUNC), append=bool(flags & os.O_APPEND)
@@ -117,15 +116,15 @@ class Sources(Family):
         if change.size is None:
             return
         parts.writable()
-        handle = parts.handles.file(change.fh) if change.fh is not None else None
+        handle = parts.opener.open_file(change.fh) if change.fh is not None else None
         if isinstance(handle, SourceEdit):  # ftruncate(2)
             await handle.truncate(change.size)
         else:
-            await parts.editing.truncate(key.doc_id, change.size)
+            await parts.write.editing.truncate(key.doc_id, change.size)
 
     async def set_field(self, parts: Parts, key: NodeKey, name: str, value: bytes | None) -> None:
         record = await self.fields(parts, key)
-        await parts.fields.set(key.doc_id, None, record, name, value)
+        await parts.write.fields.set(key.doc_id, None, record, name, value)
 
     def lifecycle_of(self, key: NodeKey) -> int | None:
         return key.doc_id
@@ -158,12 +157,11 @@ class Sources(Family):
             if store.file(target) is None:
                 raise errors.OperationNotPermitted(f"{new_name} belongs to the vault")
             store.unname(target)
-        entry = parts.editing.entry(doc_id)
+        entry = parts.write.editing.entry(doc_id)
         if entry is not None:
             path: Path | None = entry.path
         else:
-            content = await parts.contents.of(source)
-            path = await parts.blobs.cached_path(content.key, content.fetch)
+            path = await parts.opener.cached_path(source)
         await trio.to_thread.run_sync(store.copy_of, new, new_name, path, 0o644)
         parts.overlay.hide(source)
         log.info("document %d: source file renamed to scratch %r", doc_id, new_name)

@@ -13,9 +13,9 @@ import os
 from typing import ClassVar
 
 from vaultfs.bridge.fs.attributes import Attr
+from vaultfs.bridge.fs.families import Parts, is_writing
 from vaultfs.bridge.fs.opening import Opened
 from vaultfs.bridge.nodes.family import Family
-from vaultfs.bridge.nodes.parts import Parts, is_writing
 from vaultfs.bridge.tree.keys import NodeKey
 
 __all__ = ["UploadedFamily"]
@@ -44,14 +44,14 @@ class UploadedFamily(Family):
         parts.writable()
         # Replaced by what is written (``files_in``).
         truncate = bool(flags & os.O_TRUNC)
-        scratch = await parts.new_documents.open_uploaded(key, truncate=truncate)
+        scratch = await parts.write.new_documents.open_uploaded(key, truncate=truncate)
         parts.opener.invalidate_attr(ino)  # its size is the scratch file's now
         return parts.opener.scratch(scratch, flags)
 
     async def create(self, parts: Parts, parent: NodeKey, name: str, mode: int) -> NodeKey:
         if parent.kind not in self.dir_kinds:
             return await super().create(parts, parent, name, mode)
-        await parts.new_documents.uploads().check_name(parent, name)
+        await parts.write.new_documents.uploads().check_name(parent, name)
         return parts.overlay.store().create(parent, name, mode).key
 
     async def unlink(self, parts: Parts, key: NodeKey, name: str) -> None:
@@ -59,7 +59,7 @@ class UploadedFamily(Family):
             await super().unlink(parts, key, name)
             return
         parts.overlay.deleting()
-        await parts.new_documents.uploads().delete(key)
+        await parts.write.new_documents.uploads().delete(key)
 
     async def rmdir(self, parts: Parts, parent: NodeKey, key: NodeKey, name: str) -> None:
         if self.is_file(key):

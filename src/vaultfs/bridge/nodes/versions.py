@@ -9,15 +9,14 @@ version's directory then goes with it (``Overlay.deleted_version``).
 
 from __future__ import annotations
 
-import logging
-from typing import Any
+from typing import Any, cast
 
 from vaultfs import errors
 from vaultfs.bridge.fs.attributes import Attr
+from vaultfs.bridge.fs.families import Parts, is_writing
 from vaultfs.bridge.fs.opening import Opened
 from vaultfs.bridge.fs.paths import DisplayPaths
 from vaultfs.bridge.nodes.family import Family
-from vaultfs.bridge.nodes.parts import Parts, is_writing
 from vaultfs.bridge.tree import keys
 from vaultfs.bridge.tree.filenames import Sibling, assign_names
 from vaultfs.bridge.tree.keys import Kind, NodeKey, VersionKey
@@ -25,16 +24,14 @@ from vaultfs.bridge.tree.tree import Tree
 
 __all__ = ["Versions"]
 
-log = logging.getLogger(__name__)
-
 
 def _version(key: NodeKey) -> tuple[int, int]:
-    return int(key[2]), int(key[3])
+    """The version a version's node names (the family is given its own keys only)."""
+    return cast(VersionKey, key).version
 
 
 class Versions(Family):
     key_type = VersionKey
-    file_kinds = frozenset({Kind.VSRC})
 
     async def children(self, tree: Tree, key: NodeKey) -> dict[str, NodeKey]:
         doc_id = key.doc_id
@@ -94,7 +91,7 @@ class Versions(Family):
             await super().set_field(parts, key, name, value)
             return
         record = await self.fields(parts, key)
-        await parts.fields.set(key.doc_id, _version(key), record, name, value)
+        await parts.write.fields.set(key.doc_id, _version(key), record, name, value)
 
     async def unlink(self, parts: Parts, key: NodeKey, name: str) -> None:
         if key.kind != Kind.VSRC:
@@ -107,9 +104,8 @@ class Versions(Family):
             # The vault keeps a document's only version: it goes with the document.
             parts.overlay.hide(key)
             return
-        await parts.client.delete_version(doc_id, major, minor)
+        await parts.write.deletions.version(doc_id, major, minor)
         parts.overlay.version_deleted(doc_id, major, minor)
-        log.info("deleted version %d.%d of document %d", major, minor, doc_id)
         parts.tree.invalidate(doc_id)
         await parts.tree.reload(doc_id)
 

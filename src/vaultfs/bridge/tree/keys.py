@@ -109,6 +109,13 @@ class NodeKey(tuple[str | int, ...]):
     #: whether the family's nodes belong to one document (its id is ``doc_id``): a
     #: change of the document changes them
     OF_DOCUMENT: ClassVar[bool] = False
+    #: the family's kinds that are regular files (every other kind is a directory)
+    FILE_KINDS: ClassVar[frozenset[str]] = frozenset()
+    #: the family's kinds that are the mount's own, not the vault's: nothing announces
+    #: their changes
+    LOCAL_KINDS: ClassVar[frozenset[str]] = frozenset()
+    #: the family's kinds that are symbolic links
+    LINK_KINDS: ClassVar[frozenset[str]] = frozenset()
 
     def __new__(cls, kind: str, *names: str | int) -> Self:
         return super().__new__(cls, (kind, *names))
@@ -132,6 +139,16 @@ class NodeKey(tuple[str | int, ...]):
         """The document a document's node belongs to."""
         return int(self[1])
 
+    @property
+    def is_file(self) -> bool:
+        """A regular file; every other node is a directory."""
+        return self.kind in self.FILE_KINDS
+
+    @property
+    def is_local(self) -> bool:
+        """A node of the mount alone, not of the vault."""
+        return self.kind in self.LOCAL_KINDS
+
 
 def typed(key: tuple[str | int, ...]) -> NodeKey:
     """``key`` as its family's key type (a plain tuple, from a test or a log, too)."""
@@ -151,6 +168,19 @@ class FolderKey(NodeKey):
     __slots__ = ()
     KINDS = frozenset({Kind.ROOT, Kind.TYPE, Kind.SUB, Kind.CLS})
 
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """The folder's names, outermost first: type, subtype, classification (the
+        root: none)."""
+        return tuple(str(name) for name in self[1:])
+
+    @property
+    def ancestors(self) -> list[FolderKey]:
+        """The folders of the type hierarchy from the type down to this one (the
+        root: none)."""
+        labels = self.labels
+        return [folder(*labels[:n]) for n in range(1, len(labels) + 1)]
+
 
 class DocumentKey(NodeKey):
     """A document's directory and its ``.events.jsonl``: ``(DOC, id)``, ``(EVENTS, id)``."""
@@ -158,6 +188,7 @@ class DocumentKey(NodeKey):
     __slots__ = ()
     OF_DOCUMENT = True
     KINDS = frozenset({Kind.DOC, Kind.EVENTS})
+    FILE_KINDS = LOCAL_KINDS = frozenset({Kind.EVENTS})
 
 
 class SourceKey(NodeKey):
@@ -165,7 +196,7 @@ class SourceKey(NodeKey):
 
     __slots__ = ()
     OF_DOCUMENT = True
-    KINDS = frozenset({Kind.SRC})
+    KINDS = FILE_KINDS = frozenset({Kind.SRC})
 
 
 class VersionKey(NodeKey):
@@ -175,6 +206,7 @@ class VersionKey(NodeKey):
     __slots__ = ()
     OF_DOCUMENT = True
     KINDS = frozenset({Kind.VERS, Kind.VER, Kind.VSRC})
+    FILE_KINDS = frozenset({Kind.VSRC})
 
     @property
     def version(self) -> tuple[int, int]:
@@ -188,10 +220,31 @@ class RenditionKey(NodeKey):
     __slots__ = ()
     OF_DOCUMENT = True
     KINDS = frozenset({Kind.RENDS, Kind.REND, Kind.VRENDS, Kind.VREND})
+    FILE_KINDS = frozenset({Kind.REND, Kind.VREND})
 
     @property
     def version(self) -> tuple[int, int]:
         return int(self[2]), int(self[3])
+
+    @property
+    def of_version(self) -> tuple[int, int] | None:
+        """The version whose renditions these are; None: the latest version's."""
+        return self.version if self.kind in (Kind.VRENDS, Kind.VREND) else None
+
+    @property
+    def directory(self) -> RenditionKey:
+        """The ``renditions/`` a rendition (or that directory itself) is in."""
+        version = self.of_version
+        if version is None:
+            return renditions(self.doc_id)
+        return version_renditions(self.doc_id, *version)
+
+    def rendition(self, rtype: str) -> RenditionKey:
+        """The rendition of type ``rtype`` in this ``renditions/``."""
+        version = self.of_version
+        if version is None:
+            return rendition(self.doc_id, rtype)
+        return version_rendition(self.doc_id, *version, rtype)
 
     @property
     def rtype(self) -> str:
@@ -204,10 +257,16 @@ class AttachmentKey(NodeKey):
     __slots__ = ()
     OF_DOCUMENT = True
     KINDS = frozenset({Kind.ATTS, Kind.ATT})
+    FILE_KINDS = frozenset({Kind.ATT})
 
     @property
     def attachment_id(self) -> int:
         return int(self[2])
+
+    @property
+    def directory(self) -> AttachmentKey:
+        """The ``attachments/`` an attachment (or that directory itself) is in."""
+        return attachments(self.doc_id)
 
 
 class RelationshipKey(NodeKey):
@@ -217,6 +276,17 @@ class RelationshipKey(NodeKey):
     __slots__ = ()
     OF_DOCUMENT = True
     KINDS = frozenset({Kind.RELS, Kind.RELT, Kind.RLINK})
+    LINK_KINDS = frozenset({Kind.RLINK})
+
+    @property
+    def relationship_type(self) -> str:
+        """A type's directory: the relationship type it holds the links of."""
+        return str(self[2])
+
+    @property
+    def relationship_id(self) -> int:
+        """A link: the relationship it is."""
+        return int(self[2])
 
 
 class ControlKey(NodeKey):
@@ -224,7 +294,13 @@ class ControlKey(NodeKey):
     ``(LOSTF, name)``."""
 
     __slots__ = ()
-    KINDS = frozenset({Kind.CTL, Kind.STATUS, Kind.LOST, Kind.LOSTF})
+    KINDS = LOCAL_KINDS = frozenset({Kind.CTL, Kind.STATUS, Kind.LOST, Kind.LOSTF})
+    FILE_KINDS = frozenset({Kind.STATUS, Kind.LOSTF})
+
+    @property
+    def lost_name(self) -> str:
+        """A file in lost+found: its name."""
+        return str(self[1])
 
 
 class LocalKey(NodeKey):
@@ -232,7 +308,8 @@ class LocalKey(NodeKey):
     ``(SCRATCH, n)``, ``(NEWDIR, n)``."""
 
     __slots__ = ()
-    KINDS = frozenset({Kind.SCRATCH, Kind.NEWDIR})
+    KINDS = LOCAL_KINDS = frozenset({Kind.SCRATCH, Kind.NEWDIR})
+    FILE_KINDS = frozenset({Kind.SCRATCH})
 
     @property
     def number(self) -> int:

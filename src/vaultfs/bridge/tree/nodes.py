@@ -3,9 +3,11 @@
 What each kind of node does is its family's (``bridge.nodes``); the key types are
 ``keys``'. This module keeps the fixed names of the tree (``.vaultfs``, ``lost+found``,
 a document's subdirectories and ``.events.jsonl``), the few sets of kinds the write
-side and the name rules test a parent directory against (type folders, directories a
-new file becomes a document or an upload in, the folders of the type hierarchy), and
-helpers that read a key's names.
+side, the name rules and ``fs.freshness`` test a directory against (type folders,
+directories a new file becomes a document or an upload in, the folders of the type
+hierarchy, directories whose names never change), a folder's path for a log line and
+the folders a document sits in. What a key names (its document, version, labels,
+number) its key type tells (``keys``), never a position in the tuple.
 """
 
 from __future__ import annotations
@@ -19,21 +21,19 @@ from vaultfs.bridge.tree.keys import ROOT, Kind, NodeKey
 __all__ = [
     "CONTROL_DIR",
     "DETAILS_DIRS",
+    "DOC_DIRS",
     "DOC_DIR_NAMES",
     "EVENTS_FILE",
+    "FIXED_DIRS",
     "FOLDERS",
-    "LOCAL_NODES",
     "LOST_AND_FOUND",
     "NEW_DOCUMENT_DIRS",
     "ROOT",
     "UPLOAD_DIRS",
     "Kind",
     "NodeKey",
-    "doc_id",
     "folder_of",
     "folder_path",
-    "number",
-    "version",
 ]
 
 #: the root's hidden directory (status, lost+found); left out of listings
@@ -58,34 +58,22 @@ DETAILS_DIRS = frozenset({Kind.VERS, Kind.RENDS, Kind.ATTS})
 UPLOAD_DIRS = frozenset({Kind.RENDS, Kind.VRENDS, Kind.ATTS})
 #: directories a new file becomes a new document in
 NEW_DOCUMENT_DIRS = frozenset({*FOLDERS, Kind.NEWDIR})
-#: nodes of the mount alone, not of the vault (the families' ``is_local``, for the
-#: kernel-cache bookkeeping of ``fs.freshness``)
-LOCAL_NODES = frozenset(
-    {Kind.CTL, Kind.STATUS, Kind.LOST, Kind.LOSTF, Kind.SCRATCH, Kind.NEWDIR, Kind.EVENTS}
-)
-
-
-def doc_id(key: NodeKey) -> int:
-    """The document a document's node (everything from DOC to ATT) belongs to."""
-    return int(key[1])
-
-
-def version(key: NodeKey) -> tuple[int, int]:
-    """(major, minor) of a version's node (VER, VSRC, VRENDS, VREND)."""
-    return int(key[2]), int(key[3])
-
-
-def number(key: NodeKey) -> int:
-    """The number of a scratch file or new folder, the id of an attachment or of a
-    relationship."""
-    return int(key[-1])
+#: a document directory's subdirectories, whose names never change: they go with
+#: their document's directory (``fs.freshness`` checks none of them)
+DOC_DIRS = frozenset(DOC_DIR_NAMES.values())
+#: directories whose names are never checked (``fs.freshness``): a version's content
+#: and renditions never change, and a version only ever leaves ``versions/``
+FIXED_DIRS = frozenset({Kind.VERS, Kind.VER, Kind.VRENDS})
 
 
 def folder_path(key: NodeKey) -> str:
     """A folder's path in the mount for a log line (``General/Protocol``): its key's
-    names, which are the folders' names when the records carry labels (they usually
+    labels, which are the folders' names when the records carry labels (they usually
     do); ``fs.paths`` gives any node's path as listed."""
-    return "/".join(str(part) for part in key[1:]) or "/"
+    folder = keys.typed(key)
+    if not isinstance(folder, keys.FolderKey):
+        return repr(folder)
+    return "/".join(folder.labels) or "/"
 
 
 def folder_of(record: Mapping[str, Any]) -> list[NodeKey]:

@@ -43,6 +43,7 @@ from vaultfs import errors
 from vaultfs.bridge.tree import keys, nodes
 from vaultfs.bridge.tree.filenames import Sibling, assign_names
 from vaultfs.bridge.tree.index import DocumentIndex, Record
+from vaultfs.bridge.tree.keys import RelationshipKey, typed
 from vaultfs.bridge.tree.locks import KeyedLocks
 from vaultfs.bridge.tree.nodes import ROOT, Kind, NodeKey
 from vaultfs.client import VaultApi
@@ -284,7 +285,10 @@ class Relationships:
 
     async def link(self, key: NodeKey) -> Link:
         """The link a node (RLINK) stands for."""
-        doc_id, rel_id = nodes.doc_id(key), nodes.number(key)
+        link_key = typed(key)
+        if not isinstance(link_key, RelationshipKey):
+            raise errors.NotFound(f"{key!r} is not a relationship")
+        doc_id, rel_id = link_key.doc_id, link_key.relationship_id
         for link in await self.links(doc_id):
             if any(int(r["id"]) == rel_id for r in link.records):
                 return link
@@ -292,18 +296,15 @@ class Relationships:
 
     # --- listings ----------------------------------------------------------------
 
-    async def listing(self, key: NodeKey) -> dict[str, NodeKey]:
-        """Name -> node of ``relationships/`` (RELS) or of one type's directory (RELT)."""
-        doc_id = nodes.doc_id(key)
-        if key[0] == Kind.RELS:
-            return await self._type_dirs(doc_id)
-        return await self._links_listing(doc_id, str(key[2]))
+    async def type_dirs(self, doc_id: int) -> dict[str, NodeKey]:
+        """Name -> node of the document's ``relationships/``: its types' directories."""
+        return await self._type_dirs(doc_id)
 
     async def unlisted_type_dir(self, key: NodeKey, name: str) -> NodeKey | None:
         """The directory ``name`` in ``relationships/`` (``key``) of a type the document
         may have but has no relationship of: not listed, reachable by name for
         ``ln -s``."""
-        return (await self._type_dirs(nodes.doc_id(key), every_type=True)).get(name)
+        return (await self._type_dirs(key.doc_id, every_type=True)).get(name)
 
     async def _type_dirs(self, doc_id: int, *, every_type: bool = False) -> dict[str, NodeKey]:
         """One directory per type the document has a relationship of; with
@@ -324,7 +325,8 @@ class Relationships:
         names = assign_names([Sibling(labels[v], v, (0, v)) for v in values])
         return {n: keys.relationship_type(doc_id, v) for n, v in zip(names, values, strict=True)}
 
-    async def _links_listing(self, doc_id: int, relationship_type: str) -> dict[str, NodeKey]:
+    async def links_listing(self, doc_id: int, relationship_type: str) -> dict[str, NodeKey]:
+        """Name -> link of one type's directory of the document."""
         siblings: list[Sibling] = []
         children: list[NodeKey] = []
         for link in await self.links(doc_id, relationship_type):
@@ -353,8 +355,8 @@ class Relationships:
             listing = await self._tree.children(parent)
             cached = self._names[parent] = (generation, {k: n for n, k in listing.items()})
         name = cached[1].get(child)
-        if name is None and parent[0] == Kind.RELS:  # a type with no link yet: unlisted
-            every = await self._type_dirs(nodes.doc_id(parent), every_type=True)
+        if name is None and parent.kind == Kind.RELS:  # a type with no link yet: unlisted
+            every = await self._type_dirs(parent.doc_id, every_type=True)
             name = next((n for n, k in every.items() if k == child), None)
         if name is None:
             raise errors.NotFound(f"{child!r} is not in {parent!r}")
@@ -380,7 +382,7 @@ class Relationships:
         link = await self.link(key)
         if self._tree.index.get(link.target) is None:
             raise errors.NotFound(f"document {link.target} is not in the tree")
-        here = await self.type_dir_path(nodes.doc_id(key), link.relationship_type)
+        here = await self.type_dir_path(key.doc_id, link.relationship_type)
         there = await self.document_path(link.target)
         if link.target_version is not None:
             there += ["versions", "{}.{}".format(*link.target_version)]

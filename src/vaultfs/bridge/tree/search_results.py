@@ -1,7 +1,8 @@
 """What the vault answers to a search or a named filter, asked through the client and
 kept for a poll interval.
 
-Owns the calls behind the search folders and the views (``nodes.search``):
+Owns the calls behind the search folders and the views (``nodes.search``), and the
+favourite mark that ``Favorites`` shows:
 
 * a search is ``GET /objects/documents?search=WORDS&scope=all|contents&versionscope=all``
   in pages of 200 (one call per 200 matching versions): every version counts, so words
@@ -145,6 +146,11 @@ class SearchResults:
         (``"view", name``) while it is fresh; None: the next look asks the vault."""
         kept = self._kept.get(key)
         return kept.answer if kept is not None and self._fresh(kept) else None
+
+    async def set_favorite(self, doc_id: int, favorite: bool) -> None:
+        """Mark document ``doc_id`` a favourite of the user, or unmark it (the caller
+        forgets the view's answer)."""
+        await self._client.set_favorite(doc_id, favorite)
 
     def forget(self, *key: str) -> None:
         """Drop one answer (a favourite marked or unmarked here)."""

@@ -25,6 +25,7 @@ from vaultfs.bridge.tree.catalog import TypeCatalog
 from vaultfs.bridge.tree.filenames import Sibling, assign_names
 from vaultfs.bridge.tree.index import DocumentIndex, Record
 from vaultfs.bridge.tree.index_store import Times
+from vaultfs.bridge.tree.keys import FolderKey, typed
 from vaultfs.bridge.tree.listing_cache import ListingCache
 from vaultfs.bridge.tree.locks import KeyedLocks
 from vaultfs.bridge.tree.nodes import (
@@ -329,8 +330,9 @@ class Tree:
         """(parent, name) of ``child`` in a listing made of one of its document's
         directories of ``parent_kind`` (a relationship link: its type directory is
         not in its key). Never lists."""
-        for parent in self._listings.directories():
-            if parent[0] == parent_kind and parent[1:2] == child[1:2]:
+        doc_id = typed(child).doc_id
+        for parent in map(typed, self._listings.directories()):
+            if parent.kind == parent_kind and parent.doc_id == doc_id:
                 name = next((n for n, k in self._listings.entries(parent) if k == child), None)
                 if name is not None:
                     return parent, name
@@ -372,7 +374,7 @@ class Tree:
             # The vault's names win: a type labelled like a family's entry keeps its
             # name (paths of documents never move), the entry is told apart by its kind.
             for name, child in self._lister.root_listed.items():
-                listing[f"{name} [{child[0]}]" if name in listing else name] = child
+                listing[f"{name} [{child.kind}]" if name in listing else name] = child
         return listing
 
     async def _folder_labels(self, key: NodeKey, children: list[str]) -> dict[str, str]:
@@ -381,16 +383,18 @@ class Tree:
         Records usually carry labels already (``type__v: "Clinical"``): then no metadata
         call is made. A failing metadata call leaves the API names as they are.
         """
-        if not any(_API_NAME.search(name) for name in children):
+        folder = typed(key)
+        if not isinstance(folder, FolderKey) or not any(_API_NAME.search(n) for n in children):
             return {}
         try:
-            if key == ROOT:
+            if not folder.labels:  # the root: its folders are the types
                 return await self.catalog.type_labels()
-            type_name = await self.type_api_name(str(key[1]))
-            if key[0] == Kind.TYPE:
+            type_label, *below = folder.labels
+            type_name = await self.type_api_name(type_label)
+            if not below:  # a type's folder: its subtypes
                 return await self.catalog.subtype_labels(type_name)
-            if key[0] == Kind.SUB:
-                return await self.catalog.classification_labels(type_name, str(key[2]))
+            if len(below) == 1:  # a subtype's: its classifications
+                return await self.catalog.classification_labels(type_name, below[0])
         except (errors.InvalidData, errors.MalformedUrl, errors.InvalidDocument) as exc:
             log.info("no labels for the folders in %s: %s", nodes.folder_path(key), exc)
         return {}

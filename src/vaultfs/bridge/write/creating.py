@@ -25,7 +25,8 @@ from vaultfs import errors
 from vaultfs.bridge.content.blobcache import BlobCache
 from vaultfs.bridge.content.sources import source_key
 from vaultfs.bridge.tree import nodes
-from vaultfs.bridge.tree.nodes import Kind, NodeKey
+from vaultfs.bridge.tree.keys import FolderKey, typed
+from vaultfs.bridge.tree.nodes import NodeKey
 from vaultfs.bridge.tree.tree import Tree
 from vaultfs.bridge.write.spool.creates import MARKER_FIELD, CreateRecord, new_marker, send_create
 from vaultfs.client import VaultApi
@@ -115,16 +116,21 @@ class Creator:
     ) -> tuple[dict[str, str], list[str]]:
         """The fields of a create, and the required ones nothing could give."""
         catalog = self.tree.catalog
-        kind = folder[0]
-        type_name = await self.tree.type_api_name(str(folder[1]))
+        folder = typed(folder)
+        if not isinstance(folder, FolderKey) or not folder.labels:
+            raise errors.OperationNotPermitted(
+                f"documents are made in type folders, not {folder!r}"
+            )
+        type_label, *below = folder.labels
+        type_name = await self.tree.type_api_name(type_label)
         fields = {"name__v": name, "type__v": type_name}
         subtype = classification = None
-        if kind in (Kind.SUB, Kind.CLS):
-            subtype = _api_name(await catalog.subtype_labels(type_name), str(folder[2]))
+        if below:  # a subtype's folder, or a classification's
+            subtype = _api_name(await catalog.subtype_labels(type_name), below[0])
             fields["subtype__v"] = subtype
-        if kind == Kind.CLS:
+        if len(below) > 1:  # a classification's folder
             labels = await catalog.classification_labels(type_name, str(subtype))
-            classification = _api_name(labels, str(folder[3]))
+            classification = _api_name(labels, below[1])
             fields["classification__v"] = classification
         leaf = await catalog.leaf(type_name, subtype, classification)
         fields.update(given)

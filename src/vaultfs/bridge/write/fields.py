@@ -1,5 +1,6 @@
 """Changing fields through extended attributes: ``setfattr``/``setxattr`` and
-``removexattr`` of ``user.vault.<field>``.
+``removexattr`` of ``user.vault.<field>``; and a document's name, when its directory
+is renamed in its folder.
 
 Owns the rules (docs/bridge.md): a field the vault marks editable (and not settable
 on create only) is updated with one PUT of the document or of that version; any other
@@ -82,5 +83,12 @@ class FieldEditor:
                 return
         await client.update_document(doc_id, {field: text})
         log.info("document %d: %s set", doc_id, field)
+        self.tree.invalidate(doc_id)
+        await self.tree.reload(doc_id)
+
+    async def rename(self, doc_id: int, name: str) -> None:
+        """A document's new name (``name__v``: its directory renamed in its folder);
+        the record is read again at once."""
+        await self.client.update_document(doc_id, {"name__v": name})
         self.tree.invalidate(doc_id)
         await self.tree.reload(doc_id)

@@ -26,9 +26,10 @@ import trio
 from vaultfs import errors
 from vaultfs.bridge.content.blobcache import BlobCache
 from vaultfs.bridge.content.sources import Contents
-from vaultfs.bridge.tree import keys, nodes
+from vaultfs.bridge.tree import keys
 from vaultfs.bridge.tree.filenames import unescape
-from vaultfs.bridge.tree.nodes import Kind, NodeKey
+from vaultfs.bridge.tree.keys import AttachmentKey, RenditionKey, typed
+from vaultfs.bridge.tree.nodes import NodeKey
 from vaultfs.bridge.tree.tree import Tree
 from vaultfs.bridge.write.scratch import Scratch, ScratchFile, is_temporary_name
 from vaultfs.bridge.write.spool.store import SCRATCH_XATTR
@@ -50,14 +51,12 @@ async def show_upload(tree: Tree, record: UploadRecord) -> None:
     await tree.reload(record.doc_id)
 
 
-def _parent_of(key: NodeKey) -> NodeKey:
-    """The directory of a rendition or attachment file."""
-    doc_id = nodes.doc_id(key)
-    if key.kind == Kind.REND:
-        return keys.renditions(doc_id)
-    if key.kind == Kind.VREND:
-        return keys.version_renditions(doc_id, *nodes.version(key))
-    return keys.attachments(doc_id)
+def _uploaded(key: NodeKey) -> RenditionKey | AttachmentKey:
+    """``key`` as a rendition's or an attachment's key (their directories' too)."""
+    key = typed(key)
+    if not isinstance(key, RenditionKey | AttachmentKey):
+        raise errors.InvalidData(f"{key!r} is no rendition or attachment")
+    return key
 
 
 def _unlabel(scratch: ScratchFile) -> None:
@@ -89,12 +88,12 @@ class FilesIn:
         rendition must be of a type the vault knows for the document (EINVAL)."""
         if self.uploads is None:
             raise errors.ReadOnly("this mount has no write-back spool")
-        if parent.kind != Kind.ATTS and not is_temporary_name(name):
+        if isinstance(_uploaded(parent), RenditionKey) and not is_temporary_name(name):
             await self.rendition_type(parent, name)
 
     async def rendition_type(self, parent: NodeKey, name: str) -> str:
         """The rendition type a file name in ``renditions/`` stands for."""
-        doc_id = nodes.doc_id(parent)
+        doc_id = parent.doc_id
         rtype = unescape(name).partition(".")[0]
         known = await self._rendition_types(doc_id)
         if rtype not in known:
@@ -113,7 +112,7 @@ class FilesIn:
         return [str(r) for r in metadata.get("renditions") or []]
 
     async def _name_of(self, key: NodeKey) -> str:
-        listing = await self.tree.children(_parent_of(key))
+        listing = await self.tree.children(_uploaded(key).directory)
         name = next((n for n, k in listing.items() if k == key), None)
         if name is None:
             raise errors.NotFound(f"{key!r} no longer exists")
@@ -127,7 +126,7 @@ class FilesIn:
         uploads as the replacement (a rendition) or next version (an attachment)."""
         if self.uploads is None:
             raise errors.ReadOnly("this mount has no write-back spool")
-        parent, name = _parent_of(key), await self._name_of(key)
+        parent, name = _uploaded(key).directory, await self._name_of(key)
         source: Path | None = None
         if not truncate:
             content = await self.contents.of(key)
@@ -141,10 +140,10 @@ class FilesIn:
         entry; None when the vault has that content already (an attachment's latest
         version). A failure leaves nothing in the spool."""
         assert self.uploads is not None
-        parent, filename = scratch.parent, unescape(scratch.name)
-        doc_id = nodes.doc_id(parent)
+        parent, filename = _uploaded(scratch.parent), unescape(scratch.name)
+        doc_id = parent.doc_id
         known_md5 = None
-        if parent.kind == Kind.ATTS:
+        if isinstance(parent, AttachmentKey):
             record = UploadRecord(0, doc_id, ATTACHMENT, filename)
             details = await self.tree.details(doc_id)
             same = [a for a in details.attachments.values() if a.get("filename__v") == filename]
@@ -152,8 +151,8 @@ class FilesIn:
         else:
             rtype = await self.rendition_type(parent, scratch.name)
             major = minor = None
-            if parent.kind == Kind.VRENDS:
-                major, minor = nodes.version(parent)
+            if parent.of_version is not None:
+                major, minor = parent.of_version
                 existing = await self.tree.version_renditions(doc_id, major, minor)
             else:
                 existing = (await self.tree.details(doc_id)).renditions
@@ -180,11 +179,9 @@ class FilesIn:
             ids = [i for i, a in attachments if a.get("filename__v") == record.filename]
             return keys.attachment(doc_id, ids[0]) if ids else None
         assert record.rendition_type is not None
-        key: NodeKey
-        if parent.kind == Kind.VRENDS:
-            key = keys.version_rendition(doc_id, *nodes.version(parent), record.rendition_type)
-        else:
-            key = keys.rendition(doc_id, record.rendition_type)
+        directory = _uploaded(parent)
+        assert isinstance(directory, RenditionKey)
+        key = directory.rendition(record.rendition_type)
         return key if key in (await self.tree.children(parent)).values() else None
 
     # --- deleting ------------------------------------------------------------------
@@ -192,15 +189,13 @@ class FilesIn:
     async def delete(self, key: NodeKey) -> None:
         """``rm`` of a rendition or attachment: deleted in the vault (an attachment
         with all its versions)."""
-        doc_id = nodes.doc_id(key)
-        client = self.client
-        if key.kind == Kind.ATT:
-            await client.delete_attachment(doc_id, nodes.number(key))
-        elif key.kind == Kind.VREND:
-            await client.delete_rendition(doc_id, str(key[-1]), *nodes.version(key))
+        file = _uploaded(key)
+        doc_id = file.doc_id
+        if isinstance(file, AttachmentKey):
+            await self.client.delete_attachment(doc_id, file.attachment_id)
+            log.info("deleted attachments/%s of document %d", file.attachment_id, doc_id)
         else:
-            await client.delete_rendition(doc_id, str(key[-1]))
-        where = "attachments" if key.kind == Kind.ATT else "renditions"
-        log.info("deleted %s/%s of document %d", where, key[-1], doc_id)
+            await self.client.delete_rendition(doc_id, file.rtype, *(file.of_version or ()))
+            log.info("deleted renditions/%s of document %d", file.rtype, doc_id)
         self.tree.invalidate(doc_id)
         await self.tree.reload(doc_id)

@@ -24,7 +24,8 @@ import logging
 from datetime import UTC, datetime
 
 from vaultfs import errors
-from vaultfs.bridge.tree import keys, nodes
+from vaultfs.bridge.tree import keys
+from vaultfs.bridge.tree.keys import RelationshipKey, VersionKey, typed
 from vaultfs.bridge.tree.link_targets import link_target
 from vaultfs.bridge.tree.nodes import Kind, NodeKey
 from vaultfs.bridge.tree.relationships import Link
@@ -50,17 +51,18 @@ class Linker:
     async def symlink(self, parent: NodeKey, name: str, text: str) -> NodeKey:
         """Create the relationship a new link ``name`` -> ``text`` in ``parent`` stands
         for; returns the link's node."""
-        if parent.kind != Kind.RELT:
+        if not isinstance(parent, RelationshipKey) or parent.kind != Kind.RELT:
             raise errors.OperationNotPermitted(
                 "symbolic links are made in a document's relationships/<type>/ only"
             )
-        doc_id, relationship_type = nodes.doc_id(parent), str(parent[2])
-        target = await self._resolve(parent, text)
-        if target[0] not in (Kind.DOC, Kind.VER):
+        doc_id, relationship_type = parent.doc_id, parent.relationship_type
+        target = typed(await self._resolve(parent, text))
+        # A document's directory, or one of its versions' (a link to that version).
+        if target.kind not in (Kind.DOC, Kind.VER):
             raise self._refused(doc_id, text, errors.InvalidData("not a document's directory"))
-        target_id = nodes.doc_id(target)
+        target_id = target.doc_id
         spec = await self._tree.relationships.type_spec(doc_id, relationship_type) or {}
-        version = nodes.version(target) if target[0] == Kind.VER else None
+        version = target.version if isinstance(target, VersionKey) else None
         if version is None and spec.get("targetDocVersionSpecific"):
             version = latest_version(self._tree.record(target_id))
         source = latest_version(self._tree.record(doc_id))
@@ -113,16 +115,16 @@ class Linker:
         log.warning("document %d: link to %r refused: %s", doc_id, text, exc.message)
         return exc
 
-    async def _resolve(self, parent: NodeKey, text: str) -> NodeKey:
+    async def _resolve(self, parent: RelationshipKey, text: str) -> NodeKey:
         """The node ``text`` names, read relative to directory ``parent``; EINVAL for a
         path that leaves the mount or names nothing."""
-        doc_id = nodes.doc_id(parent)
+        doc_id, relationship_type = parent.doc_id, parent.relationship_type
         try:
             return await link_target(
                 self._tree,
                 text,
                 self._mountpoint,
-                lambda: self._tree.relationships.type_dir_path(doc_id, str(parent[2])),
+                lambda: self._tree.relationships.type_dir_path(doc_id, relationship_type),
             )
         except errors.InvalidData as exc:
             raise self._refused(doc_id, text, exc) from None
@@ -136,7 +138,7 @@ class Linker:
             raise errors.NotFound(name)
         if key.kind != Kind.RLINK:
             raise errors.IsADirectory(name)
-        doc_id = nodes.doc_id(key)
+        doc_id = key.doc_id
         link = await self._tree.relationships.link(key)
         gone: list[int] = []
         for record in link.records:

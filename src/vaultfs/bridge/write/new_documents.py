@@ -20,7 +20,7 @@ import trio
 from vaultfs import errors
 from vaultfs.bridge.tree import keys, nodes, xattrs
 from vaultfs.bridge.tree.filenames import unescape
-from vaultfs.bridge.tree.keys import Kind, NodeKey
+from vaultfs.bridge.tree.keys import DocumentKey, Kind, NodeKey
 from vaultfs.bridge.tree.tree import Tree
 from vaultfs.bridge.write.creating import Creator
 from vaultfs.bridge.write.editing import Editing
@@ -195,7 +195,7 @@ class NewDocuments:
         namesakes = sorted(
             key.doc_id
             for key in (await self.tree.children(folder)).values()
-            if key.kind == Kind.DOC and self.tree.record(key.doc_id).get("name__v") == name
+            if isinstance(key, DocumentKey) and self.tree.record(key.doc_id).get("name__v") == name
         )
         if not namesakes:
             return None

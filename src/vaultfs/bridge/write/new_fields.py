@@ -21,8 +21,8 @@ from typing import Any
 
 from vaultfs import errors
 from vaultfs.bridge.tree import xattrs
-from vaultfs.bridge.tree.keys import typed
-from vaultfs.bridge.tree.nodes import FOLDERS, Kind, NodeKey
+from vaultfs.bridge.tree.keys import FolderKey, typed
+from vaultfs.bridge.tree.nodes import FOLDERS, NodeKey
 from vaultfs.bridge.write.fields import form_value
 from vaultfs.bridge.write.scratch import ScratchFile
 
@@ -31,16 +31,13 @@ __all__ = ["MISSING", "NewFields"]
 #: the xattr (under ``user.vault.``) listing a pending document's missing fields
 MISSING = "missing_fields"
 _DEFAULT = "default."
-#: folder kinds and the length of their keys
-_LEVELS = ((Kind.TYPE, 2), (Kind.SUB, 3), (Kind.CLS, 4))
 
 
-def _ancestors(folder: NodeKey) -> list[NodeKey]:
+def _ancestors(folder: NodeKey) -> list[FolderKey]:
     """``("cls", t, s, c)`` -> the type, subtype and classification folders, outermost
     first (a mkdir'd folder's files take the folder they were made in)."""
-    if folder[0] not in FOLDERS:
-        return []
-    return [typed((kind, *folder[1:n])) for kind, n in _LEVELS if n <= len(folder)]
+    folder = typed(folder)
+    return folder.ancestors if isinstance(folder, FolderKey) else []
 
 
 class NewFields:
@@ -76,7 +73,7 @@ class NewFields:
         if field is None:
             raise errors.Unsupported(f"{name} is not a field")
         text = None if value is None else form_value(value)
-        if key[0] in FOLDERS and field.startswith(_DEFAULT) and len(field) > len(_DEFAULT):
+        if typed(key).kind in FOLDERS and field.startswith(_DEFAULT) and len(field) > len(_DEFAULT):
             target = self._defaults.setdefault(key, {})
             field = field[len(_DEFAULT) :]
         elif scratch is not None and field != MISSING:

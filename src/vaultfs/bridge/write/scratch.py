@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vaultfs.bridge.tree import keys, nodes
-from vaultfs.bridge.tree.nodes import Kind, NodeKey
+from vaultfs.bridge.tree.keys import LocalKey, typed
+from vaultfs.bridge.tree.nodes import NodeKey
 from vaultfs.bridge.write.spool.store import SCRATCH_XATTR
 from vaultfs.bridge.write.writers import Writers
 
@@ -76,7 +77,7 @@ def is_temporary_name(name: str) -> bool:
 
 def makes_document(parent: NodeKey, name: str) -> bool:
     """Whether a file ``name`` in ``parent`` becomes a new document when closed."""
-    return parent[0] in nodes.NEW_DOCUMENT_DIRS and not is_temporary_name(name)
+    return typed(parent).kind in nodes.NEW_DOCUMENT_DIRS and not is_temporary_name(name)
 
 
 def new_document_name(filename: str) -> str:
@@ -88,7 +89,7 @@ def new_document_name(filename: str) -> str:
 def is_upload(parent: NodeKey, name: str) -> bool:
     """Whether a file ``name`` in ``parent`` is uploaded as a rendition or attachment
     when closed (``write.files_in``)."""
-    return parent[0] in nodes.UPLOAD_DIRS and not is_temporary_name(name)
+    return typed(parent).kind in nodes.UPLOAD_DIRS and not is_temporary_name(name)
 
 
 @dataclass
@@ -197,10 +198,14 @@ class Scratch:
         return {name: key for (p, name), key in self._names.items() if p == parent}
 
     def file(self, key: NodeKey) -> ScratchFile | None:
-        return self.files.get(nodes.number(key)) if key[0] == Kind.SCRATCH else None
+        key = typed(key)
+        return self.files.get(key.number) if isinstance(key, LocalKey) and key.is_file else None
 
     def folder(self, key: NodeKey) -> NewFolder | None:
-        return self.folders.get(nodes.number(key)) if key[0] == Kind.NEWDIR else None
+        key = typed(key)
+        if isinstance(key, LocalKey) and not key.is_file:
+            return self.folders.get(key.number)
+        return None
 
     # --- changes -----------------------------------------------------------------
 

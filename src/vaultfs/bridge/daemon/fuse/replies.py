@@ -12,6 +12,7 @@ from typing import Any
 import pyfuse3
 
 from vaultfs.bridge.fs.filesystem import Attr, FileSystem
+from vaultfs.bridge.fs.plain_listing import plain_entries
 
 __all__ = ["entry_attributes", "is_plain", "reply_entries", "reply_plain", "stand_in", "statvfs"]
 
@@ -78,7 +79,7 @@ def is_plain(token: pyfuse3.ReaddirToken) -> bool:
 def reply_plain(core: FileSystem, fh: int, start: int, token: pyfuse3.ReaddirToken) -> bool:
     """Answer a plain READDIR from position ``start`` of listing ``fh``, as many entries
     as fit; True when the listing ended before the reply was full."""
-    for next_id, name, ino, file_type in core.readdir_plain(fh, start):
-        if not pyfuse3.readdir_reply_plain(token, os.fsencode(name), ino, file_type, next_id):
+    for next_id, name, ino, kind in plain_entries(core.handles.dir(fh), core.inodes, start):
+        if not pyfuse3.readdir_reply_plain(token, os.fsencode(name), ino, kind, next_id):
             return False
     return True

@@ -1,0 +1,41 @@
+"""A plain READDIR's entries: names, inode numbers and types, nothing else.
+
+The kernel asks for entries' attributes (READDIRPLUS) only for the first part of a
+listing and while a program looks its entries up (``ls -l``); otherwise (``ls``,
+``find``) it asks for names (``Capabilities.readdirplus_auto``). It takes no reference
+to a plain entry, so none is counted here and no attributes are made: a listing of
+100,000 documents is names, not 100,000 records read and inodes numbered. A node
+without an inode number yet is given ``UNKNOWN_INO``, as libfuse gives it for file
+systems without numbers of their own (sshfs); a lookup gives the real one.
+"""
+
+from __future__ import annotations
+
+import stat
+from collections.abc import Iterator, Sequence
+
+from vaultfs.bridge.fs.inodes import InodeTable
+from vaultfs.bridge.tree.keys import NodeKey, typed
+
+__all__ = ["UNKNOWN_INO", "file_type", "plain_entries"]
+
+#: the inode number of an entry whose node has none yet (libfuse's FUSE_UNKNOWN_INO)
+UNKNOWN_INO = 0xFFFFFFFF
+
+
+def file_type(key: NodeKey) -> int:
+    """The node's ``stat.S_IF*`` type bits, as its key tells them."""
+    key = typed(key)
+    if key.kind in key.LINK_KINDS:
+        return stat.S_IFLNK
+    return stat.S_IFREG if key.is_file else stat.S_IFDIR
+
+
+def plain_entries(
+    listing: Sequence[tuple[str, NodeKey]], inodes: InodeTable, start: int
+) -> Iterator[tuple[int, str, int, int]]:
+    """(next position, name, inode number, type) of ``listing``'s entries from
+    ``start``, as many as the caller takes."""
+    for position in range(start, len(listing)):
+        name, key = listing[position]
+        yield position + 1, name, inodes.known(key) or UNKNOWN_INO, file_type(key)
