@@ -24,6 +24,7 @@ from vaultfs.bridge.commands.mount_request import DEFAULT_URL
 from vaultfs.bridge.daemon.config import default_cache_dir
 from vaultfs.bridge.daemon.logs import setup_logging
 from vaultfs.profiles import ProfileError, load_profile, names_profile
+from vaultfs.wire import MAX_FILE_SIZE
 
 __all__ = ["parse_listen", "register"]
 
@@ -55,7 +56,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--poll-interval", type=float, default=30.0, help="seconds between index polls"
     )
     webdav.add_argument(
-        "--max-upload", type=int, default=256, metavar="MIB", help="largest PUT taken (MiB)"
+        "--max-upload",
+        type=int,
+        default=MAX_FILE_SIZE >> 20,
+        metavar="MIB",
+        help=f"largest PUT body taken, in MiB (default {MAX_FILE_SIZE >> 20}: the vault's limit)",
     )
     logging_arguments(webdav)
     webdav.set_defaults(handler=_webdav)
@@ -85,6 +90,8 @@ def _webdav(args: argparse.Namespace) -> int:
     setup_logging(log_level(args), args.log_file)
     try:
         host, port = parse_listen(args.listen)
+        if args.max_upload < 1:
+            raise ValueError(f"--max-upload wants a number of MiB above 0, not {args.max_upload}")
         password_file = args.password_file
         if args.target and names_profile(args.target):
             profile = load_profile(args.target)

@@ -17,11 +17,12 @@ import signal
 from collections.abc import Callable, Iterator
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import trio
-from hypercorn.app_wrappers import WSGIWrapper
+from hypercorn.app_wrappers import InvalidPathError, WSGIWrapper, _build_environ
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio.run import worker_serve
 from wsgidav.wsgidav_app import WsgiDAVApp
@@ -29,8 +30,16 @@ from wsgidav.wsgidav_app import WsgiDAVApp
 from vaultfs.bridge.daemon.build import build_daemon
 from vaultfs.bridge.daemon.core_start import start_core
 from vaultfs.bridge.fs.by_path import PathFileSystem
+from vaultfs.bridge.webdav.bodies import (
+    Body,
+    BodyTooLarge,
+    ClientGone,
+    limit_of,
+    receive_body,
+)
 from vaultfs.bridge.webdav.locks import VaultLocks
 from vaultfs.bridge.webdav.resources import VaultProvider
+from vaultfs.wire import MAX_FILE_SIZE
 
 __all__ = ["WebdavConfig", "run_webdav"]
 
@@ -53,8 +62,8 @@ class WebdavConfig:
     retries: int = 6
     read_only: bool = False
     allow_delete: bool = False
-    #: the largest PUT body taken (Hypercorn holds a WSGI request's body in memory)
-    max_upload: int = 256 << 20
+    #: the largest PUT body taken (the vault's own limit on a file by default)
+    max_upload: int = MAX_FILE_SIZE
     session_source: Any = field(default=None, repr=False)
 
 
@@ -136,7 +145,6 @@ async def run_webdav(config: WebdavConfig, ready: Callable[[str], None] | None =
         hypercorn = HypercornConfig()
         host = f"[{config.host}]" if ":" in config.host else config.host
         hypercorn.bind = [f"{host}:{config.port}"]
-        hypercorn.wsgi_max_body_size = config.max_upload
         hypercorn.accesslog = None
         stopped = trio.Event()
         async with trio.open_nursery() as nursery:
@@ -146,7 +154,7 @@ async def run_webdav(config: WebdavConfig, ready: Callable[[str], None] | None =
             if daemon.spool is not None:
                 await nursery.start(daemon.spool.run)
             nursery.start_soon(_on_signals, stopped)
-            app = _Wsgi(wsgi_app(provider, locks), config.max_upload)
+            app = _Wsgi(wsgi_app(provider, locks), config.max_upload, config.cache_dir / "bodies")
             bound = await nursery.start(
                 lambda task_status: worker_serve(
                     app, hypercorn, shutdown_trigger=stopped.wait, task_status=task_status
@@ -165,13 +173,15 @@ async def run_webdav(config: WebdavConfig, ready: Callable[[str], None] | None =
 
 
 class _Wsgi(WSGIWrapper):
-    """Hypercorn's WSGI wrapper, answering the lifespan protocol its trio worker
-    speaks first (its own returns at once, and the trio worker then fails to start),
-    and sending the status of a response without a body (it sends the status with
-    the first chunk of the body only)."""
+    """Hypercorn's WSGI wrapper, with each request's body received into a private
+    file first (``bodies``: Hypercorn's own holds it in memory), answering the
+    lifespan protocol its trio worker speaks first (its own returns at once, and the
+    trio worker then fails to start), and sending the status of a response without a
+    body (it sends the status with the first chunk of the body only)."""
 
-    def __init__(self, app: Any, max_body_size: int) -> None:
-        super().__init__(_at_least_one_chunk(app), max_body_size)
+    def __init__(self, app: Any, max_upload: int, bodies: Path) -> None:
+        super().__init__(_at_least_one_chunk(app), max_upload)
+        self.bodies = bodies
 
     async def __call__(
         self, scope: Any, receive: Any, send: Any, sync_spawn: Any, call_soon: Any
@@ -186,6 +196,48 @@ class _Wsgi(WSGIWrapper):
             elif message["type"] == "lifespan.shutdown":
                 await send({"type": "lifespan.shutdown.complete"})
                 return
+
+    async def handle_http(
+        self, scope: Any, receive: Any, send: Any, sync_spawn: Any, call_soon: Any
+    ) -> None:
+        try:
+            body = await receive_body(
+                scope, receive, self.bodies, limit_of(scope, self.max_body_size)
+            )
+        except BodyTooLarge as exc:
+            log.info("webdav: %s %s: body refused: %s", scope["method"], scope["path"], exc)
+            await _answer(send, 413, b"Request body too large\n")
+            return
+        except ClientGone:
+            log.info("webdav: %s %s: client gone during the body", scope["method"], scope["path"])
+            return
+        try:
+            try:
+                environ = _environ(scope, body)
+            except InvalidPathError:
+                await _answer(send, 404, b"")
+                return
+            await sync_spawn(self.run_app, environ, partial(call_soon, send))
+        finally:
+            body.close()
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+def _environ(scope: Any, body: Body) -> dict[str, Any]:
+    """The WSGI environ of a request whose whole body is ``body``: its exact length,
+    and no ``Transfer-Encoding`` (Hypercorn joined the chunks already)."""
+    environ: dict[str, Any] = _build_environ(scope, b"")
+    environ["wsgi.input"] = body.stream
+    environ.pop("HTTP_TRANSFER_ENCODING", None)
+    if body.size or "CONTENT_LENGTH" in environ:
+        environ["CONTENT_LENGTH"] = str(body.size)
+    return environ
+
+
+async def _answer(send: Any, status: int, text: bytes) -> None:
+    headers = [(b"content-length", str(len(text)).encode()), (b"connection", b"close")]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": text, "more_body": False})
 
 
 def _at_least_one_chunk(app: Any) -> Any:
