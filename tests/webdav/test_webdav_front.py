@@ -321,3 +321,26 @@ def test_a_stopped_front_leaves_no_document_checked_out(
             assert r.status_code == 200, r.text
         assert record(api, 6)["document"]["locked__v"] is True
     assert record(api, 6)["document"]["locked__v"] is False  # SIGTERM: checked in
+
+
+def test_a_lock_held_by_a_killed_front_is_released_at_its_next_start(
+    module_vault: VaultProcess, api: httpx.Client, tmp_path: Path
+) -> None:
+    process = WebdavProcess(module_vault.url, tmp_path)
+    try:
+        with httpx.Client(base_url=process.start().address, timeout=60) as client:
+            path = quote(source_path(client, 10))
+            versions = version_count(api, 10)
+            r = client.request("LOCK", path, content=lock_body())
+            assert r.status_code == 200, r.text
+        mark = process.cache_dir / "webdav" / "locks" / "10"
+        assert mark.stat().st_mode & 0o777 == 0o600
+        process.kill()  # kill -9: no stop of its own runs
+        assert record(api, 10)["document"]["locked__v"] is True
+        process.start()  # the same cache directory: released before it serves
+        assert record(api, 10)["document"]["locked__v"] is False
+        assert version_count(api, 10) == versions  # no new version
+        assert not mark.exists()
+        assert "document 10 left checked out; checking it in" in process.log()
+    finally:
+        process.stop()

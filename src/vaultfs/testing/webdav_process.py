@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -85,6 +86,13 @@ class WebdavProcess:
     def stop(self, timeout: float = 15.0) -> None:
         if self.proc is not None:
             end_process(self.proc, timeout=timeout)
+            self.proc = None
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash: nothing of the front's stop runs. ``start`` again
+        serves on the same port from the same cache directory."""
+        if self.proc is not None:
+            end_process(self.proc, signal.SIGKILL)
             self.proc = None
 
     def __enter__(self) -> WebdavProcess:

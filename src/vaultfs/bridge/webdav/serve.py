@@ -140,7 +140,14 @@ async def run_webdav(config: WebdavConfig, ready: Callable[[str], None] | None =
             status_extra=lambda: {"pid": os.getpid(), "webdav": f"{config.host}:{config.port}"},
         )
         pfs = PathFileSystem(daemon.filesystem)
-        locks = VaultLocks(pfs, client)
+        marks = config.cache_dir / "webdav"
+        marks.mkdir(mode=0o700, exist_ok=True)
+        locks = VaultLocks(pfs, client, marks)
+        spool = daemon.spool
+        # Before anything is served: a LOCK must not meet a release of its document.
+        await locks.release_left(
+            lambda doc_id: spool is not None and spool.entry(doc_id) is not None
+        )
         provider = VaultProvider(pfs, read_only=config.read_only, after_save=locks.after_save)
         hypercorn = HypercornConfig()
         host = f"[{config.host}]" if ":" in config.host else config.host
