@@ -80,13 +80,18 @@ class Users:
         front = self._fronts.get(user)
         if front is not None and hmac.compare_digest(self._digests[user], digest):
             return front
-        async with self._starting[user]:
-            front = self._fronts.get(user)
-            if front is None:
-                front = await self._sign_in(user, password)
-            elif not hmac.compare_digest(self._digests[user], digest):
-                await self._check(user, password)
-            self._digests[user] = digest
+        starting = self._starting[user]
+        try:
+            async with starting:
+                front = self._fronts.get(user)
+                if front is None:
+                    front = await self._sign_in(user, password)
+                elif not hmac.compare_digest(self._digests[user], digest):
+                    await self._check(user, password)
+                self._digests[user] = digest
+        finally:
+            if starting.statistics().tasks_waiting == 0:
+                self._starting.pop(user, None)  # no name a sign-in tried is kept
         return front
 
     async def _sign_in(self, user: str, password: str) -> UserFront:
