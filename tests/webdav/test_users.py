@@ -16,8 +16,14 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from tests.webdav.test_webdav_front import lock_body, record, source_path, version_count
-from vaultfs.testing.vault_process import ADMIN, DEMO_PASSWORD, EDITOR, VaultProcess
+from tests.webdav.test_webdav_front import (
+    latest_bytes,
+    lock_body,
+    record,
+    source_path,
+    version_count,
+)
+from vaultfs.testing.vault_process import ADMIN, DEMO_PASSWORD, EDITOR, VIEWER, VaultProcess
 from vaultfs.testing.webdav_process import WebdavProcess
 
 
@@ -101,6 +107,18 @@ def test_each_user_signs_in_and_is_served_as_themselves(front: WebdavProcess) ->
             status = client.get("/.vaultfs/status").json()
             assert status["user"] == user  # a core of their own, signed in as them
             assert status["api_calls"] < 40  # a sign-in and a listing
+
+
+def test_a_user_changes_only_what_the_vault_lets_them(
+    front: WebdavProcess, module_api: httpx.Client
+) -> None:
+    with signed_in(front, ADMIN) as admin, signed_in(front, VIEWER) as viewer:
+        path = quote(source_path(admin, 6))
+        versions = version_count(module_api, 6)
+        assert viewer.get(path).content == latest_bytes(module_api, 6)  # may read
+        assert viewer.put(path, content=b"a viewer's save").status_code == 403
+        assert version_count(module_api, 6) == versions
+        assert record(module_api, 6)["document"]["locked__v"] is False
 
 
 def test_no_or_a_wrong_password_is_401(front: WebdavProcess) -> None:
