@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 from tests.conftest import EDITOR, login
+from vaultfs.bridge.fs.filesystem import READDIR_BATCH
 from vaultfs.testing.vault_process import DEMO_PASSWORD, VaultProcess
 from vaultfs.testing.webdav_process import WebdavProcess
 
@@ -344,3 +345,13 @@ def test_a_lock_held_by_a_killed_front_is_released_at_its_next_start(
         assert "document 10 left checked out; checking it in" in process.log()
     finally:
         process.stop()
+
+
+def test_a_folder_longer_than_a_readdir_batch_is_listed_whole(dav: httpx.Client) -> None:
+    """The core answers a listing a batch at a time (as the kernel asks for it): the
+    front asks until the end."""
+    names = {f"~$listed {n}.docx" for n in range(READDIR_BATCH + 20)}  # scratch files
+    for name in names:
+        assert dav.put(quote(f"/Clinical/{name}"), content=b"x").status_code in (201, 204)
+    listed = propfind(dav, "/Clinical/", ["{DAV:}getcontentlength"])
+    assert names <= {href.rsplit("/", 1)[1] for href in listed}
