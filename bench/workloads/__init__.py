@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from ..context import Context
 from ..results import Row
-from . import content, cp, grep, listing, read, scale, search, servers
+from . import content, cp, grep, listing, read, scale, search, servers, webdav
 
 __all__ = ["WORKLOADS"]
 
@@ -23,4 +23,5 @@ WORKLOADS: dict[str, Callable[[Context], list[Row]]] = {
     "servers": servers.run,
     "content": content.run,
     "scale": scale.run,
+    "webdav": webdav.run,
 }

@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 from tests.conftest import EDITOR, login
+from vaultfs.bridge.fs.filesystem import READDIR_BATCH
 from vaultfs.testing.vault_process import DEMO_PASSWORD, VaultProcess
 from vaultfs.testing.webdav_process import WebdavProcess
 
@@ -321,3 +322,36 @@ def test_a_stopped_front_leaves_no_document_checked_out(
             assert r.status_code == 200, r.text
         assert record(api, 6)["document"]["locked__v"] is True
     assert record(api, 6)["document"]["locked__v"] is False  # SIGTERM: checked in
+
+
+def test_a_lock_held_by_a_killed_front_is_released_at_its_next_start(
+    module_vault: VaultProcess, api: httpx.Client, tmp_path: Path
+) -> None:
+    process = WebdavProcess(module_vault.url, tmp_path)
+    try:
+        with httpx.Client(base_url=process.start().address, timeout=60) as client:
+            path = quote(source_path(client, 10))
+            versions = version_count(api, 10)
+            r = client.request("LOCK", path, content=lock_body())
+            assert r.status_code == 200, r.text
+        mark = process.cache_dir / "webdav" / "locks" / "10"
+        assert mark.stat().st_mode & 0o777 == 0o600
+        process.kill()  # kill -9: no stop of its own runs
+        assert record(api, 10)["document"]["locked__v"] is True
+        process.start()  # the same cache directory: released before it serves
+        assert record(api, 10)["document"]["locked__v"] is False
+        assert version_count(api, 10) == versions  # no new version
+        assert not mark.exists()
+        assert "document 10 left checked out; checking it in" in process.log()
+    finally:
+        process.stop()
+
+
+def test_a_folder_longer_than_a_readdir_batch_is_listed_whole(dav: httpx.Client) -> None:
+    """The core answers a listing a batch at a time (as the kernel asks for it): the
+    front asks until the end."""
+    names = {f"~$listed {n}.docx" for n in range(READDIR_BATCH + 20)}  # scratch files
+    for name in names:
+        assert dav.put(quote(f"/Clinical/{name}"), content=b"x").status_code in (201, 204)
+    listed = propfind(dav, "/Clinical/", ["{DAV:}getcontentlength"])
+    assert names <= {href.rsplit("/", 1)[1] for href in listed}

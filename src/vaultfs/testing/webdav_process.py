@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -21,9 +22,23 @@ __all__ = ["WebdavProcess"]
 
 
 class WebdavProcess:
-    def __init__(self, url: str, root: Path, *, user: str = ADMIN, args: list[str] | None = None):
+    """The front of ``user`` on loopback; with ``tls`` (certificate, key) and a
+    ``host`` beyond loopback, the front where each WebDAV user signs in."""
+
+    def __init__(
+        self,
+        url: str,
+        root: Path,
+        *,
+        user: str = ADMIN,
+        args: list[str] | None = None,
+        host: str = "127.0.0.1",
+        tls: tuple[Path, Path] | None = None,
+    ):
         self.url = url
         self.user = user
+        self.host = host
+        self.tls = tls
         self.port = free_port()
         self.cache_dir = root / f"webdav-cache-{self.port}"
         self.log_path = root / f"webdav-{self.port}.log"
@@ -32,9 +47,15 @@ class WebdavProcess:
 
     @property
     def address(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{'https' if self.tls else 'http'}://{self.host}:{self.port}"
 
     def start(self, timeout: float = 30.0) -> WebdavProcess:
+        who = ["--user", self.user] if self.tls is None else []
+        tls = (
+            []
+            if self.tls is None
+            else ["--tls-cert", str(self.tls[0]), "--tls-key", str(self.tls[1])]
+        )
         self.proc = subprocess.Popen(
             [
                 sys.executable,
@@ -42,10 +63,10 @@ class WebdavProcess:
                 "vaultfs",
                 "webdav",
                 self.url,
-                "--user",
-                self.user,
+                *who,
                 "--listen",
-                f"127.0.0.1:{self.port}",
+                f"{self.host}:{self.port}",
+                *tls,
                 "--cache-dir",
                 str(self.cache_dir),
                 "--log-level",
@@ -71,7 +92,9 @@ class WebdavProcess:
         if self.proc.poll() is not None:
             raise RuntimeError(f"webdav exited with {self.proc.returncode}: {self.log()}")
         try:
-            return httpx.request("OPTIONS", self.address + "/", timeout=2).status_code < 500
+            # Any answer will do (401 from a front where each user signs in).
+            r = httpx.request("OPTIONS", self.address + "/", timeout=2, verify=self.tls is None)
+            return r.status_code < 500
         except httpx.HTTPError:
             return False
 
@@ -85,6 +108,13 @@ class WebdavProcess:
     def stop(self, timeout: float = 15.0) -> None:
         if self.proc is not None:
             end_process(self.proc, timeout=timeout)
+            self.proc = None
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash: nothing of the front's stop runs. ``start`` again
+        serves on the same port from the same cache directory."""
+        if self.proc is not None:
+            end_process(self.proc, signal.SIGKILL)
             self.proc = None
 
     def __enter__(self) -> WebdavProcess:

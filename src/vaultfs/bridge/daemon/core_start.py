@@ -56,11 +56,14 @@ async def start_core(
     shown_at: str,
     owned: Path,
     nonempty: bool,
+    index_on_disk: bool = True,
     **options: Any,
 ) -> CoreStart:
     """Own ``config.cache_dir`` (and ``owned``: the mount point, or the cache directory
     itself) until ``stack`` closes, sign in, and return what the daemon is built from.
     ``shown_at``: where the user finds the tree (the mount point, the front's address);
+    ``index_on_disk``: False keeps the index in memory (it names the user and what they
+    see: a WebDAV front beyond loopback writes nothing of its users' own);
     ``options``: further ``Options`` of the front (``attr_timeout``)."""
     config.cache_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     os.chmod(config.cache_dir, 0o700)
@@ -90,7 +93,9 @@ async def start_core(
         spool = SpoolSettings(config.cache_dir / "spool", user_id=client.user_id)
     # One index file per vault and user, named by both and holding both.
     store = IndexStore(
-        config.cache_dir / "index" / index_file_name(config.url, config.user),
+        config.cache_dir / "index" / index_file_name(config.url, config.user)
+        if index_on_disk
+        else None,
         vault_url=config.url,
         user=config.user,
     )

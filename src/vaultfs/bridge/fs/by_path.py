@@ -22,7 +22,7 @@ from vaultfs import errors
 from vaultfs.bridge.fs.attributes import Attr
 from vaultfs.bridge.fs.filesystem import FileSystem
 from vaultfs.bridge.fs.inodes import ROOT_INODE
-from vaultfs.bridge.tree.keys import SourceKey
+from vaultfs.bridge.tree.keys import NodeKey, SourceKey
 
 __all__ = ["Entry", "PathFileSystem", "split"]
 
@@ -131,11 +131,14 @@ class PathFileSystem:
         """The entries of the folder at ``path``; a link is shown as what it leads
         to (and left out when it leads nowhere)."""
         names = split(path)
+        entries: list[tuple[int, str, NodeKey, Attr]] = []
         async with self._held(names) as (ino, _):
             fh = await self.fs.opendir(ino)
             try:
-                entries = await self.fs.readdir(fh, 0)
-                self.fs.entries_not_returned(entries)  # nothing keeps them
+                # A batch at a time, from where the last ended, as the kernel asks.
+                while batch := await self.fs.readdir(fh, entries[-1][0] if entries else 0):
+                    self.fs.entries_not_returned(batch)  # nothing keeps them
+                    entries += batch
             finally:
                 self.fs.releasedir(fh)
         listed = []
