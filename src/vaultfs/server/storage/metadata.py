@@ -12,16 +12,18 @@ for its duration; nothing in it may change metadata.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from vaultfs.errors import InvalidData, MalformedUrl, ParameterRequired
 
 from .fields import FieldSpec
 from .sql import Conn, Row
+
+T = TypeVar("T")
 
 __all__ = [
     "Classification",
@@ -44,7 +46,7 @@ __all__ = [
     "unchanging",
 ]
 
-_KEPT: ContextVar[dict[tuple[Any, ...], list[Row]] | None] = ContextVar(
+_KEPT: ContextVar[dict[tuple[Any, ...], Any] | None] = ContextVar(
     "vaultfs_metadata_kept", default=None
 )
 
@@ -57,6 +59,18 @@ def unchanging() -> Iterator[None]:
         yield
     finally:
         _KEPT.reset(token)
+
+
+def _kept_value(key: tuple[Any, ...], make: Callable[[], T]) -> T:
+    """``make()``, kept within ``unchanging`` under ``key`` (what is made of metadata
+    rows: nodes and field specs decoded from JSON once per batch, not once per row)."""
+    kept = _KEPT.get()
+    if kept is None:
+        return make()
+    if key not in kept:
+        kept[key] = make()
+    value: T = kept[key]
+    return value
 
 
 def _rows(conn: Conn, sql: str, params: tuple[Any, ...] = ()) -> list[Row]:
@@ -116,6 +130,10 @@ def type_node(conn: Conn, name: str) -> TypeNode | None:
 
 
 def children(conn: Conn, parent: str | None, level: str) -> list[TypeNode]:
+    return _kept_value(("children", parent, level), lambda: _children(conn, parent, level))
+
+
+def _children(conn: Conn, parent: str | None, level: str) -> list[TypeNode]:
     # Two forms rather than SQLite's "parent IS ?", which PostgreSQL does not know.
     same_parent = "parent IS NULL" if parent is None else "parent = ?"
     rows = _rows(
@@ -237,7 +255,12 @@ def fields_for(conn: Conn, nodes: list[TypeNode], inherited: bool = True) -> lis
 
 
 def leaf_fields(conn: Conn, where: Classification) -> dict[str, FieldSpec]:
-    return {spec["name"]: spec for spec in fields_for(conn, where.path)}
+    names = tuple(node.name for node in where.path)
+    kept = _kept_value(
+        ("leaf_fields", names),
+        lambda: {spec["name"]: spec for spec in fields_for(conn, where.path)},
+    )
+    return dict(kept)
 
 
 # --- lifecycles -------------------------------------------------------------------
