@@ -35,11 +35,31 @@ VIEWER = "viewer@vaultfs.demo"
 DEMO_PASSWORD = "test-Passw0rd!"
 
 
+def _worker_share() -> tuple[int, int]:
+    """(this process's index, how many share the ports): the suite's parallel workers
+    (pytest-xdist: ``PYTEST_XDIST_WORKER=gwN``, ``PYTEST_XDIST_WORKER_COUNT``), else (0, 1)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    count = os.environ.get("PYTEST_XDIST_WORKER_COUNT", "")
+    if worker.startswith("gw") and worker[2:].isdigit() and count.isdigit() and int(count) > 1:
+        return int(worker[2:]), int(count)
+    return 0, 1
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
+    """A port free on 127.0.0.1 now, for a server about to start.
+
+    Between this answer and the server's bind the port is free for anyone to take, and a
+    server stopped to be started again (an outage) leaves its port free for seconds.
+    Parallel workers of the suite therefore take ports from disjoint shares (the kernel
+    hands out even ports for a bind to port 0: ``port // 2`` modulo the workers), so one
+    worker never picks a port another's server stands on or is about to."""
+    index, count = _worker_share()
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port: int = s.getsockname()[1]
+        if (port // 2) % count == index:
+            return port
 
 
 def wait_until(predicate, timeout: float = 20.0, interval: float = 0.05, what: str = "condition"):
