@@ -22,11 +22,17 @@ __all__ = [
     "ADMIN",
     "DEMO_PASSWORD",
     "EDITOR",
+    "START_TIMEOUT",
     "VIEWER",
     "VaultProcess",
     "free_port",
     "wait_until",
 ]
+
+#: How long a process started here may take to answer (a deadline, not a measure: a
+#: parallel run of the suite on a busy machine starts several at once, each importing
+#: its stack while the others run).
+START_TIMEOUT = 120.0
 
 #: The demo users of every test vault, and their password.
 ADMIN = "admin@vaultfs.demo"
@@ -123,7 +129,7 @@ class VaultProcess:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 30.0) -> VaultProcess:
+    def start(self, timeout: float = START_TIMEOUT) -> VaultProcess:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, "VAULTFS_DEMO_PASSWORD": DEMO_PASSWORD, **self.env}
         log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child

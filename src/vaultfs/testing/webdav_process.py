@@ -12,6 +12,7 @@ import httpx
 from vaultfs.testing.vault_process import (
     ADMIN,
     DEMO_PASSWORD,
+    START_TIMEOUT,
     end_process,
     free_port,
     wait_until,
@@ -34,7 +35,7 @@ class WebdavProcess:
     def address(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 30.0) -> WebdavProcess:
+    def start(self, timeout: float = START_TIMEOUT) -> WebdavProcess:
         self.proc = subprocess.Popen(
             [
                 sys.executable,
