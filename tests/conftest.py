@@ -8,11 +8,18 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests import parallel
 from vaultfs.testing.mount_process import MountProcess, can_mount
 from vaultfs.testing.vault_process import ADMIN, DEMO_PASSWORD, EDITOR, VIEWER, VaultProcess
 
 #: the API version the tests speak
 API = "/api/v25.1"
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """Parallel runs share the suite out file by file (tests/parallel.py)."""
+    return parallel.make_scheduler(config, log)
 
 
 @pytest.fixture(scope="session")

@@ -129,6 +129,11 @@ def test_two_mounts_appending_at_once_lose_no_line(
         for thread in threads:
             thread.join(timeout=180)
         assert not failures, failures
+        assert not any(thread.is_alive() for thread in threads)
+        # The last append's check-in follows its close: both sides' saves are in the
+        # vault before the mounts stop.
+        admin.settle()
+        editor.settle()
     doc_id = next(
         int(d["document"]["id"])
         for d in api.get("/objects/documents", params={"limit": 100}).json()["documents"]

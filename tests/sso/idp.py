@@ -21,7 +21,13 @@ from pathlib import Path
 
 import httpx
 
-from vaultfs.testing.vault_process import answers_http, end_process, free_port, wait_until
+from vaultfs.testing.vault_process import (
+    START_TIMEOUT,
+    answers_http,
+    end_process,
+    free_port,
+    wait_until,
+)
 
 __all__ = ["CLIENT_ID", "Provider", "approve_authorization", "approve_device", "sign_in"]
 
@@ -72,7 +78,7 @@ class Provider:
             f"{mapping}"
         )
 
-    def start(self, timeout: float = 60.0) -> Provider:
+    def start(self, timeout: float = START_TIMEOUT) -> Provider:
         self.directory.mkdir(parents=True, exist_ok=True)
         config = {
             "port": self.port,

@@ -21,7 +21,13 @@ from typing import Any
 
 from vaultfs.bridge.commands import control
 from vaultfs.bridge.commands.control import alive, unmount
-from vaultfs.testing.vault_process import ADMIN, DEMO_PASSWORD, end_process, wait_until
+from vaultfs.testing.vault_process import (
+    ADMIN,
+    DEMO_PASSWORD,
+    START_TIMEOUT,
+    end_process,
+    wait_until,
+)
 
 __all__ = ["MountProcess", "can_mount", "stop_daemon"]
 
@@ -74,7 +80,7 @@ class MountProcess:
         assert self.proc is not None
         return self.proc.pid
 
-    def start(self, timeout: float = 30.0, *, wait_index: bool = True) -> MountProcess:
+    def start(self, timeout: float = START_TIMEOUT, *, wait_index: bool = True) -> MountProcess:
         """Mount, and (``wait_index``) wait until the first reading of the index is
         done, as a mount answered only then before ``.vaultfs`` answered at once."""
         self.mountpoint.mkdir(parents=True, exist_ok=True)
@@ -109,7 +115,7 @@ class MountProcess:
             if wait_index:
                 wait_until(
                     lambda: self.status()["index"]["ready"],
-                    timeout=max(timeout, 60.0),
+                    timeout=timeout,
                     what=f"the index of the mount at {self.mountpoint}",
                 )
         except BaseException:

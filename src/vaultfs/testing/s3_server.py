@@ -26,7 +26,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from vaultfs.testing.vault_process import answers_http, end_process, free_port, wait_until
+from vaultfs.testing.vault_process import (
+    START_TIMEOUT,
+    answers_http,
+    end_process,
+    free_port,
+    wait_until,
+)
 
 __all__ = ["RefusingProxy", "S3Server", "s3_env"]
 
@@ -81,7 +87,7 @@ class S3Server:
         finally:
             log.close()
         try:
-            wait_until(self._answers, timeout=60, what=f"S3 server on {self.endpoint}")
+            wait_until(self._answers, timeout=START_TIMEOUT, what=f"S3 server on {self.endpoint}")
         except BaseException:
             self.stop()
             raise

@@ -22,11 +22,17 @@ __all__ = [
     "ADMIN",
     "DEMO_PASSWORD",
     "EDITOR",
+    "START_TIMEOUT",
     "VIEWER",
     "VaultProcess",
     "free_port",
     "wait_until",
 ]
+
+#: How long a process started here may take to answer (a deadline, not a measure: a
+#: parallel run of the suite on a busy machine starts several at once, each importing
+#: its stack while the others run).
+START_TIMEOUT = 120.0
 
 #: The demo users of every test vault, and their password.
 ADMIN = "admin@vaultfs.demo"
@@ -35,11 +41,31 @@ VIEWER = "viewer@vaultfs.demo"
 DEMO_PASSWORD = "test-Passw0rd!"
 
 
+def _worker_share() -> tuple[int, int]:
+    """(this process's index, how many share the ports): the suite's parallel workers
+    (pytest-xdist: ``PYTEST_XDIST_WORKER=gwN``, ``PYTEST_XDIST_WORKER_COUNT``), else (0, 1)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    count = os.environ.get("PYTEST_XDIST_WORKER_COUNT", "")
+    if worker.startswith("gw") and worker[2:].isdigit() and count.isdigit() and int(count) > 1:
+        return int(worker[2:]), int(count)
+    return 0, 1
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
+    """A port free on 127.0.0.1 now, for a server about to start.
+
+    Between this answer and the server's bind the port is free for anyone to take, and a
+    server stopped to be started again (an outage) leaves its port free for seconds.
+    Parallel workers of the suite therefore take ports from disjoint shares (the kernel
+    hands out even ports for a bind to port 0: ``port // 2`` modulo the workers), so one
+    worker never picks a port another's server stands on or is about to."""
+    index, count = _worker_share()
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port: int = s.getsockname()[1]
+        if (port // 2) % count == index:
+            return port
 
 
 def wait_until(predicate, timeout: float = 20.0, interval: float = 0.05, what: str = "condition"):
@@ -103,7 +129,7 @@ class VaultProcess:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 30.0) -> VaultProcess:
+    def start(self, timeout: float = START_TIMEOUT) -> VaultProcess:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, "VAULTFS_DEMO_PASSWORD": DEMO_PASSWORD, **self.env}
         log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child

@@ -13,6 +13,7 @@ import httpx
 from vaultfs.testing.vault_process import (
     ADMIN,
     DEMO_PASSWORD,
+    START_TIMEOUT,
     end_process,
     free_port,
     wait_until,
@@ -49,7 +50,7 @@ class WebdavProcess:
     def address(self) -> str:
         return f"{'https' if self.tls else 'http'}://{self.host}:{self.port}"
 
-    def start(self, timeout: float = 30.0) -> WebdavProcess:
+    def start(self, timeout: float = START_TIMEOUT) -> WebdavProcess:
         who = ["--user", self.user] if self.tls is None else []
         tls = (
             []
