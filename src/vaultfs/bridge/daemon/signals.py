@@ -43,9 +43,9 @@ async def on_signals(
     terminate: Callable[[], None],
 ) -> None:
     """Flush on SIGUSR1 (``flush_asked``: a poll, and the dropped files taken without
-    their grace, for ``vaultfs flush`` and ``umount``); stop on the others. A stop waits for
-    pending check-ins (bounded); SIGUSR2, or a second stop signal, cuts that wait
-    short; ``terminate`` ends the FUSE main loop."""
+    their grace, for ``vaultfs flush`` and ``umount``); stop on the others. A stop
+    waits for pending check-ins (bounded); SIGUSR2, or a second stop signal, cuts that
+    wait short; ``terminate`` ends the FUSE main loop."""
     stop_signals = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, STOP_NOW_SIGNAL)
     waiting: trio.CancelScope | None = None
     with trio.open_signal_receiver(FLUSH_SIGNAL, *stop_signals) as signals:
