@@ -192,3 +192,28 @@ def test_a_refused_drop_is_kept_listed_named_at_umount_and_survives_a_restart(
     finally:
         viewer.stop()
     assert "viewer notes.txt" not in attachments(api, doc_id)
+
+
+def test_a_drop_in_its_grace_when_the_mount_stops_is_kept_for_the_next_start(
+    vault: VaultProcess, api: httpx.Client, tmp_path: Path
+) -> None:
+    if not can_mount():
+        pytest.skip("needs /dev/fuse and fusermount3")
+    doc_id = document(api)
+    local = tmp_path / "left behind.txt"
+    local.write_bytes(NOTES)
+    process = MountProcess(vault.url, tmp_path / "stopped")
+    try:
+        process.start()
+        cp(local, document_dir(process, doc_id))
+        assert [f["state"] for f in process.status()["new_files"]] == ["dropped"]
+        process.stop()  # unmounted within the grace: nothing was sent
+
+        process.start()  # the same cache directory
+        [kept] = process.status()["lost_and_found"]
+        assert kept["filename"] == "left behind.txt"
+        assert "DAEMON_STOPPED" in kept["error"], kept
+        assert (process.mountpoint / kept["mount_path"]).read_bytes() == NOTES
+    finally:
+        process.stop()
+    assert "left behind.txt" not in attachments(api, doc_id)
