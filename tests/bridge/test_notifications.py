@@ -231,3 +231,24 @@ def test_a_refused_delete_says_why_once(
         assert "-o allow_delete" in refused["body"]
         assert [r["op"] for r in mount.status()["refusals"]] == ["unlink"] * 3
         assert len(session_bus.received()) == 1
+
+
+def test_a_refused_dropped_file_is_told_as_an_attachment_kept_in_lost_and_found() -> None:
+    status = {
+        "mountpoint": "/mnt/vault",
+        "lost_and_found": [
+            {
+                "file": "7-notes.txt",
+                "target": "attachment",
+                "filename": "notes.txt",
+                "error": "INSUFFICIENT_ACCESS: no",
+                "mount_path": ".vaultfs/lost+found/7-notes.txt",
+                "saved_as": "General/Plan/attachments/notes.txt",
+            }
+        ],
+    }
+    [notice] = notifications.notices(status)
+    assert notice.summary == "An attachment went to lost+found"
+    assert "/mnt/vault/General/Plan/attachments/notes.txt" in notice.body
+    assert "/mnt/vault/.vaultfs/lost+found/7-notes.txt" in notice.body
+    assert "copy it back" not in notice.body

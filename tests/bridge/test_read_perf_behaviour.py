@@ -202,34 +202,44 @@ async def _until(condition: Callable[[], bool]) -> None:
 async def test_a_walk_reads_the_next_documents_ahead(core: FileSystem, vault: FakeVault) -> None:
     await listdir(core, await walk(core, "Reference"))  # the walk's order: etc, Guide, Guide [3]
     first = await walk(core, "Reference", "..%2F..%2Fetc")
-    vault.calls.clear()
     await listdir(core, (await core.lookup(first, "versions")).ino)
-    await _until(lambda: core.tree.has_details(2) and core.tree.has_details(3))
-    assert vault.calls["get_document"] == 3
     await read_all(core, await walk(core, "Reference", "..%2F..%2Fetc", "..%2Fpasswd"))
-    await _until(
-        lambda: vault.calls["download_file"] == 3 and not core.blobs.usage()["downloading"]
-    )
-    # The rest of the walk finds everything in the caches.
-    vault.calls.clear()
-    for name in ("Guide", "Guide [3]"):
-        doc = await walk(core, "Reference", name)
-        await listdir(core, (await core.lookup(doc, "versions")).ino)
-        assert await read_all(core, await walk(core, "Reference", name, "guide.txt"))
-    assert sum(vault.calls.values()) == 0
-
-
-async def test_one_document_opened_from_a_listing_is_no_walk(
-    core: FileSystem, vault: FakeVault
-) -> None:
-    await listdir(core, await walk(core, "Reference"))  # etc, Guide, Guide [3]
+    await trio.testing.wait_all_tasks_blocked()
+    assert not core.tree.has_details(3)  # one document is no walk yet
+    # The second document in the listing's order makes it one: the next is read ahead.
     second = await walk(core, "Reference", "Guide")
     vault.calls.clear()
     await listdir(core, (await core.lookup(second, "versions")).ino)
-    assert await read_all(core, await walk(core, "Reference", "Guide", "guide.txt"))
+    await _until(lambda: core.tree.has_details(3))
+    assert vault.calls["get_document"] == 2
+    await read_all(core, await walk(core, "Reference", "Guide", "guide.txt"))
+    await _until(
+        lambda: vault.calls["download_file"] == 2 and not core.blobs.usage()["downloading"]
+    )
+    # The rest of the walk finds everything in the caches.
+    vault.calls.clear()
+    doc = await walk(core, "Reference", "Guide [3]")
+    await listdir(core, (await core.lookup(doc, "versions")).ino)
+    assert await read_all(core, await walk(core, "Reference", "Guide [3]", "guide.txt"))
+    assert sum(vault.calls.values()) == 0
+
+
+@pytest.mark.parametrize("position", [0, 1])
+async def test_one_document_opened_from_a_listing_is_no_walk(
+    core: FileSystem, vault: FakeVault, position: int
+) -> None:
+    """A path typed in a file manager: the folder listed, one document opened, the
+    first one included."""
+    order = ["..%2F..%2Fetc", "Guide", "Guide [3]"]
+    assert list(await listdir(core, await walk(core, "Reference"))) == order
+    doc = await walk(core, "Reference", order[position])
+    vault.calls.clear()
+    await listdir(core, (await core.lookup(doc, "versions")).ino)
+    file = "..%2Fpasswd" if position == 0 else "guide.txt"
+    assert await read_all(core, await walk(core, "Reference", order[position], file))
     await trio.testing.wait_all_tasks_blocked()
     assert vault.calls == {"get_document": 1, "download_file": 1}
-    assert not core.tree.has_details(3)
+    assert not any(core.tree.has_details(d) for d in (2, 3) if d != position + 1)
 
 
 async def test_no_read_ahead_while_the_burst_budget_runs_low(
@@ -238,12 +248,14 @@ async def test_no_read_ahead_while_the_burst_budget_runs_low(
     vault.budget.burst_remaining = 50
     await listdir(core, await walk(core, "Reference"))
     first = await walk(core, "Reference", "..%2F..%2Fetc")
-    vault.calls.clear()
     await listdir(core, (await core.lookup(first, "versions")).ino)
-    await read_all(core, await walk(core, "Reference", "..%2F..%2Fetc", "..%2Fpasswd"))
+    second = await walk(core, "Reference", "Guide")
+    vault.calls.clear()
+    await listdir(core, (await core.lookup(second, "versions")).ino)
+    await read_all(core, await walk(core, "Reference", "Guide", "guide.txt"))
     await trio.testing.wait_all_tasks_blocked()
     assert vault.calls == {"get_document": 1, "download_file": 1}
-    assert not core.tree.has_details(2)
+    assert not core.tree.has_details(3)
 
 
 # --- a real mount: estimated sizes never reach a reader ----------------------------

@@ -13,6 +13,7 @@ the next mount. How to reach the daemon is ``control``'s business.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import time
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from vaultfs.bridge.commands import control
+from vaultfs.bridge.tree.nodes import CONTROL_DIR, LOST_AND_FOUND
 from vaultfs.profiles import ProfileError, load_profile, names_profile
 
 __all__ = ["format_status", "register"]
@@ -338,6 +340,23 @@ def _refusal(mountpoint: Path, left: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def _name_lost(mountpoint: Path, status: dict[str, Any]) -> None:
+    """What the vault refused (a save, a dropped file) is named at the unmount: it is
+    kept in the cache's lost+found, which the mount no longer shows afterwards."""
+    with contextlib.suppress(OSError, ValueError):
+        status = control.read_status(mountpoint)  # what the drain ended with
+    lost = status.get("lost_and_found") or []
+    if not lost:
+        return
+    where = Path(str(status.get("cache_dir") or "the cache directory")) / "spool" / "lost+found"
+    print(
+        f"vaultfs umount: {len(lost)} file(s) the vault refused are kept in {where} "
+        f"(shown in {CONTROL_DIR}/{LOST_AND_FOUND} of the next mount):",
+        file=sys.stderr,
+    )
+    print("\n".join(_lost_lines(lost)), file=sys.stderr)
+
+
 def _umount(args: argparse.Namespace) -> int:
     try:
         mountpoint = _mountpoint(args.target)
@@ -367,6 +386,7 @@ def _umount(args: argparse.Namespace) -> int:
                     f"mount:\n{_describe(left)}",
                     file=sys.stderr,
                 )
+        _name_lost(mountpoint, status)
         control.send(pid, control.STOP_NOW_SIGNAL if args.force else control.STOP_SIGNAL)
     except OSError as exc:  # PermissionError: a daemon of another user
         print(f"vaultfs umount: cannot signal the daemon (pid {pid}): {exc}", file=sys.stderr)

@@ -2,11 +2,13 @@
 
 Owns the guess of what a walk (``find``, ``grep -r``, ``rsync``) reads next: the
 documents after the one it is in, in the order its folder lists them. A visit to a
-document is taken for a walk only when it is the first document of the folder listed
-just before, or the document right after the one visited before it in that listing (a
-walk visits the documents in the order it was handed them). A file manager that lists a
-folder and opens one of its documents, or thumbnails its file, is no walk: that costs
-the calls of that document and nothing else. When the walk
+document is taken for a walk only when it is the document right after the one visited
+before it in its folder's listing: a walk visits the documents in the order it was
+handed them, so its second document starts the read-ahead. A file manager that lists a
+folder and opens one of its documents (a path typed in its location bar, the first
+document included), or thumbnails its file, is no walk: that costs the calls of that
+document and nothing else. Listings the kernel keeps (no OPENDIR) change nothing: the
+order is the one the folder's last listing through the mount gave. When the walk
 needs a document's details (it lists ``versions/``, ``renditions/`` or
 ``attachments/``), the details of the next documents are fetched; when it opens a small
 source file, the next documents' source files are downloaded. At most ``AHEAD`` at a
@@ -57,24 +59,17 @@ class Prefetcher:
         #: doc id -> (its folder's documents in listing order, its position there)
         self._position: dict[int, tuple[list[int], int]] = {}
         self._pending: set[tuple[str, int]] = set()
-        #: the documents of the folder listed last, until a document is visited
-        self._listed: list[int] | None = None
         #: the document visited last, and whether that visit was a walk's
         self._last: int | None = None
         self._walking = False
         #: what the current walk has considered reading ahead so far, by kind
         #: ("details", "source"): the folder's documents and the end of that stretch
         self._horizon: dict[str, tuple[list[int], int]] = {}
-        #: whether every listing reaches the mount: not when the kernel keeps listings
-        #: without OPENDIR (``daemon/capabilities.py``); then the first document of a
-        #: folder starts a walk whether or not its listing was seen
-        self.listings_seen = True
 
     def folder_listed(self, documents: list[int]) -> None:
         """A folder was opened: its documents, in the order the walk will visit them."""
         for position, doc_id in enumerate(documents):
             self._position[doc_id] = (documents, position)
-        self._listed = documents
 
     def details_needed(self, doc_id: int) -> None:
         """The walk needs ``doc_id``'s details: fetch the next documents' too."""
@@ -96,18 +91,14 @@ class Prefetcher:
     def _walked(self, doc_id: int) -> bool:
         """Record a visit to ``doc_id``; whether it continues a walk (see above)."""
         last, self._last = self._last, doc_id
-        listed, self._listed = self._listed, None
-        if last == doc_id and listed is None:
+        if last == doc_id:
             return self._walking  # the same visit: its details, then its file
         found = self._position.get(doc_id)
         continued = False
-        if found is None:
-            self._walking = False
-        else:
+        if found is not None:
             documents, position = found
-            starts = listed is documents or not self.listings_seen
             continued = position > 0 and documents[position - 1] == last
-            self._walking = (position == 0 and starts) or continued
+        self._walking = continued
         if not continued:
             self._horizon.clear()  # a new walk (or none): it considers everything anew
         return self._walking

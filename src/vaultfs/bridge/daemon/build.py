@@ -59,6 +59,7 @@ from vaultfs.bridge.tree.search_results import SearchResults
 from vaultfs.bridge.tree.tree import Tree
 from vaultfs.bridge.write.creating import Creator
 from vaultfs.bridge.write.deletions import Deletions
+from vaultfs.bridge.write.drops import Drops
 from vaultfs.bridge.write.editing import Editing, show_check_in
 from vaultfs.bridge.write.fields import FieldEditor
 from vaultfs.bridge.write.files_in import FilesIn, show_upload
@@ -96,6 +97,9 @@ class Daemon:
     #: None on a read-only mount
     spool: Spool | None
     filesystem: FileSystem
+    #: files dropped into documents' directories waiting out their grace (None on a
+    #: read-only mount): its ``run`` is a background task of the mount
+    drops: Drops | None
 
 
 def families(spool_dir: Path | None, searches: SearchResults | None = None) -> Registry:
@@ -234,4 +238,4 @@ def build_daemon(
         report=report,
     )
     filesystem = FileSystem(parts, inodes, handles, blobs, NameRules(catalog))
-    return Daemon(index, tree, blobs, the_spool, filesystem)
+    return Daemon(index, tree, blobs, the_spool, filesystem, new_documents.drops)

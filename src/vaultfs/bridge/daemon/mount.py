@@ -92,7 +92,16 @@ async def run_mount(config: MountConfig, ready: Callable[[], None] | None = None
             await nursery.start(daemon.spool.run)
         if config.notify:
             await nursery.start(run_notifications, filesystem.report.document)
-        nursery.start_soon(on_signals, daemon.spool, daemon.index.poll_now, nursery, fuse.terminate)
+        drops = daemon.drops
+        if drops is not None:
+            await nursery.start(drops.run)
+
+        def flush_asked() -> None:
+            daemon.index.poll_now()
+            if drops is not None:
+                drops.due_now()
+
+        nursery.start_soon(on_signals, daemon.spool, flush_asked, nursery, fuse.terminate)
         nursery.start_soon(_announce, config, ready)
         await fuse.main()
         log.info("unmounting %s", config.mountpoint)

@@ -77,12 +77,15 @@ def notices(status: dict[str, Any]) -> Iterator[Notice]:
         )
     for lost in status.get("lost_and_found") or []:
         file = _in_mount(status, lost.get("saved_as") or lost.get("filename"))
+        # An attachment (a file dropped into a document's folder too) has no file of
+        # the user's to copy back over: it is kept, not in the vault.
+        attachment = lost.get("target") == "attachment"
         yield Notice(
             ("lost", str(lost.get("file"))),
-            "A save went to lost+found",
+            "An attachment went to lost+found" if attachment else "A save went to lost+found",
             f"{file}: the vault did not take it ({lost.get('error')}). "
-            f"The content is in {_in_mount(status, lost.get('mount_path'))}; "
-            "copy it back over the file to save it again.",
+            f"The content is in {_in_mount(status, lost.get('mount_path'))}"
+            + ("." if attachment else "; copy it back over the file to save it again."),
         )
     for waiting in status.get("pending_new_documents") or []:
         file = _in_mount(status, waiting.get("path") or waiting.get("file"))

@@ -38,20 +38,21 @@ _STOP_PROGRESS_INTERVAL = 2.0
 
 async def on_signals(
     spool: Spool | None,
-    poll_now: Callable[[], None],
+    flush_asked: Callable[[], None],
     nursery: trio.Nursery,
     terminate: Callable[[], None],
 ) -> None:
-    """Flush and poll (``poll_now``) on SIGUSR1; stop on the others. A stop waits for
-    pending check-ins (bounded); SIGUSR2, or a second stop signal, cuts that wait
-    short; ``terminate`` ends the FUSE main loop."""
+    """Flush on SIGUSR1 (``flush_asked``: a poll, and the dropped files taken without
+    their grace, for ``vaultfs flush`` and ``umount``); stop on the others. A stop
+    waits for pending check-ins (bounded); SIGUSR2, or a second stop signal, cuts that
+    wait short; ``terminate`` ends the FUSE main loop."""
     stop_signals = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, STOP_NOW_SIGNAL)
     waiting: trio.CancelScope | None = None
     with trio.open_signal_receiver(FLUSH_SIGNAL, *stop_signals) as signals:
         async for signum in signals:
             name = signal.Signals(signum).name
             if signum == FLUSH_SIGNAL:
-                poll_now()
+                flush_asked()
                 if spool is not None:
                     log.info("signal %s: uploading pending check-ins now", name)
                     nursery.start_soon(spool.flush_now)

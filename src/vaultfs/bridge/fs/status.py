@@ -11,7 +11,9 @@ Every save the vault does not have yet names its file by its path in the mount
 - ``pending_uploads``: spool entries (``editing`` while a program holds the file open,
   then ``pending``/``uploading``/``unlocking``), drafts and renditions/attachments;
 - ``new_files``: files that become new documents (or renditions/attachments) and are
-  still open for writing (``editing``) or being created (``creating``);
+  still open for writing (``editing``) or being created (``creating``), and files
+  dropped into a document's directory waiting out their grace before they become its
+  attachments (``dropped``);
 - ``pending_new_documents``: new files waiting for fields the vault requires;
 - ``lost_and_found``: content the vault refused, with ``mount_path`` (the file under
   ``.vaultfs/lost+found``) and ``saved_as`` (the file it was saved as, None when not
@@ -35,7 +37,7 @@ from vaultfs.bridge.tree.keys import typed
 from vaultfs.bridge.tree.nodes import CONTROL_DIR, LOST_AND_FOUND
 from vaultfs.bridge.write.editing import Editing
 from vaultfs.bridge.write.new_documents import NewDocuments
-from vaultfs.bridge.write.scratch import is_upload, makes_document
+from vaultfs.bridge.write.scratch import is_drop, is_upload, makes_document
 from vaultfs.client import VaultApi
 
 __all__ = ["StatusReport"]
@@ -157,7 +159,7 @@ class StatusReport:
         open for writing, or closed and being created now. Closed, such a file is in
         the vault once it has left this list (it is then a document, or a spool entry
         of ``pending_uploads``, or in lost+found, or waiting for fields)."""
-        scratch = self._scratch
+        scratch, drops = self._scratch, self._new_documents.drops
         if scratch is None:
             return []
         found = []
@@ -166,14 +168,14 @@ class StatusReport:
                 continue
             if file.writers.count == 0 and not file.dirty:
                 continue  # taken already (an upload sent, or nothing written)
-            if not (makes_document(file.parent, file.name) or is_upload(file.parent, file.name)):
+            dropped = is_drop(file.parent, file.name)
+            if dropped and file.writers.count == 0 and not (drops and drops.waiting(file)):
+                continue  # being taken: in the spool (or the vault) soon
+            kept = makes_document(file.parent, file.name) or is_upload(file.parent, file.name)
+            if not (dropped or kept):
                 continue
-            found.append(
-                {
-                    "path": self.paths.of_key(keys.scratch(file.number)),
-                    "state": "editing" if file.writers.count > 0 else "creating",
-                }
-            )
+            state = "editing" if file.writers.count > 0 else "dropped" if dropped else "creating"
+            found.append({"path": self.paths.of_key(keys.scratch(file.number)), "state": state})
         return found
 
     def as_bytes(self) -> bytes:

@@ -3,10 +3,12 @@
 A scratch file (``write.scratch``) is any new name in a document directory or a type
 folder, and a file written in ``renditions/`` or ``attachments/``; its content stays on
 this machine until it is renamed over a document's source file (a check-in), becomes a
-new document or upload when its last writer closes it (``write.new_documents``), or is
-removed. A new folder is a directory made with mkdir in a type folder: its first file
-that becomes a document makes the folder that document's directory. Their fields are
-the fields a new document will take (``write.new_fields``).
+new document or upload when its last writer closes it (``write.new_documents``), or, in
+a document directory under a name no temporary file has, an attachment once it is left
+alone for a moment (``write.drops``), or is removed. A new folder is a directory made
+with mkdir in a type folder: its first file that becomes a document makes the folder
+that document's directory. Their fields are the fields a new document will take
+(``write.new_fields``).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from vaultfs.bridge.nodes.family import Family
 from vaultfs.bridge.tree import keys, nodes
 from vaultfs.bridge.tree.keys import Kind, LocalKey, NodeKey
 from vaultfs.bridge.tree.tree import Tree
-from vaultfs.bridge.write.scratch import ScratchFile, makes_document
+from vaultfs.bridge.write.scratch import ScratchFile, is_drop, makes_document
 
 __all__ = ["Local"]
 
@@ -134,5 +136,8 @@ async def _rename_scratch(
     if new.kind not in nodes.NEW_DOCUMENT_DIRS and new.kind != Kind.DOC:
         raise errors.CrossDevice("scratch files stay in document and type folders")
     store.rename(scratch.key, new, new_name)
-    if scratch.writers.count == 0 and makes_document(scratch.parent, scratch.name):
+    if scratch.writers.count == 0 and (
+        makes_document(scratch.parent, scratch.name) or is_drop(scratch.parent, scratch.name)
+    ):
+        # (a drop only starts its grace: ``write.drops``)
         await parts.write.new_documents.make_document(scratch)

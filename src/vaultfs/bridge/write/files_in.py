@@ -135,12 +135,14 @@ class FilesIn:
         shadow.dirty = False  # the vault's content: a close without a write sends nothing
         return shadow
 
-    async def spool(self, scratch: ScratchFile) -> Upload | None:
+    async def spool(self, scratch: ScratchFile, directory: NodeKey) -> Upload | None:
         """Make the content of ``scratch`` (closed by its last writer) a durable spool
-        entry; None when the vault has that content already (an attachment's latest
-        version). A failure leaves nothing in the spool."""
+        entry of ``directory`` (``renditions/`` or ``attachments/``: the one it was
+        written in, or its document's ``attachments/`` for a dropped file); None when
+        the vault has that content already (an attachment's latest version). A failure
+        leaves nothing in the spool."""
         assert self.uploads is not None
-        parent, filename = _uploaded(scratch.parent), unescape(scratch.name)
+        parent, filename = _uploaded(directory), unescape(scratch.name)
         doc_id = parent.doc_id
         known_md5 = None
         if isinstance(parent, AttachmentKey):

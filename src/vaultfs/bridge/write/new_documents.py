@@ -4,7 +4,9 @@ Owns what a closed scratch file becomes (docs/writing.md): in a type folder, or 
 directory made there with mkdir, a new document (``creating``), or a new draft of the
 folder's document of the same name, or, when fields are missing, a file that waits for
 them (``setfattr``, ``new_fields``); in ``renditions/`` or ``attachments/``, an upload
-(``files_in``); a scratch file that became a document already, a draft of it. Also the
+(``files_in``); in a document's directory, under a name no temporary file has, an
+attachment of the document once its grace is over (``drops``); a scratch file that
+became a document already, a draft of it. Also the
 aliases such a file leaves (the kernel's inode of the scratch file is the document's
 source file now) and the count of those still being made, for the status.
 """
@@ -23,6 +25,7 @@ from vaultfs.bridge.tree.filenames import unescape
 from vaultfs.bridge.tree.keys import DocumentKey, Kind, NodeKey
 from vaultfs.bridge.tree.tree import Tree
 from vaultfs.bridge.write.creating import Creator
+from vaultfs.bridge.write.drops import Drops
 from vaultfs.bridge.write.editing import Editing
 from vaultfs.bridge.write.fields import FieldEditor
 from vaultfs.bridge.write.files_in import FilesIn
@@ -30,6 +33,7 @@ from vaultfs.bridge.write.new_fields import MISSING, NewFields
 from vaultfs.bridge.write.scratch import (
     Scratch,
     ScratchFile,
+    is_drop,
     is_upload,
     makes_document,
     new_document_name,
@@ -53,6 +57,8 @@ class Names(Protocol):
     def store(self) -> Scratch: ...
 
     def unshadow(self, scratch_key: NodeKey) -> None: ...
+
+    async def source_name(self, doc_id: int) -> str | None: ...
 
 
 class NewDocuments:
@@ -78,6 +84,9 @@ class NewDocuments:
         self.fields = fields
         #: new documents (or uploads) a last close started making, not done yet
         self.in_flight = 0
+        #: files dropped into documents' directories, waiting out their grace (None
+        #: on a read-only mount); its ``run`` is the mount's to start
+        self.drops = Drops(self.take_drop) if files_in is not None else None
 
     def scratch_closed(self, scratch: ScratchFile) -> None:
         """The last handle on ``scratch`` is gone: its content goes if it has no name."""
@@ -101,6 +110,9 @@ class NewDocuments:
     async def _make_document(self, scratch: ScratchFile) -> None:
         if scratch.linked and is_upload(scratch.parent, scratch.name):
             await self.upload(scratch)
+            return
+        if scratch.linked and is_drop(scratch.parent, scratch.name) and self.drops is not None:
+            self.drops.closed(scratch)
             return
         if scratch.became is not None:
             scratch.dirty = False
@@ -257,15 +269,17 @@ class NewDocuments:
         self.overlay.aliases[key] = scratch.key
         return scratch
 
-    async def upload(self, scratch: ScratchFile) -> None:
-        """Hand ``scratch`` to the spool as a rendition or attachment and upload it.
-        Once the spool has the content the scratch file goes (the content is then in
-        the vault, or in the spool and retried, or in lost+found); a failure before
-        that leaves it in place, as written."""
+    async def upload(self, scratch: ScratchFile, directory: NodeKey | None = None) -> None:
+        """Hand ``scratch`` to the spool as a rendition or attachment in ``directory``
+        (None: the one it was written in) and upload it. Once the spool has the content
+        the scratch file goes (the content is then in the vault, or in the spool and
+        retried, or in lost+found); a failure before that leaves it in place, as
+        written."""
         files_in = self.uploads()
+        directory = scratch.parent if directory is None else directory
         scratch.dirty = False
         try:
-            entry = await files_in.spool(scratch)
+            entry = await files_in.spool(scratch, directory)
         except BaseException:
             scratch.dirty = True
             raise
@@ -273,9 +287,24 @@ class NewDocuments:
         self.overlay.store().unname(scratch.key)
         if entry is None:
             return  # the vault has this content already
-        became = await files_in.send(scratch.parent, entry)
+        became = await files_in.send(directory, entry)
         if became is not None:
             self.overlay.aliases[scratch.key] = became
+
+    async def take_drop(self, scratch: ScratchFile) -> None:
+        """A file left in a document's directory past its grace (``drops``): uploaded
+        as an attachment of that document under its name (the next version of an
+        attachment of that name), unless it is the source file's name now."""
+        doc_id = scratch.parent.doc_id
+        if scratch.name == await self.overlay.source_name(doc_id):
+            return
+        log.info("file %r dropped into document %d: kept as its attachment", scratch.name, doc_id)
+        self.in_flight += 1
+        try:
+            async with scratch.writers.taken():
+                await self.upload(scratch, keys.attachments(doc_id))
+        finally:
+            self.in_flight -= 1
 
     async def rename_to_upload(
         self, scratch: ScratchFile, target: NodeKey | None, new: NodeKey, new_name: str

@@ -6,9 +6,11 @@ Editors and tools invent file names next to the file they save: swap files
 in a document directory, and any new file in a type folder, is such a scratch file:
 its content lives in ``<spool>/scratch/<n>`` (mode 0600), its name and attributes in
 memory. Nothing of it is uploaded until it is renamed over a document's source file
-(a check-in) or, in a folder, becomes a new document. Scratch files vanish on unmount
-(the mount empties the directory when it starts: ``empty_private_dir``), except the
-files that were to become new documents: their name is kept with the content (the
+(a check-in), or, in a folder, becomes a new document, or, in a document directory,
+is left there under a name that is no temporary file's and becomes an attachment
+(``write.drops``). Scratch files vanish on unmount (the mount empties the directory
+when it starts: ``empty_private_dir``), except the files that were to become new
+documents, uploads or attachments: their name is kept with the content (the
 ``user.vaultfs.scratch`` extended attribute), and the spool moves them to lost+found
 first (``lost.rescue_scratch``), so a crash of the daemon loses none of them.
 
@@ -39,6 +41,7 @@ __all__ = [
     "Scratch",
     "ScratchFile",
     "empty_private_dir",
+    "is_drop",
     "is_temporary_name",
     "is_upload",
     "makes_document",
@@ -90,6 +93,13 @@ def is_upload(parent: NodeKey, name: str) -> bool:
     """Whether a file ``name`` in ``parent`` is uploaded as a rendition or attachment
     when closed (``write.files_in``)."""
     return typed(parent).kind in nodes.UPLOAD_DIRS and not is_temporary_name(name)
+
+
+def is_drop(parent: NodeKey, name: str) -> bool:
+    """Whether a file ``name`` in ``parent`` is a file dropped into a document's
+    directory: it becomes an attachment of the document once closed and left alone
+    for a moment (``write.drops``)."""
+    return typed(parent).kind == keys.Kind.DOC and not is_temporary_name(name)
 
 
 @dataclass
@@ -158,7 +168,7 @@ class ScratchFile:
         meta = {
             "name": self.name,
             "new_document": makes_document(self.parent, self.name),
-            "upload": is_upload(self.parent, self.name),
+            "upload": is_upload(self.parent, self.name) or is_drop(self.parent, self.name),
         }
         with contextlib.suppress(OSError):
             os.setxattr(self.fd, SCRATCH_XATTR, json.dumps(meta).encode())

@@ -65,10 +65,6 @@ class FuseOps(pyfuse3.Operations):
         self.core = core
         self.events = events
         self.using = capabilities() if using is None else using
-        if self.using.no_opendir:
-            # A listing the kernel kept reaches the mount no more: a walk is taken from
-            # its first document.
-            core.parts.prefetch.listings_seen = False
         if self.using.xattr_namespaces:
             # The only namespace with attributes here: pyfuse3 answers other names.
             self.xattr_namespaces = (b"user.",)

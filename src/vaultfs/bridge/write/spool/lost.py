@@ -156,9 +156,11 @@ def _rescue(directory: Path, path: Path, label: bytes) -> Path | None:
             raise TypeError(f"name is {name!r}")
         upload = bool(meta.get("upload"))
         wanted = bool(meta["new_document"]) or upload
-        what = ("a rendition or attachment" if upload else "a new document") + (
-            " being written when the daemon stopped"
-        )
+        what = (
+            "a rendition or attachment (or a file dropped into a document's folder)"
+            if upload
+            else "a new document"
+        ) + " being written when the daemon stopped"
         error_type = "DAEMON_STOPPED"
     except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
         name, wanted, error_type = "content", True, "UNREADABLE_RECORD"
