@@ -94,7 +94,7 @@ class SpoolLocking:
         async def release_all(attempt: Attempt) -> None:
             failure: VaultError | None = None
             for doc_id in lock_marks.marked(books.directory):
-                if doc_id in books.entries or doc_id in books.checkouts:
+                if doc_id in books.entries or doc_id in books.checkouts or doc_id in books.holds:
                     continue  # taken over by an entry, or checked out again since
                 log.warning("spool: doc %d lock left by an earlier daemon; releasing it", doc_id)
                 try:
