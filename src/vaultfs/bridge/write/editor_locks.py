@@ -105,7 +105,7 @@ class EditorLocks:
             raise ReadOnly("this mount has no write-back spool")
         await spool.hold(doc_id)
         self.held.add(doc_id)
-        self._show_locked(doc_id, True)
+        self._show_locked(doc_id)
 
     def made(self, key: NodeKey, doc_id: int) -> None:
         """The lock file taken for ``doc_id`` (``take``) is the scratch file ``key``."""
@@ -121,17 +121,15 @@ class EditorLocks:
         spool = self.editing.spool
         if spool is None:
             return
-        await spool.let_go(doc_id)
+        await spool.let_go(doc_id)  # shows the document unlocked when it is
         if not spool.holding(doc_id):
             self.held.discard(doc_id)
-            if spool.entry(doc_id) is None:
-                self._show_locked(doc_id, False)
 
-    def _show_locked(self, doc_id: int, locked: bool) -> None:
+    def _show_locked(self, doc_id: int) -> None:
         """The index shows the check-out at once (the next poll brings the vault's)."""
         record = self.tree.index.get(doc_id)
-        if record is not None and bool(record.get("locked__v")) != locked:
-            self.tree.index.put({**record, "locked__v": locked}, own=True)
+        if record is not None and not record.get("locked__v"):
+            self.tree.index.put({**record, "locked__v": True}, own=True)
 
     async def content(self, doc_id: int) -> bytes:
         """The lock file shown for ``doc_id``'s check-out by someone else."""
