@@ -109,6 +109,20 @@ def test_a_save_while_the_lock_file_stands_is_one_version(
     assert source.read_bytes() == expected
 
 
+def test_an_unmount_ends_the_check_out(
+    module_vault: VaultProcess, api: httpx.Client, tmp_path: Path
+) -> None:
+    if not can_mount():
+        pytest.skip("needs /dev/fuse and fusermount3")
+    process = MountProcess(module_vault.url, tmp_path).start()
+    try:
+        lock_file(process.source_file(6)).write_text(",Someone,host,27.11.2026 10:00,x;")
+        assert locked(api, 6)
+    finally:
+        process.stop()
+    assert not locked(api, 6)
+
+
 def test_a_killed_mount_s_check_out_ends_at_the_next_start(
     module_vault: VaultProcess, api: httpx.Client, tmp_path: Path
 ) -> None:

@@ -83,9 +83,6 @@ async def _stop(
             nursery.start_soon(spool.flush_now)
         with waiting:
             await _wait_flushed(spool)
-        # Editors' lock files go with the mount: their check-outs end now.
-        with trio.CancelScope(shield=True):
-            await spool.let_go_all()
         left = spool.pending()
         if left:
             log.warning(
