@@ -306,7 +306,8 @@ class Spool:
                     await books.run_sync(lock_marks.drop, self.directory, doc_id)
                 raise
             books.holds[doc_id] = 1
-            log.info("spool: doc %d checked out for an editor (%s)", doc_id, took)
+            how = "locked" if took else "lock was ours"
+            log.info("spool: doc %d checked out for an editor's lock file (%s)", doc_id, how)
         finally:
             del books.checkouts[doc_id]
             done.set()
