@@ -5,8 +5,10 @@ lock file is in the format the mount shows another user's check-out in."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 
+import httpx
 import pytest
 
 from tests.apps.conftest import (
@@ -16,8 +18,9 @@ from tests.apps.conftest import (
     Office,
     Save,
 )
+from tests.conftest import EDITOR, login
 from vaultfs.server.samples import docx_bytes
-from vaultfs.testing.vault_process import wait_until
+from vaultfs.testing.vault_process import VaultProcess, wait_until
 
 pytestmark = pytest.mark.mount
 
@@ -58,3 +61,31 @@ def test_a_document_open_in_libreoffice_is_checked_out_until_it_closes(
     save.check(drafts=0)  # opened and closed unchanged: no version
     # Closing cost the undo of the check-out, and nothing else of note.
     assert documents.mount.status()["api_calls"] - before <= 3
+
+
+def test_libreoffice_meeting_a_check_out_the_mount_did_not_know_of_never_edits(
+    documents: Documents, office: Office, module_vault: VaultProcess
+) -> None:
+    path = documents.make("theirs.docx", docx_bytes(["Checked out elsewhere"]))
+    save = Save(documents, path)
+    lock_file = path.parent / f".~lock.{path.name}#"
+    with httpx.Client(
+        base_url=module_vault.url + "/api/v25.1",
+        headers={"Authorization": login(module_vault.url, EDITOR)},
+    ) as editor:
+        assert editor.post(f"/objects/documents/{save.doc_id}/lock").json()["responseStatus"] == (
+            "SUCCESS"
+        )
+        try:
+            assert path.stat().st_mode & 0o200  # the index does not know of it yet
+            # LibreOffice's lock file is refused (EBUSY); headless, it then gives up.
+            first = office("readonly", path, check=False)
+            assert first.returncode == 3 or json.loads(first.stdout) == {"readonly": True}
+            # The refusal showed the check-out: read-only, with the holder's lock file.
+            assert not path.stat().st_mode & 0o222
+            assert lock_file.name in os.listdir(path.parent)
+            assert lock_file.read_text().split(",")[1] == EDITOR
+            assert json.loads(office("readonly", path).stdout) == {"readonly": True}
+        finally:
+            editor.delete(f"/objects/documents/{save.doc_id}/lock")
+    save.check(drafts=0)

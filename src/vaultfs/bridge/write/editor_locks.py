@@ -31,7 +31,7 @@ from vaultfs.bridge.tree.nodes import NodeKey
 from vaultfs.bridge.tree.tree import Tree
 from vaultfs.bridge.write.editing import Editing
 from vaultfs.client import VaultApi
-from vaultfs.errors import ReadOnly
+from vaultfs.errors import LockedByOther, ReadOnly
 
 __all__ = ["EditorLocks", "lock_file_name", "locks_source"]
 
@@ -103,7 +103,13 @@ class EditorLocks:
         spool = self.editing.spool
         if spool is None:
             raise ReadOnly("this mount has no write-back spool")
-        await spool.hold(doc_id)
+        try:
+            await spool.hold(doc_id)
+        except LockedByOther:
+            # The vault knows better than the index: shown checked out from now on
+            # (read-only, the holder's lock file), not only at the next poll.
+            self._show_locked(doc_id)
+            raise
         self.held.add(doc_id)
         self._show_locked(doc_id)
 
