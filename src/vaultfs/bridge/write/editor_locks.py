@@ -23,7 +23,6 @@ changed.
 
 from __future__ import annotations
 
-import logging
 from datetime import datetime
 from typing import Any
 
@@ -33,9 +32,7 @@ from vaultfs.bridge.write.editing import Editing
 from vaultfs.client import VaultApi
 from vaultfs.errors import LockedByOther, ReadOnly
 
-__all__ = ["EditorLocks", "lock_file_name", "locks_source"]
-
-log = logging.getLogger(__name__)
+__all__ = ["EditorLocks", "lock_file_name", "lock_line", "locks_source"]
 
 #: the host a shown lock file names: the check-out is the vault's, not a machine's
 _HOST = "vault"
