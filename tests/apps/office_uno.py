@@ -9,6 +9,8 @@ Actions:
   edit PATH TEXT            open PATH, insert TEXT at the start, save (store), close
   saveas SOURCE TARGET TEXT open SOURCE, insert TEXT, save as .docx over TARGET, close
   readonly PATH             open PATH, report whether LibreOffice opened it read-only
+  hold PATH                 open PATH, report whether it is read-only, keep it open until
+                            a line comes on stdin, then close it
   text PATH                 open PATH, print its text, close
 """
 
@@ -86,6 +88,13 @@ def main(pipe, action, *args):
         readonly = bool(doc.isReadonly())
         doc.close(True)
         print(json.dumps({"readonly": readonly}))
+    elif action == "hold":
+        (path,) = args
+        doc = load(office, path)
+        print(json.dumps({"readonly": bool(doc.isReadonly())}), flush=True)
+        sys.stdin.readline()
+        doc.close(True)
+        print(json.dumps({"closed": True}))
     elif action == "text":
         (path,) = args
         doc = load(office, path)

@@ -258,3 +258,22 @@ async def test_a_build_keeps_to_its_share_of_the_burst_limit(autojump_clock: obj
     started = trio.current_time()
     await again.build()
     assert trio.current_time() == started
+
+
+async def test_an_own_change_made_while_a_refresh_reads_stays() -> None:
+    """A check-in or unlock answered after its page came (the page still says locked)
+    is not undone when the refresh ends."""
+    vault = FakeVault()
+    doc_id = vault.add("held")
+    index = DocumentIndex(vault)
+    await index.build()
+    vault.rename(doc_id, "changed elsewhere")  # the page will carry it
+    deleted_documents = vault.deleted_documents
+
+    async def unlock_meanwhile(*args: object, **kwargs: object) -> object:
+        index.put({**index.documents[doc_id], "name__v": "the mount's own"}, own=True)
+        return await deleted_documents(*args, **kwargs)
+
+    vault.deleted_documents = unlock_meanwhile  # type: ignore[method-assign]
+    await index.refresh()
+    assert index.documents[doc_id]["name__v"] == "the mount's own"

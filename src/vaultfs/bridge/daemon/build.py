@@ -42,6 +42,7 @@ from vaultfs.bridge.lifecycle.events import DocumentEvents
 from vaultfs.bridge.nodes.attachments import Attachments
 from vaultfs.bridge.nodes.control import Control
 from vaultfs.bridge.nodes.documents import Documents
+from vaultfs.bridge.nodes.editor_locks import EditorLocksShown
 from vaultfs.bridge.nodes.folders import Folders
 from vaultfs.bridge.nodes.hidden import HiddenLists
 from vaultfs.bridge.nodes.local import Local
@@ -61,6 +62,7 @@ from vaultfs.bridge.write.creating import Creator
 from vaultfs.bridge.write.deletions import Deletions
 from vaultfs.bridge.write.drops import Drops
 from vaultfs.bridge.write.editing import Editing, show_check_in
+from vaultfs.bridge.write.editor_locks import EditorLocks
 from vaultfs.bridge.write.fields import FieldEditor
 from vaultfs.bridge.write.files_in import FilesIn, show_upload
 from vaultfs.bridge.write.linking import Linker
@@ -102,15 +104,22 @@ class Daemon:
     drops: Drops | None
 
 
-def families(spool_dir: Path | None, searches: SearchResults | None = None) -> Registry:
+def families(
+    spool_dir: Path | None,
+    searches: SearchResults | None = None,
+    held_here: set[int] | None = None,
+) -> Registry:
     """The node families, one line each (``bridge.nodes``). ``searches``: what the
     search folders ask (None: a registry that only tells the families apart, whose
-    searches fail)."""
+    searches fail); ``held_here``: the documents this mount holds checked out for an
+    editor's lock file (``write.editor_locks``)."""
+    held = held_here if held_here is not None else set()
     return Registry(
         [
             Folders(),
-            Documents(),
+            Documents(held.__contains__),
             HiddenLists(),
+            EditorLocksShown(),
             Sources(),
             Versions(),
             Renditions(),
@@ -166,7 +175,8 @@ def build_daemon(
     # A search's answer is kept for the index's poll interval, while the index is
     # unchanged.
     searches = SearchResults(client, lambda: index.generation, ttl=options.poll_interval)
-    registry = families(spool.directory if spool is not None else None, searches)
+    held_here: set[int] = set()
+    registry = families(spool.directory if spool is not None else None, searches, held_here)
     tree = Tree(client, index, catalog, registry)
     blobs = BlobCache(content_dir, cache_size)
     contents = Contents(tree, client)
@@ -233,6 +243,7 @@ def build_daemon(
             fields=fields,
             deletions=Deletions(tree, client),
             links=Linker(tree, client, options.mountpoint),
+            editor_locks=EditorLocks(tree, client, editing, held_here),
         ),
         life=LifeAttributes(LifecycleActions(tree, client), DocumentEvents(tree, client)),
         report=report,

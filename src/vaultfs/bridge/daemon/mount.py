@@ -33,6 +33,9 @@ __all__ = ["run_mount"]
 
 log = logging.getLogger(__name__)
 
+#: how long an unmount waits for the vault to end editors' check-outs (seconds)
+_LET_GO_WAIT = 10.0
+
 
 def _fuse_options(config: MountConfig) -> set[str]:
     options = fuse.default_options()
@@ -106,6 +109,11 @@ async def run_mount(config: MountConfig, ready: Callable[[], None] | None = None
         await fuse.main()
         log.info("unmounting %s", config.mountpoint)
         notify("STOPPING=1", f"STATUS=unmounting {config.mountpoint}")
+        if daemon.spool is not None:
+            # Editors' lock files go with the mount: their check-outs end now (one the
+            # vault cannot be told of keeps its mark for the next start).
+            with trio.move_on_after(_LET_GO_WAIT):
+                await daemon.spool.let_go_all()
         nursery.cancel_scope.cancel()
 
 

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from vaultfs.bridge.tree.tree import Tree
     from vaultfs.bridge.write.deletions import Deletions
     from vaultfs.bridge.write.editing import Editing
+    from vaultfs.bridge.write.editor_locks import EditorLocks
     from vaultfs.bridge.write.fields import FieldEditor
     from vaultfs.bridge.write.linking import Linker
     from vaultfs.bridge.write.new_documents import NewDocuments
@@ -197,6 +198,8 @@ class Writing:
     deletions: Deletions
     #: relationships made by ``ln -s`` and deleted by ``rm``
     links: Linker
+    #: editors' lock files: check-outs held here, and those held elsewhere shown
+    editor_locks: EditorLocks
 
 
 @dataclass(frozen=True)

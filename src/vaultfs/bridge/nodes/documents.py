@@ -3,7 +3,9 @@
 A document's directory lists its source file and its fixed subdirectories
 (``versions``, ``renditions``, ``attachments``, ``relationships``); its fields are the
 document's record. A new name in it is a scratch file, except the source file's own
-name after the source was renamed away (vim's backup), which is the source file again.
+name after the source was renamed away (vim's backup), which is the source file again,
+and an editor's lock file for the source file checks the document out
+(``write.editor_locks``); one held elsewhere is listed (``editor_locks``).
 Renaming the directory in its folder renames the document; removing it (with
 ``-o allow_delete``, once empty) deletes the document. Its events file is reachable
 by name only and read at open (``lifecycle.events``), as is its ``.hidden``
@@ -12,6 +14,7 @@ by name only and read at open (``lifecycle.events``), as is its ``.hidden``
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from vaultfs.bridge.fs.attributes import Attr
@@ -19,6 +22,7 @@ from vaultfs.bridge.fs.families import Move, Parts, is_writing
 from vaultfs.bridge.fs.handles import Snapshot
 from vaultfs.bridge.fs.opening import Opened
 from vaultfs.bridge.fs.paths import DisplayPaths
+from vaultfs.bridge.nodes.editor_locks import editor_lock
 from vaultfs.bridge.nodes.family import Family
 from vaultfs.bridge.nodes.hidden import HIDDEN_FILE, hidden_list
 from vaultfs.bridge.tree import keys
@@ -26,13 +30,20 @@ from vaultfs.bridge.tree.filenames import Sibling, assign_names, unescape
 from vaultfs.bridge.tree.keys import DocumentKey, Kind, NodeKey
 from vaultfs.bridge.tree.nodes import DOC_DIR_NAMES, EVENTS_FILE
 from vaultfs.bridge.tree.tree import Tree
+from vaultfs.bridge.write.editor_locks import lock_file_name, locks_source
 
 __all__ = ["Documents"]
 
 
 class Documents(Family):
+    """``held_here(doc_id)``: this mount holds the document checked out for an editor's
+    lock file (``write.editor_locks``): its directory shows no one else's lock file."""
+
     key_type = DocumentKey
     # nothing announces new events: short timeouts
+
+    def __init__(self, held_here: Callable[[int], bool] = lambda doc_id: False) -> None:
+        self._held_here = held_here
 
     async def children(self, tree: Tree, key: NodeKey) -> dict[str, NodeKey]:
         if key.kind != Kind.DOC:
@@ -48,6 +59,8 @@ class Documents(Family):
                 [Sibling(str(filename), str(doc_id), is_file=True)], reserved=set(DOC_DIR_NAMES)
             )
             listing[name] = keys.source(doc_id)
+            if record.get("locked__v") and not self._held_here(doc_id):
+                listing[lock_file_name(name)] = editor_lock(doc_id)
         return listing
 
     async def unlisted(self, tree: Tree, key: NodeKey, name: str) -> NodeKey | None:
@@ -105,7 +118,19 @@ class Documents(Family):
             # The source file was renamed away (vim) and is written anew.
             parts.overlay.unhide(keys.source(doc_id))
             return keys.source(doc_id)
-        return parts.overlay.store().create(parent, name, mode).key
+        store = parts.overlay.store()
+        if not locks_source(name, await parts.overlay.source_name(doc_id)):
+            return store.create(parent, name, mode).key
+        # An editor's lock file: the document is checked out before the file exists.
+        locks = parts.write.editor_locks
+        await locks.take(doc_id)
+        try:
+            key = store.create(parent, name, mode).key
+        except BaseException:
+            await locks.let_go(doc_id)
+            raise
+        locks.made(key, doc_id)
+        return key
 
     async def rmdir(self, parts: Parts, parent: NodeKey, key: NodeKey, name: str) -> None:
         if key.kind != Kind.DOC:

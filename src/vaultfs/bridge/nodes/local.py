@@ -90,6 +90,7 @@ class Local(Family):
             return
         parts.overlay.unshadow(key)
         parts.overlay.store().unname(key)
+        await parts.write.editor_locks.gone(key)  # an editor's lock file ends its check-out
 
     async def rmdir(self, parts: Parts, parent: NodeKey, key: NodeKey, name: str) -> None:
         if key.kind != Kind.NEWDIR:

@@ -232,6 +232,13 @@ class DocumentIndex:
             if all_known or len(page.documents) < self._page_size:
                 break
         gone = await self._deletions(changed)
+        # The mount's own changes made while the pages were read (a check-in, an unlock
+        # answered after its page came) are newer than the pages: they stay.
+        changed = {
+            doc_id: record
+            for doc_id, record in changed.items()
+            if self._own_change.get(doc_id, -math.inf) < asked
+        }
         # All or nothing: a kill before this line leaves the index as the last poll left it.
         self.store.put_many(
             changed.values(), gone, build=self._build, meta={"last_poll": started.isoformat()}

@@ -197,14 +197,17 @@ class Tree:
         md5: str | None,
         size: int,
         mtime_ns: int,
+        *,
+        locked: bool = False,
     ) -> None:
         """Show a check-in this mount just finished without reading the document again:
-        unlocked, and with ``version`` (None: nothing was uploaded) as the latest, of
-        checksum ``md5``. The next poll brings the vault's own record."""
+        unlocked (unless an editor's lock file keeps it ``locked``), and with ``version``
+        (None: nothing was uploaded) as the latest, of checksum ``md5``. The next poll
+        brings the vault's own record."""
         old = self.index.get(doc_id)
         if old is None:
             return
-        record = {**old, "locked__v": False}
+        record = {**old, "locked__v": locked}
         stamp = format_datetime(datetime.now(UTC))
         record["version_modified_date__v"] = stamp
         if version is not None:

@@ -62,7 +62,7 @@ class EditHandle:
 async def show_check_in(tree: Tree, blobs: BlobCache, doc_id: int, done: CheckIn) -> None:
     """Show what the spool just checked in, without another call: the record as the
     check-in left it (unlocked, the new version, its checksum) and its exact size."""
-    tree.checked_in(doc_id, done.version, done.md5, done.size, done.mtime_ns)
+    tree.checked_in(doc_id, done.version, done.md5, done.size, done.mtime_ns, locked=done.locked)
     if done.version is not None:
         blobs.remember_size(source_key(doc_id, tree.record(doc_id)), done.size)
 
@@ -84,6 +84,11 @@ class Editing:
 
     def entry(self, doc_id: int) -> SpoolEntry | None:
         return self.spool.entry(doc_id) if self.spool is not None else None
+
+    def holding(self, doc_id: int) -> bool:
+        """Whether this mount holds the document checked out for an editor's lock file
+        (``write.editor_locks``)."""
+        return self.spool is not None and self.spool.holding(doc_id)
 
     def writers(self, doc_id: int) -> int:
         """How many open files of the document may write (checked out or not yet)."""
@@ -138,6 +143,8 @@ class Editing:
         vault names another user (one call, only then)."""
         if self.spool is None or not self.tree.record(doc_id).get("locked__v"):
             return
+        if self.spool.holding(doc_id):
+            return  # checked out by this mount, for an editor's lock file
         holder = await self.spool.lock_holder(doc_id)
         if holder is not None and not self.spool.is_me(holder):
             raise LockedByOther(f"document {doc_id} is checked out by user {holder}")

@@ -71,6 +71,10 @@ class SpoolBookkeeping:
         self.entries: dict[int, SpoolEntry] = {}
         #: check-outs in progress, so that two opens of one document make one entry
         self.checkouts: dict[int, trio.Event] = {}
+        #: documents checked out for an editor's lock file (``Spool.hold``), with how
+        #: many lock files hold each: a check-in keeps their lock, the last one's
+        #: removal releases it
+        self.holds: dict[int, int] = {}
         #: drafts being sent while they are written (``streaming``), by document
         self.streams: dict[int, DraftStream] = {}
         #: set (and replaced) on every change of an entry: ``wait_idle`` listens

@@ -162,6 +162,22 @@ class SpoolCheckIn:
             except (VaultError, OSError) as exc:
                 await self._books.failed(entry, exc)
                 raise
+        held = entry.doc_id in self._books.holds
+        if not held and not await self._unlock(entry):
+            return
+        done = CheckIn(
+            entry.checked_in, entry.record.base_md5, entry.size(), entry.mtime_ns, locked=held
+        )
+        await self._books.remove(entry)
+        if held:  # an editor's lock file holds the check-out: its removal ends it
+            log.info("spool: doc %d checked in; still checked out for an editor", entry.doc_id)
+        else:
+            log.info("spool: doc %d checked in and unlocked", entry.doc_id)
+        await self._books.show_check_in(entry.doc_id, done)
+
+    async def _unlock(self, entry: SpoolEntry) -> bool:
+        """Release the lock of a checked-in entry (its mark too); False when that is
+        left to a retry."""
         try:
             await self._books.client.unlock(entry.doc_id)
         except PERMANENT as exc:
@@ -173,12 +189,9 @@ class SpoolCheckIn:
         except (VaultError, OSError) as exc:
             await self._books.failed(entry, exc)
             log.warning("spool: doc %d draft is in; unlock will be retried", entry.doc_id)
-            return
+            return False
         await self._books.run_sync(lock_marks.drop, self._books.directory, entry.doc_id)
-        done = CheckIn(entry.checked_in, entry.record.base_md5, entry.size(), entry.mtime_ns)
-        await self._books.remove(entry)
-        log.info("spool: doc %d checked in and unlocked", entry.doc_id)
-        await self._books.show_check_in(entry.doc_id, done)
+        return True
 
     async def _keep_failed_write(self, entry: SpoolEntry) -> None:
         """Content a write failed on goes to lost+found, and the failure to close()."""

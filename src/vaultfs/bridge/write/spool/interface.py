@@ -33,14 +33,16 @@ class Start:
 
 @dataclass(frozen=True)
 class CheckIn:
-    """What a check-in left in the vault: the document unlocked, and the new version
-    (None when nothing was uploaded) with its checksum and size; ``mtime_ns`` is the
-    time of the last change the mount saw written."""
+    """What a check-in left in the vault: the document unlocked (or still checked out
+    for an editor's lock file: ``locked``), and the new version (None when nothing was
+    uploaded) with its checksum and size; ``mtime_ns`` is the time of the last change
+    the mount saw written."""
 
     version: tuple[int, int] | None
     md5: str | None
     size: int
     mtime_ns: int
+    locked: bool = False
 
 
 #: Reads the starting point of a check-out. ``begin`` calls it only once the lock is

@@ -11,10 +11,12 @@ to its holder. ``SpoolLocking`` is a part of ``Spool``, handed the spool's share
 from __future__ import annotations
 
 import logging
+import time
 
 from vaultfs.bridge.write.spool import lock_marks
 from vaultfs.bridge.write.spool.bookkeeping import SpoolBookkeeping
 from vaultfs.bridge.write.spool.failures import PERMANENT, describe
+from vaultfs.bridge.write.spool.interface import CheckIn
 from vaultfs.client import Attempt, retrying, surely_not_sent
 from vaultfs.errors import LockedByOther, VaultError
 
@@ -84,6 +86,8 @@ class SpoolLocking:
             if not isinstance(exc, PERMANENT):
                 raise
         await self._books.run_sync(lock_marks.drop, self._books.directory, doc_id)
+        # Shown unlocked at once, as a check-in is (nothing uploaded).
+        await self._books.show_check_in(doc_id, CheckIn(None, None, 0, time.time_ns()))
 
     async def release_stale_locks(self) -> None:
         """Release every lock an earlier daemon of this cache took and no entry took
@@ -94,7 +98,7 @@ class SpoolLocking:
         async def release_all(attempt: Attempt) -> None:
             failure: VaultError | None = None
             for doc_id in lock_marks.marked(books.directory):
-                if doc_id in books.entries or doc_id in books.checkouts:
+                if doc_id in books.entries or doc_id in books.checkouts or doc_id in books.holds:
                     continue  # taken over by an entry, or checked out again since
                 log.warning("spool: doc %d lock left by an earlier daemon; releasing it", doc_id)
                 try:

@@ -237,11 +237,14 @@ class Spool:
     async def _check_out(self, doc_id: int, start: StartFrom) -> SpoolEntry:
         # Recorded before the lock is asked for: a daemon that dies from here on leaves
         # a mark, and the next start releases the lock unless an entry took it over.
-        await self._books.run_sync(lock_marks.mark, self.directory, doc_id)
+        # An editor's lock file that holds the document has its lock and mark already.
+        hold = doc_id in self._books.holds
+        if not hold:
+            await self._books.run_sync(lock_marks.mark, self.directory, doc_id)
         locked_at = time.time()
         held = took_lock = False
         try:
-            took_lock = await self._locks.lock(doc_id)
+            took_lock = hold or await self._locks.lock(doc_id)
             held = True  # taken now, or ours already (an answer lost on its way)
             # Read after the lock is held: a version checked in by anyone before that
             # (another mount, another client) is what the edit starts from.
@@ -261,7 +264,9 @@ class Spool:
             )
         except BaseException:
             with trio.CancelScope(shield=True):
-                if held:  # no entry holds the lock: leave the vault unlocked
+                if doc_id in self._books.holds:
+                    pass  # the lock file still holds the lock
+                elif held:  # no entry holds the lock: leave the vault unlocked
                     await self._locks.unlock_quietly(doc_id)
                 else:
                     lock_marks.drop(self.directory, doc_id)
@@ -273,3 +278,63 @@ class Spool:
             "spool: doc %d checked out (%s)", doc_id, "locked" if took_lock else "lock was ours"
         )
         return entry
+
+    # --- editors' lock files -------------------------------------------------
+
+    def holding(self, doc_id: int) -> bool:
+        """Whether an editor's lock file holds the document checked out."""
+        return doc_id in self._books.holds
+
+    async def hold(self, doc_id: int) -> None:
+        """Check the document out for an editor that announced it edits it (it made
+        its lock file): the lock and its mark as a save takes them, with no content.
+        A save under way has the lock already; a check-in keeps it while held.
+        ``LockedByOther`` when someone else holds it."""
+        books = self._books
+        while doc_id in books.checkouts:
+            await books.checkouts[doc_id].wait()
+        if doc_id in books.holds or doc_id in books.entries:
+            books.holds[doc_id] = books.holds.get(doc_id, 0) + 1
+            return
+        done = books.checkouts[doc_id] = trio.Event()
+        try:
+            await books.run_sync(lock_marks.mark, self.directory, doc_id)
+            try:
+                took = await self._locks.lock(doc_id)
+            except BaseException:
+                with trio.CancelScope(shield=True):
+                    await books.run_sync(lock_marks.drop, self.directory, doc_id)
+                raise
+            books.holds[doc_id] = 1
+            how = "locked" if took else "lock was ours"
+            log.info("spool: doc %d checked out for an editor's lock file (%s)", doc_id, how)
+        finally:
+            del books.checkouts[doc_id]
+            done.set()
+
+    async def let_go(self, doc_id: int) -> None:
+        """An editor's lock file is gone: the last one ends the check-out, by undoing
+        it when nothing of a save holds the lock (a save under way ends it with its own
+        check-in). An unlock that fails keeps its mark: the next start releases it."""
+        books = self._books
+        count = books.holds.get(doc_id, 0)
+        if count > 1:
+            books.holds[doc_id] = count - 1
+            return
+        if not count:
+            return
+        del books.holds[doc_id]
+        while doc_id in books.checkouts:
+            await books.checkouts[doc_id].wait()
+        if doc_id in books.entries or doc_id in books.holds:
+            return
+        with trio.CancelScope(shield=True):
+            if await self._locks.unlock_quietly(doc_id):
+                log.info("spool: doc %d check-out for an editor ended", doc_id)
+        books.notify()
+
+    async def let_go_all(self) -> None:
+        """The mount stops: every check-out its editors' lock files hold is ended."""
+        for doc_id in list(self._books.holds):
+            self._books.holds[doc_id] = 1
+            await self.let_go(doc_id)
