@@ -107,17 +107,17 @@ class Daemon:
 def families(
     spool_dir: Path | None,
     searches: SearchResults | None = None,
-    held_here: set[int] | None = None,
+    held_here: Callable[[int], bool] | None = None,
 ) -> Registry:
     """The node families, one line each (``bridge.nodes``). ``searches``: what the
     search folders ask (None: a registry that only tells the families apart, whose
-    searches fail); ``held_here``: the documents this mount holds checked out for an
-    editor's lock file (``write.editor_locks``)."""
-    held = held_here if held_here is not None else set()
+    searches fail); ``held_here``: whether this mount holds a document checked out
+    (for an editor's lock file, ``write.editor_locks``, or a save of its own): no
+    lock file naming a holder is shown for it."""
     return Registry(
         [
             Folders(),
-            Documents(held.__contains__),
+            Documents(held_here or (lambda doc_id: False)),
             HiddenLists(),
             EditorLocksShown(),
             Sources(),
@@ -176,7 +176,13 @@ def build_daemon(
     # unchanged.
     searches = SearchResults(client, lambda: index.generation, ttl=options.poll_interval)
     held_here: set[int] = set()
-    registry = families(spool.directory if spool is not None else None, searches, held_here)
+
+    def held(doc_id: int) -> bool:
+        # A lock file's check-out, or a save's own (a spool entry): this mount's.
+        saving = the_spool is not None and the_spool.entry(doc_id) is not None
+        return doc_id in held_here or saving
+
+    registry = families(spool.directory if spool is not None else None, searches, held)
     tree = Tree(client, index, catalog, registry)
     blobs = BlobCache(content_dir, cache_size)
     contents = Contents(tree, client)

@@ -293,6 +293,11 @@ class DocumentIndex:
             self.documents.forget([doc_id])
             self._finish(None, {doc_id})
 
+    def changed_here(self, doc_id: int) -> None:
+        """What this mount holds of the document changed without its record changing (a
+        check-out of its own began): what was made of it is made again."""
+        self._finish(None, {doc_id})
+
     def forget(self, doc_id: int) -> None:
         """Drop a document the vault says does not exist (INVALID_DOCUMENT)."""
         if doc_id in self.documents:

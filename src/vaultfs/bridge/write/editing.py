@@ -177,12 +177,15 @@ class Editing:
         and marks it being edited again, so the retry worker leaves it alone."""
         if self.spool is None:
             raise ReadOnly("this mount has no write-back spool")
+        new = self.spool.entry(doc_id) is None
         try:
             entry = await self.spool.begin(doc_id, self._start(doc_id, copy=copy))
         except InsufficientAccess:
             self.refused.add(doc_id)
             raise
         self.refused.discard(doc_id)
+        if new:  # this mount's own check-out: its document lists no editor's lock file
+            self.tree.index.changed_here(doc_id)
         return entry
 
     async def _checked_out(self, handle: EditHandle) -> SpoolEntry:
