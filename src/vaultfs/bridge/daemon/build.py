@@ -216,6 +216,7 @@ def build_daemon(
     # exact size the content cache learns is pushed to the kernel's caches, and the
     # names that appeared are announced to the folders' watchers.
     index.on_change.append(freshness.document_changed)
+    index.on_relist.append(freshness.document_changed)
     blobs.on_size.append(freshness.size_known)
     if name_events is not None:
         new_folders = NewFolders(overlay, paths, inodes, freshness.name_of, name_events)

@@ -85,6 +85,8 @@ class DocumentIndex:
         self._refreshing = trio.Lock()
         #: called with the id of each document that changed or left (caches drop it)
         self.on_change: list[Callable[[int], None]] = []
+        #: called with the id of a document whose listings changed, not its record
+        self.on_relist: list[Callable[[int], None]] = []
         #: doc id -> monotonic time this mount last put its own change of it: a page
         #: asked for before that is older than what the mount shows, and is not taken
         self._own_change: dict[int, float] = {}
@@ -295,8 +297,10 @@ class DocumentIndex:
 
     def changed_here(self, doc_id: int) -> None:
         """What this mount holds of the document changed without its record changing (a
-        check-out of its own began): what was made of it is made again."""
-        self._finish(None, {doc_id})
+        check-out of its own began): its listings are made again (``on_relist``), what
+        else was read of it stays."""
+        for callback in self.on_relist:
+            callback(doc_id)
 
     def forget(self, doc_id: int) -> None:
         """Drop a document the vault says does not exist (INVALID_DOCUMENT)."""

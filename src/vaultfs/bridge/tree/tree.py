@@ -117,6 +117,7 @@ class Tree:
         #: directory key -> its listing, per index generation
         self._listings = ListingCache()
         index.on_change.append(self.invalidate)
+        index.on_relist.append(self._listings.drop_document)
         self.relationships = Relationships(self, client)
         #: doc id -> (md5, mtime) of the content this mount last checked in: shown as
         #: the file's mtime while the vault's latest is that content (the vault's
