@@ -11,7 +11,6 @@ from pathlib import Path
 from urllib.parse import quote
 
 import httpx
-import pytest
 
 from tests.webdav.test_webdav_front import record, source_path, version_count
 from vaultfs.testing.vault_process import VaultProcess
@@ -20,23 +19,6 @@ from vaultfs.testing.webdav_process import WebdavProcess
 #: larger than the 256 MiB a body could be when it was held in memory
 BIG = 300 << 20
 _BLOCK = 1 << 20
-
-
-@pytest.fixture(scope="module")
-def front(
-    module_vault: VaultProcess, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[WebdavProcess]:
-    process = WebdavProcess(module_vault.url, tmp_path_factory.mktemp("webdav-bodies"))
-    try:
-        yield process.start()
-    finally:
-        process.stop()
-
-
-@pytest.fixture
-def dav(front: WebdavProcess) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=front.address, timeout=600) as client:
-        yield client
 
 
 def blocks(total: int, seed: bytes) -> Iterator[bytes]:

@@ -10,7 +10,6 @@ import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
@@ -27,23 +26,6 @@ API = "/api/v25.1"
 FIELDS = "urn:vaultfs:fields"
 ID = f"{{{FIELDS}}}user.vault.id"
 FILENAME = f"{{{FIELDS}}}user.vault.filename__v"
-
-
-@pytest.fixture(scope="module")
-def front(
-    module_vault: VaultProcess, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[WebdavProcess]:
-    process = WebdavProcess(module_vault.url, tmp_path_factory.mktemp("webdav"))
-    try:
-        yield process.start()
-    finally:
-        process.stop()
-
-
-@pytest.fixture
-def dav(front: WebdavProcess) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=front.address, timeout=60) as client:
-        yield client
 
 
 @pytest.fixture
