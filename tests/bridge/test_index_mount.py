@@ -8,7 +8,8 @@ import os
 import signal
 import sqlite3
 import subprocess
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -123,6 +124,17 @@ def _kill(mount: MountProcess) -> None:
     subprocess.run(["fusermount3", "-u", "-z", str(mount.mountpoint)], check=False)
 
 
+def _within(seconds: float, probe: Callable[[], object]) -> object:
+    """``probe()``'s answer, which must come within ``seconds`` (run in a thread: a
+    request the mount holds blocks its caller)."""
+    answer: list[object] = []
+    thread = threading.Thread(target=lambda: answer.append(probe()), daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert answer, f"no answer within {seconds} s"
+    return answer[0]
+
+
 def _meta(path: Path) -> dict[str, str]:
     with sqlite3.connect(path) as db:
         return dict(db.execute("SELECT key, value FROM meta").fetchall())
@@ -173,6 +185,10 @@ def test_kill_9_during_a_catch_up_leaves_the_last_poll_then_every_change_shows(
         try:
             killed.start(wait_index=False)
             wait_until(held.holding.is_set, timeout=60, what="the catch-up's deletions")
+            # A desktop's probes of a new mount answer meanwhile, and so does the status
+            # (the kernel held it behind a probe waiting for the catch-up).
+            assert _within(5.0, lambda: (killed.mountpoint / ".Trash-0").exists()) is False
+            assert _within(5.0, lambda: killed.status()["index"]["ready"]) is False
             _kill(killed)
         finally:
             held.release()

@@ -1,24 +1,24 @@
 """The vault REST API client: typed, async, over httpx.
 
 Layering: client -> httpx, Authlib (and vaultfs.errors, vaultfs.wire). Never imports
-the server or the bridge. Public names are re-exported here.
+the server or the bridge. Public names are re-exported here; the single sign-on's token
+parts (Authlib, a third of a mount's start-up imports) load when first named, so a
+password mount never loads them.
 """
+
+from typing import TYPE_CHECKING, Any
 
 from ._api import VaultApi
 from ._client import VaultClient
-from ._errors import surely_not_sent
-from ._oauth import (
+from ._discovery import (
     DEFAULT_CLIENT_ID,
     AuthServer,
     Discovery,
     SsoProfile,
-    TokenLogin,
-    TokenStore,
     complete_metadata,
     discover,
-    oauth_client,
-    revoke,
 )
+from ._errors import surely_not_sent
 from ._probe import vault_answers
 from ._relationships import RelationshipPage
 from ._retry import (
@@ -32,7 +32,6 @@ from ._retry import (
     retrying,
 )
 from ._session import PasswordLogin, SessionSource
-from ._signin import DeviceCode, sign_in_with_browser, sign_in_with_device_code
 from ._types import Budget, Credentials, DocumentPage, Download
 
 __all__ = [
@@ -69,3 +68,29 @@ __all__ = [
     "surely_not_sent",
     "vault_answers",
 ]
+
+#: names of the modules that load Authlib, imported when one of them is first used
+_LAZY = {
+    "TokenLogin": "_oauth",
+    "TokenStore": "_oauth",
+    "oauth_client": "_oauth",
+    "revoke": "_oauth",
+    "DeviceCode": "_signin",
+    "sign_in_with_browser": "_signin",
+    "sign_in_with_device_code": "_signin",
+}
+
+if TYPE_CHECKING:
+    from ._oauth import TokenLogin, TokenStore, oauth_client, revoke
+    from ._signin import DeviceCode, sign_in_with_browser, sign_in_with_device_code
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

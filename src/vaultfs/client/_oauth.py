@@ -1,9 +1,6 @@
-"""Single sign-on (OAuth 2.0 / OpenID Connect) for the client: discovery, tokens, sessions.
+"""Single sign-on (OAuth 2.0 / OpenID Connect) for the client: tokens and sessions.
 
-Owns what the vault's discovery says about a user (``discover``: password, or the
-OAuth 2.0 / OIDC profiles with their authorization server), the authorization server's
-metadata (the vault's ``as_metadata``, completed from the issuer's own well-known
-document), and ``TokenLogin``: the ``SessionSource`` that exchanges an access token for
+Owns ``TokenLogin``: the ``SessionSource`` that exchanges an access token for
 a session at the profile's session endpoint, refreshing the token (Authlib) when it has
 expired or the vault refused it. Tokens are kept by a ``TokenStore`` the caller passes
 in (the bridge keeps them in the keyring or a 0600 file); refreshed tokens go back to it
@@ -18,8 +15,6 @@ from __future__ import annotations
 import logging
 import time
 import warnings
-from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 import authlib.deprecate
@@ -39,18 +34,12 @@ with warnings.catch_warnings():
 
 from vaultfs.errors import SignInExpired, UsernameOrPasswordIncorrect, VaultError, VaultUnavailable
 
-from ._errors import error_from_response, parse_json
+from ._discovery import TIMEOUT, AuthServer, SsoProfile
 from ._session import PostCall
 
 __all__ = [
-    "DEFAULT_CLIENT_ID",
-    "AuthServer",
-    "Discovery",
-    "SsoProfile",
     "TokenLogin",
     "TokenStore",
-    "complete_metadata",
-    "discover",
     "oauth_client",
     "refused_sign_in",
     "revoke",
@@ -58,147 +47,10 @@ __all__ = [
 
 log = logging.getLogger("vaultfs.client")
 
-#: vaultfs's client id at an authorization server, when neither the vault's discovery
-#: (``as_client_id``) nor the profile's configuration names another
-DEFAULT_CLIENT_ID = "vaultfs"
 #: an access token this close to its expiry is refreshed before it is used
 _EXPIRY_MARGIN = 30.0
-_TIMEOUT = 30.0
-_DISCOVERY_TIMEOUT = 10.0
-#: the well-known documents of an issuer, in the order they are tried
-_WELL_KNOWN = ("/.well-known/openid-configuration", "/.well-known/oauth-authorization-server")
 #: token errors after which only a new interactive sign-in helps (RFC 6749 5.2)
 _REFUSALS = frozenset({"invalid_grant", "invalid_client", "unauthorized_client"})
-
-
-@dataclass(frozen=True)
-class AuthServer:
-    """What the client uses of an authorization server's metadata (RFC 8414)."""
-
-    token_endpoint: str
-    issuer: str | None = None
-    authorization_endpoint: str | None = None
-    device_authorization_endpoint: str | None = None
-    revocation_endpoint: str | None = None
-    scopes_supported: tuple[str, ...] = ()
-
-    @classmethod
-    def from_metadata(cls, metadata: Mapping[str, Any]) -> AuthServer:
-        def text(key: str) -> str | None:
-            value = metadata.get(key)
-            return value if isinstance(value, str) and value else None
-
-        scopes = metadata.get("scopes_supported")
-        return cls(
-            token_endpoint=text("token_endpoint") or "",
-            issuer=text("issuer"),
-            authorization_endpoint=text("authorization_endpoint"),
-            device_authorization_endpoint=text("device_authorization_endpoint"),
-            revocation_endpoint=text("revocation_endpoint"),
-            scopes_supported=tuple(s for s in scopes if isinstance(s, str))
-            if isinstance(scopes, list)
-            else (),
-        )
-
-    def default_scope(self) -> str:
-        """``openid``, with ``offline_access`` where the server offers it (many issue a
-        refresh token only for it); nothing when the server names no scopes."""
-        wanted = [s for s in ("openid", "offline_access") if s in self.scopes_supported]
-        return " ".join(wanted)
-
-
-@dataclass(frozen=True)
-class SsoProfile:
-    """An OAuth 2.0 / OIDC profile of the vault, as discovery answers it."""
-
-    id: str
-    label: str
-    #: where an access token is exchanged for a session
-    session_endpoint: str
-    #: the vault's ``as_metadata`` of the profile, as it was sent
-    metadata: Mapping[str, Any] = field(default_factory=dict)
-    #: ``as_client_id``: vaultfs's client id at the authorization server, when mapped
-    client_id: str | None = None
-
-    @property
-    def server(self) -> AuthServer:
-        return AuthServer.from_metadata(self.metadata)
-
-
-@dataclass(frozen=True)
-class Discovery:
-    """``POST /auth/discovery`` for one user: ``auth_type`` and the OAuth profiles."""
-
-    auth_type: str
-    profiles: tuple[SsoProfile, ...] = ()
-
-    @property
-    def sso(self) -> bool:
-        return self.auth_type == "sso"
-
-
-async def discover(
-    base_url: str,
-    username: str,
-    client_id: str | None = None,
-    *,
-    verify: bool | str = True,
-) -> Discovery:
-    """Ask the vault at ``base_url`` how ``username`` signs in. A SAML-only user gets
-    ``sso`` with no profiles (vaultfs cannot sign them in)."""
-    form = {"username": username}
-    if client_id:
-        form["client_id"] = client_id
-    url = f"{base_url.rstrip('/')}/auth/discovery"
-    # Short: a vault that does not answer is found out by the sign-in that follows.
-    async with httpx.AsyncClient(
-        timeout=_DISCOVERY_TIMEOUT, verify=verify, trust_env=False
-    ) as http:
-        try:
-            response = await http.post(url, data=form, headers={"Accept": "application/json"})
-        except httpx.RequestError as exc:
-            raise VaultUnavailable(f"POST /auth/discovery: {type(exc).__name__}") from exc
-    body = parse_json(response)
-    error = error_from_response(response, body, "POST /auth/discovery")
-    if error is not None:
-        raise error
-    data = body.get("data") if isinstance(body, dict) else None
-    if not isinstance(data, dict):
-        raise VaultError("the discovery answer carries no data")
-    profiles = []
-    for item in data.get("auth_profiles") or []:
-        if not isinstance(item, dict) or not isinstance(item.get("as_metadata"), dict):
-            continue  # a SAML profile: not for this client
-        profiles.append(
-            SsoProfile(
-                id=str(item.get("id")),
-                label=str(item.get("label") or item.get("id")),
-                session_endpoint=str(item.get("vault_session_endpoint") or ""),
-                metadata=dict(item["as_metadata"]),
-                client_id=item.get("as_client_id") or None,
-            )
-        )
-    return Discovery(str(data.get("auth_type") or "password"), tuple(profiles))
-
-
-async def complete_metadata(profile: SsoProfile, *, verify: bool | str = True) -> SsoProfile:
-    """The profile with the issuer's own metadata added where the vault's leaves gaps
-    (the vault's ``as_metadata`` has no device authorization endpoint, for one). What
-    the vault says wins; an issuer that does not answer leaves the profile as it is."""
-    issuer = profile.metadata.get("issuer")
-    if not isinstance(issuer, str) or not issuer:
-        return profile
-    async with httpx.AsyncClient(timeout=_TIMEOUT, verify=verify, trust_env=False) as http:
-        for suffix in _WELL_KNOWN:
-            try:
-                response = await http.get(issuer.rstrip("/") + suffix)
-                found = response.json() if response.status_code == 200 else None
-            except (httpx.HTTPError, ValueError):
-                found = None
-            if isinstance(found, dict):
-                return replace(profile, metadata={**found, **profile.metadata})
-    log.debug("no metadata document at the issuer of profile %s", profile.id)
-    return profile
 
 
 class TokenStore(Protocol):
@@ -217,7 +69,7 @@ def oauth_client(client_id: str, *, verify: bool | str = True, **kwargs: Any) ->
     return AsyncOAuth2Client(
         client_id=client_id,
         token_endpoint_auth_method="none",
-        timeout=_TIMEOUT,
+        timeout=TIMEOUT,
         verify=verify,
         trust_env=False,
         **kwargs,

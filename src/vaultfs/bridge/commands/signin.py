@@ -18,29 +18,30 @@ import sys
 import webbrowser
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import trio
 
-from vaultfs import errors
+from vaultfs import client, errors
 from vaultfs.bridge.commands.tokens import SignInStore
 from vaultfs.client import (
     DEFAULT_CLIENT_ID,
-    DeviceCode,
     Discovery,
     SsoProfile,
-    TokenLogin,
     VaultClient,
     complete_metadata,
     discover,
-    revoke,
-    sign_in_with_browser,
-    sign_in_with_device_code,
 )
+
+if TYPE_CHECKING:
+    from vaultfs.client import DeviceCode, TokenLogin
+
+# The token parts (client.TokenLogin, client.revoke, client.sign_in_with_*) are named
+# through the package where used: they load Authlib, which a password mount never needs.
 
 __all__ = [
     "SsoSettings",
     "SsoSetup",
-    "TokenLogin",
     "check_session",
     "how_user_signs_in",
     "interactive_sign_in",
@@ -171,13 +172,13 @@ def interactive_sign_in(setup: SsoSetup, *, device: bool) -> None:
     )
     if use_device:
         token = trio.run(
-            lambda: sign_in_with_device_code(
+            lambda: client.sign_in_with_device_code(
                 server, setup.client_id, setup.scope, _show_code, who=setup.user
             )
         )
     else:
         token = trio.run(
-            lambda: sign_in_with_browser(
+            lambda: client.sign_in_with_browser(
                 server, setup.client_id, setup.scope, _open_browser, who=setup.user
             )
         )
@@ -191,7 +192,7 @@ def interactive_sign_in(setup: SsoSetup, *, device: bool) -> None:
 
 
 def token_login(setup: SsoSetup) -> TokenLogin:
-    return TokenLogin(setup.user, setup.profile, setup.client_id, setup.store)
+    return client.TokenLogin(setup.user, setup.profile, setup.client_id, setup.store)
 
 
 def check_session(setup: SsoSetup) -> int | None:
@@ -218,7 +219,7 @@ def sign_out(url: str, user: str, settings: SsoSettings) -> tuple[bool, bool]:
             try:
                 setup = prepare(url, user, discovery, settings)
                 server = setup.profile.server
-                revoked = trio.run(revoke, server, setup.client_id, token["refresh_token"])
+                revoked = trio.run(client.revoke, server, setup.client_id, token["refresh_token"])
             except errors.VaultError as exc:
                 log.warning("the sign-in could not be revoked: %s", exc)
     found = store.delete()

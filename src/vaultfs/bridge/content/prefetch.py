@@ -26,6 +26,7 @@ big, is passed over without starting a task.
 from __future__ import annotations
 
 import logging
+from collections import deque
 from collections.abc import Awaitable, Callable
 
 import trio
@@ -46,6 +47,8 @@ AHEAD = 8
 SMALL = 1 << 20
 #: no prefetch below this many remaining burst calls (the client paces near 20)
 _BUDGET_RESERVE = 200
+#: folders whose listing order is kept for walks (memory does not grow with the vault)
+_FOLDERS_KEPT = 8
 
 
 class Prefetcher:
@@ -56,8 +59,10 @@ class Prefetcher:
         self._contents = contents
         self._client = client
         self._limiter = trio.CapacityLimiter(AHEAD)
-        #: doc id -> (its folder's documents in listing order, its position there)
-        self._position: dict[int, tuple[list[int], int]] = {}
+        #: the folders listed last, newest last: their documents in listing order, and
+        #: each document's position there (made when a walk first asks: a folder of
+        #: 100,000 documents is listed far more often than walked)
+        self._listed: deque[tuple[list[int], dict[int, int]]] = deque(maxlen=_FOLDERS_KEPT)
         self._pending: set[tuple[str, int]] = set()
         #: the document visited last, and whether that visit was a walk's
         self._last: int | None = None
@@ -68,8 +73,17 @@ class Prefetcher:
 
     def folder_listed(self, documents: list[int]) -> None:
         """A folder was opened: its documents, in the order the walk will visit them."""
-        for position, doc_id in enumerate(documents):
-            self._position[doc_id] = (documents, position)
+        self._listed.append((documents, {}))
+
+    def _position(self, doc_id: int) -> tuple[list[int], int] | None:
+        """The listed folder ``doc_id`` is in (the newest) and its position there."""
+        for documents, positions in reversed(self._listed):
+            if not positions and documents:
+                positions.update(zip(documents, range(len(documents)), strict=True))
+            position = positions.get(doc_id)
+            if position is not None:
+                return documents, position
+        return None
 
     def details_needed(self, doc_id: int) -> None:
         """The walk needs ``doc_id``'s details: fetch the next documents' too."""
@@ -93,7 +107,7 @@ class Prefetcher:
         last, self._last = self._last, doc_id
         if last == doc_id:
             return self._walking  # the same visit: its details, then its file
-        found = self._position.get(doc_id)
+        found = self._position(doc_id)
         continued = False
         if found is not None:
             documents, position = found
@@ -105,7 +119,7 @@ class Prefetcher:
 
     def _following(self, what: str, doc_id: int) -> list[int]:
         """The documents after ``doc_id`` this walk has not considered for ``what``."""
-        found = self._position.get(doc_id)
+        found = self._position(doc_id)
         if found is None:
             return []
         remaining = self._client.budget.burst_remaining

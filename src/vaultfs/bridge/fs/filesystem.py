@@ -108,7 +108,20 @@ class FileSystem:
 
     async def lookup(self, parent: int, name: str) -> Attr:
         parent_key = self._key(parent)
-        if not (parent_key == ROOT and name in self.registry.root_names):
+        at_root = parent_key == ROOT
+        if (
+            at_root
+            and name[:1] == "."
+            and name not in self.registry.root_names
+            and not self.tree.index.ready.is_set()
+        ):
+            # What desktops probe a new mount for (``.Trash``, ``.Trash-0``, ``.hidden``,
+            # ``.xdg-volume-info``) is not there: answered at once, not after the build
+            # or catch-up (no vault type is named so). A waiting lookup of the root held
+            # the kernel's other lookups there, ``.vaultfs`` too, until the index was
+            # ready: a desktop session made a mount's status wait for its catch-up.
+            raise errors.NotFound(name)
+        if not (at_root and name in self.registry.root_names):
             await self._ready(parent_key)
         child = await self.overlay.child(parent_key, name)
         if child is None:
@@ -152,16 +165,22 @@ class FileSystem:
         if key.kind in nodes.DETAILS_DIRS:  # listed from its details: read ahead
             self.parts.prefetch.details_needed(key.doc_id)
         await self._ready(key)
-        # Subdirectories before files: an ``rm -r`` walk of a version directory then
-        # empties its renditions before the version file's removal deletes the version.
-        listing = sorted(
-            (await self.overlay.children(key)).items(),
-            key=lambda item: (self.registry.is_file(item[1]), item[0]),  # names are unique
-        )
+        children = (await self.overlay.children(key)).items()
         if isinstance(key, FolderKey):
+            # A folder's entries are its documents and folders (directories) and scratch
+            # files: by name, which the index gives them in (a folder of 100,000
+            # documents is sorted in a pass).
+            listing = sorted(children)  # names are unique: keys are never compared
             # The order a walk visits the documents in: what the prefetch reads ahead.
             documents = [k.doc_id for _, k in listing if isinstance(k, DocumentKey)]
             self.parts.prefetch.folder_listed(documents)
+        else:
+            # Subdirectories before files: an ``rm -r`` walk of a version directory then
+            # empties its renditions before the version file's removal deletes it.
+            listing = sorted(
+                children,
+                key=lambda item: (self.registry.is_file(item[1]), item[0]),  # unique names
+            )
         fh = self.handles.add_dir(listing)
         self._dir_inodes[fh] = ino
         return fh

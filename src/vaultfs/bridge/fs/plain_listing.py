@@ -21,14 +21,22 @@ __all__ = ["UNKNOWN_INO", "file_type", "plain_entries"]
 
 #: the inode number of an entry whose node has none yet (libfuse's FUSE_UNKNOWN_INO)
 UNKNOWN_INO = 0xFFFFFFFF
+#: kind -> its nodes' type bits, learnt from the first key of each kind (a big folder's
+#: listing asks 100,000 times; a kind's type never changes)
+_TYPE_OF_KIND: dict[str | int, int] = {}
 
 
 def file_type(key: NodeKey) -> int:
     """The node's ``stat.S_IF*`` type bits, as its key tells them."""
-    key = typed(key)
-    if key.kind in key.LINK_KINDS:
-        return stat.S_IFLNK
-    return stat.S_IFREG if key.is_file else stat.S_IFDIR
+    found = _TYPE_OF_KIND.get(key[0])
+    if found is None:
+        key = typed(key)
+        if key.kind in key.LINK_KINDS:
+            found = stat.S_IFLNK
+        else:
+            found = stat.S_IFREG if key.is_file else stat.S_IFDIR
+        _TYPE_OF_KIND[key[0]] = found
+    return found
 
 
 def plain_entries(

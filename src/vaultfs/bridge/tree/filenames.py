@@ -27,9 +27,9 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
-__all__ = ["MAX_NAME_BYTES", "Sibling", "assign_names", "escape", "unescape"]
+__all__ = ["MAX_NAME_BYTES", "Sibling", "assign_names", "escape", "plain_names", "unescape"]
 
 MAX_NAME_BYTES = 255
 #: the empty label (an escape sequence that escaping a real character never produces)
@@ -110,9 +110,11 @@ def _with_suffix(name: str, suffix: str, keep_ext: bool) -> str:
     return f"{stem} [{suffix}]{ext}"
 
 
-@dataclass(frozen=True)
-class Sibling:
-    """One entry of a directory before naming: its label and a stable tie-break key."""
+class Sibling(NamedTuple):
+    """One entry of a directory before naming: its label and a stable tie-break key.
+
+    A tuple, not a dataclass: a folder of 100,000 documents makes 100,000 of them per
+    listing, and a frozen dataclass takes three times as long to make."""
 
     label: str
     #: what tells it apart (document id, API name): shown as ``[key]`` when needed
@@ -123,16 +125,27 @@ class Sibling:
     is_file: bool = False
 
 
+def plain_names(labels: Sequence[str], reserved: Iterable[str] = ()) -> list[str] | None:
+    """The escaped ``labels`` when they are the names (no two alike, none reserved, none
+    to cut), else None: then ``assign_names`` tells them apart. Needs no ``Sibling``
+    per entry: a folder of 100,000 documents is named in a few passes in C."""
+    escaped = [escape(label) for label in labels]
+    unique = set(escaped)
+    if len(unique) == len(escaped) and unique.isdisjoint(reserved) and all(map(_fits, escaped)):
+        return escaped
+    return None
+
+
 def assign_names(siblings: Sequence[Sibling], reserved: Iterable[str] = ()) -> list[str]:
     """Unique, safe file names for ``siblings`` (same order), none equal to ``reserved``.
 
     Deterministic: the same siblings give the same names, whatever their order.
     """
     taken = set(reserved)
+    plain = plain_names([s.label for s in siblings], taken)
+    if plain is not None:
+        return plain  # no duplicate, nothing to cut: every name is its label's
     escaped = [escape(s.label) for s in siblings]
-    unique = set(escaped)
-    if len(unique) == len(escaped) and not unique & taken and all(map(_fits, escaped)):
-        return escaped  # no duplicate, nothing to cut: every name is its label's
     groups: dict[str, list[int]] = {}
     for i, name in enumerate(escaped):
         groups.setdefault(name, []).append(i)

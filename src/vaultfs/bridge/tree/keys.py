@@ -329,7 +329,8 @@ def folder(*names: str) -> FolderKey:
 
 
 def document(doc_id: int) -> DocumentKey:
-    return DocumentKey(Kind.DOC, doc_id)
+    # The tuple made directly: a folder's listing makes one per document.
+    return tuple.__new__(DocumentKey, (Kind.DOC, doc_id))
 
 
 def events(doc_id: int) -> DocumentKey:

@@ -22,7 +22,7 @@ from cachetools import LRUCache
 from vaultfs import errors
 from vaultfs.bridge.tree import keys, nodes
 from vaultfs.bridge.tree.catalog import TypeCatalog
-from vaultfs.bridge.tree.filenames import Sibling, assign_names
+from vaultfs.bridge.tree.filenames import Sibling, assign_names, plain_names
 from vaultfs.bridge.tree.index import DocumentIndex, Record
 from vaultfs.bridge.tree.index_store import Times
 from vaultfs.bridge.tree.keys import FolderKey, typed
@@ -368,11 +368,15 @@ class Tree:
         # The folder's names are one query of the index, not a read of every record.
         levels = [str(part) for part in key[1:]] + ["", ""]
         in_folder = self.index.store.names_in(*levels[:3]) if key != ROOT else []
-        for doc_id, name in in_folder:
-            siblings.append(Sibling(name or str(doc_id), str(doc_id), (1, f"{doc_id:020d}")))
-            children.append(keys.document(doc_id))
         reserved = set(self._lister.root_names) if key == ROOT else set()
-        names = assign_names(siblings, reserved=reserved)
+        # A folder of 100,000 documents runs this per listing: its names are usually its
+        # labels as they are (``plain_names``), made without a ``Sibling`` each.
+        names_of = [s.label for s in siblings] + [n or str(i) for i, n in in_folder]
+        names = plain_names(names_of, reserved)
+        if names is None:
+            siblings += [Sibling(n or str(i), str(i), (1, f"{i:020d}")) for i, n in in_folder]
+            names = assign_names(siblings, reserved=reserved)
+        children += [keys.document(doc_id) for doc_id, _ in in_folder]
         listing = dict(zip(names, children, strict=True))
         if key == ROOT:
             # The vault's names win: a type labelled like a family's entry keeps its
