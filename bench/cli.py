@@ -69,6 +69,11 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         " once (the bulk create of a million takes 15-25 minutes here), later runs only"
         " top it up to --scale-documents",
     )  # fmt: skip
+    parser.add_argument(
+        "--scale-postgresql", action="store_true",
+        help="the scale workload also makes its vault on PostgreSQL (a throwaway cluster)"
+        " and times the bulk create and the last list page there",
+    )  # fmt: skip
     parser.add_argument("--out", type=Path, help="result file (default: bench/results/...)")
     return parser.parse_args(argv)
 
@@ -148,7 +153,14 @@ def main(argv: list[str] | None = None) -> int:
         for way in args.ways:
             _set_way(way)
             # A directory of each way's own: its mounts, caches and local references.
-            ctx = Context(vault, data, sizes, workdir / way, scale_vault=args.scale_vault)
+            ctx = Context(
+                vault,
+                data,
+                sizes,
+                workdir / way,
+                scale_vault=args.scale_vault,
+                scale_postgresql=args.scale_postgresql,
+            )
             ctx.workdir.mkdir()
             for name in names:
                 if way != args.ways[0] and name not in _PER_WAY:

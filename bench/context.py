@@ -22,6 +22,8 @@ class Context:
     workdir: Path
     #: the scale workload's vault kept between runs (``--scale-vault``), None: its own
     scale_vault: Path | None = None
+    #: the scale workload also times the server on PostgreSQL (``--scale-postgresql``)
+    scale_postgresql: bool = False
 
     def mount(self) -> Mount:
         """A new mount with a fresh cache: a cold mount (start it with ``with``)."""

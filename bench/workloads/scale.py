@@ -27,6 +27,7 @@ from typing import Any
 import httpx
 
 from vaultfs.testing.mount_process import MountProcess
+from vaultfs.testing.postgres import PostgresCluster
 from vaultfs.testing.vault_process import ADMIN, DEMO_PASSWORD, VaultProcess, wait_until
 from vaultfs.wire import API_VERSION, PAGE_LIMIT
 
@@ -143,6 +144,42 @@ class _Started:
         status = self.mount.status()
         self.calls = int(status["api_calls"]) - int(status["api_calls_by_endpoint"].get(_LOGIN, 0))
         return self
+
+
+def _on_postgresql(ctx: Context, count: int, repeats: int) -> list[Row]:
+    """The server's side of the scale workload on PostgreSQL: the bulk create of
+    ``count`` documents and the last list page, on a throwaway cluster."""
+    with PostgresCluster() as cluster:
+        server = VaultProcess(
+            ctx.workdir / "scale-server-postgresql",
+            extra_args=[*_SERVER_ARGS, "--database", cluster.create_database()],
+            env=cluster.env,
+        )
+        server.log_path = ctx.workdir / "scale-server-postgresql.log"
+        with server, _session(server) as client:
+            built = build(client, count)
+            page_first, page_again, total = last_page_seconds(client, repeats)
+    return [
+        Row(
+            f"scale: bulk CSV create of {count} documents, PostgreSQL",
+            f"{seconds(built)} ({seconds(built / count * 100_000)} per 100,000)",
+            "—",
+            None,
+            None,
+            f"{math.ceil(count / _BATCH)}",
+        ),
+        *(
+            Row(
+                f"scale: server list page at the last offset ({total} documents, sorted),"
+                f" {when}, PostgreSQL",
+                seconds(took),
+                "aim: 50 ms",
+                took * 1000,
+                Aim(False, 50),
+            )
+            for when, took in (("first", page_first), ("again", page_again))
+        ),
+    ]
 
 
 def _local_copy(folder: Path, target: Path) -> None:
@@ -297,4 +334,6 @@ def run(ctx: Context) -> list[Row]:
             Aim(False, 50),
         ),
     ]
+    if ctx.scale_postgresql:
+        rows += _on_postgresql(ctx, count, repeats)
     return rows
