@@ -14,6 +14,7 @@ becomes when written or removed is the node families' (``bridge.nodes``) and
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 
 from vaultfs import errors
 from vaultfs.bridge.tree import keys
@@ -102,12 +103,16 @@ class Overlay:
             return None
         return child
 
-    async def children(self, parent: NodeKey) -> dict[str, NodeKey]:
+    async def children(self, parent: NodeKey) -> Mapping[str, NodeKey]:
+        """The listing of ``parent`` as programs see it; the tree's own (not a copy: a
+        folder of a million documents) when nothing in it is hidden or added."""
         listing = await self.tree.children(parent)
-        listing = {n: k for n, k in listing.items() if not self.hidden(k)}
-        if self.scratch is not None:
-            listing.update(self.scratch.names_in(parent))
-        return listing
+        scratch = self.scratch.names_in(parent) if self.scratch is not None else {}
+        if not self._hidden and not scratch:
+            return listing
+        shown = {n: k for n, k in listing.items() if not self.hidden(k)}
+        shown.update(scratch)
+        return shown
 
     async def source_name(self, doc_id: int) -> str | None:
         """The name of the document's source file in its directory (hidden or not)."""
