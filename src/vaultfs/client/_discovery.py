@@ -19,6 +19,7 @@ import httpx
 from vaultfs.errors import VaultError, VaultUnavailable
 
 from ._errors import error_from_response, parse_json
+from ._transport import tls_context
 
 __all__ = [
     "DEFAULT_CLIENT_ID",
@@ -123,7 +124,7 @@ async def discover(
     url = f"{base_url.rstrip('/')}/auth/discovery"
     # Short: a vault that does not answer is found out by the sign-in that follows.
     async with httpx.AsyncClient(
-        timeout=_DISCOVERY_TIMEOUT, verify=verify, trust_env=False
+        timeout=_DISCOVERY_TIMEOUT, verify=tls_context(verify), trust_env=False
     ) as http:
         try:
             response = await http.post(url, data=form, headers={"Accept": "application/json"})
@@ -159,7 +160,9 @@ async def complete_metadata(profile: SsoProfile, *, verify: bool | str = True) -
     issuer = profile.metadata.get("issuer")
     if not isinstance(issuer, str) or not issuer:
         return profile
-    async with httpx.AsyncClient(timeout=TIMEOUT, verify=verify, trust_env=False) as http:
+    async with httpx.AsyncClient(
+        timeout=TIMEOUT, verify=tls_context(verify), trust_env=False
+    ) as http:
         for suffix in _WELL_KNOWN:
             try:
                 response = await http.get(issuer.rstrip("/") + suffix)

@@ -36,6 +36,7 @@ from vaultfs.errors import SignInExpired, UsernameOrPasswordIncorrect, VaultErro
 
 from ._discovery import TIMEOUT, AuthServer, SsoProfile
 from ._session import PostCall
+from ._transport import tls_context
 
 __all__ = [
     "TokenLogin",
@@ -70,7 +71,7 @@ def oauth_client(client_id: str, *, verify: bool | str = True, **kwargs: Any) ->
         client_id=client_id,
         token_endpoint_auth_method="none",
         timeout=TIMEOUT,
-        verify=verify,
+        verify=tls_context(verify),
         trust_env=False,
         **kwargs,
     )
