@@ -73,6 +73,8 @@ class Prefetcher:
 
     def folder_listed(self, documents: list[int]) -> None:
         """A folder was opened: its documents, in the order the walk will visit them."""
+        if self._listed and self._listed[-1][0] == documents:
+            return  # the same folder again, unchanged: its order (and places) stand
         self._listed.append((documents, {}))
 
     def _position(self, doc_id: int) -> tuple[list[int], int] | None:
