@@ -3,10 +3,10 @@
 Owns what a front has for each user it serves: the core started as the mount starts
 it (``daemon.core_start``: the cache directory and its owner, the signed-in client,
 the options, the spool's settings, the index), the daemon built by ``build_daemon``
-without a kernel to tell, its workers started in the front's nursery, the check-outs
-a killed front left ended before anything is served (``locks.release_left``), and
-WsgiDAV's application over the tree (``resources``) with its locks (``locks``). The
-loopback front has one; a front beyond loopback one per WebDAV user (``users``).
+without a kernel to tell, its workers started in the front's nursery (the spool's
+releases what a killed front left checked out), and WsgiDAV's application over the
+tree (``resources``) with its locks (``locks``) and their sweep. The loopback front
+has one; a front beyond loopback one per WebDAV user (``users``).
 """
 
 from __future__ import annotations
@@ -128,16 +128,13 @@ async def open_front(
         status_extra=lambda: {"pid": os.getpid(), "webdav": f"{config.host}:{config.port}"},
     )
     pfs = PathFileSystem(daemon.filesystem)
-    marks = config.cache_dir / "webdav"
-    marks.mkdir(mode=0o700, exist_ok=True)
-    locks = VaultLocks(pfs, core.client, marks)
+    locks = VaultLocks(pfs, daemon.filesystem.parts.write.editor_locks)
     spool = daemon.spool
-    # Before anything is served: a LOCK must not meet a release of its document.
-    await locks.release_left(lambda doc_id: spool is not None and spool.entry(doc_id) is not None)
-    provider = VaultProvider(pfs, read_only=config.read_only, after_save=locks.after_save)
+    provider = VaultProvider(pfs, read_only=config.read_only)
     await nursery.start(daemon.blobs.run)
     await nursery.start(daemon.filesystem.freshness.run)
     await nursery.start(daemon.index.run, config.poll_interval)
     if spool is not None:
         await nursery.start(spool.run)
+    await nursery.start(locks.sweep)
     return UserFront(wsgi_app(provider, locks), core.client, daemon, locks)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import dataclasses
 import io
 import stat
-from collections.abc import Callable
 from typing import Any
 
 from wsgidav.dav_error import HTTP_FORBIDDEN, DAVError
@@ -36,20 +35,12 @@ _CHUNK = 1 << 20
 
 
 class VaultProvider(DAVProvider):
-    """The tree of one signed-in user's core; ``after_save(path)``: called after each
-    save of a file (a WebDAV lock on it takes the vault's lock again, ``locks``)."""
+    """The tree of one signed-in user's core."""
 
-    def __init__(
-        self,
-        pfs: PathFileSystem,
-        *,
-        read_only: bool = False,
-        after_save: Callable[[str], None] | None = None,
-    ) -> None:
+    def __init__(self, pfs: PathFileSystem, *, read_only: bool = False) -> None:
         super().__init__()
         self.pfs = pfs
         self.read_only = read_only
-        self.after_save = after_save
 
     def is_readonly(self) -> bool:
         return self.read_only
@@ -252,10 +243,6 @@ class File(_Node, DAVNonCollection):
             raise DAVError(HTTP_FORBIDDEN)
         fh = core(self.provider.pfs.open_write, self.path)
         return _Writer(self.provider.pfs, fh)
-
-    def end_write(self, *, with_errors: bool) -> None:
-        if self.provider.after_save is not None and not with_errors:
-            self.provider.after_save(self.path)
 
     def copy_move_single(self, dest_path: str, *, is_move: bool) -> None:
         if is_move:
