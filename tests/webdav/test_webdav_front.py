@@ -342,3 +342,62 @@ def test_a_folder_longer_than_a_readdir_batch_is_listed_whole(dav: httpx.Client)
         assert dav.put(quote(f"/Clinical/{name}"), content=b"x").status_code in (201, 204)
     listed = propfind(dav, "/Clinical/", ["{DAV:}getcontentlength"])
     assert names <= {href.rsplit("/", 1)[1] for href in listed}
+
+
+def test_a_check_out_is_never_shown_as_a_lock_file(
+    dav: httpx.Client, api: httpx.Client, module_vault: VaultProcess
+) -> None:
+    """The mount shows another user's check-out as LibreOffice's lock file; the front
+    does not (its clients learn of it from LOCK, answered 423), nor its own user's."""
+    path = source_path(dav, 11)
+    folder, name = path.rsplit("/", 1)
+    folder += "/"
+    lock_file = f"{folder}.~lock.{name}#"
+    locked = f"{{{FIELDS}}}user.vault.locked__v"
+    editor = {"Authorization": login(module_vault.url, EDITOR)}
+    lock_url = f"{module_vault.url}{API}/objects/documents/11/lock"
+    assert httpx.post(lock_url, headers=editor).json()["responseStatus"] == "SUCCESS"
+    try:
+        # The refused LOCK shows the check-out at once (no wait for a poll).
+        assert dav.request("LOCK", quote(path), content=lock_body()).status_code == 423
+        before = api_calls(dav)
+        listed = propfind(dav, folder, [locked, "{DAV:}getcontentlength"])
+        assert listed[folder][locked] == "true"
+        assert lock_file not in listed
+        assert api_calls(dav) == before  # from the index: no call for a holder
+        assert dav.get(quote(lock_file)).status_code == 404
+        # LibreOffice through a drive letter writes its lock file: refused, as the
+        # mount refuses it (EBUSY), and nothing is made.
+        assert dav.put(quote(lock_file), content=b"x,y;").status_code == 423
+        assert lock_file not in propfind(dav, folder, [locked])
+    finally:
+        httpx.delete(lock_url, headers=editor)
+    r = dav.request("LOCK", quote(path), headers={"Timeout": "Second-600"}, content=lock_body())
+    assert r.status_code == 200, r.text
+    try:
+        listed = propfind(dav, folder, [locked])
+        assert listed[folder][locked] == "true"  # checked out, by this user
+        assert lock_file not in listed
+    finally:
+        dav.request("UNLOCK", quote(path), headers={"Lock-Token": r.headers["Lock-Token"]})
+
+
+def test_a_lock_whose_client_went_away_ends_with_its_timeout(
+    dav: httpx.Client, api: httpx.Client
+) -> None:
+    """An editor that crashed never sends UNLOCK: the check-out ends when the lock's
+    timeout is over, whether or not a request touches the document again."""
+    path = quote(source_path(dav, 12))
+    versions = version_count(api, 12)
+    r = dav.request("LOCK", path, headers={"Timeout": "Second-2"}, content=lock_body())
+    assert r.status_code == 200, r.text
+    assert record(api, 12)["document"]["locked__v"] is True
+    wait_until(
+        lambda: record(api, 12)["document"]["locked__v"] is False,
+        timeout=30,
+        what="the expired lock's check-out to end",
+    )
+    # The lock is gone with it: a save under its token is refused, nothing written.
+    token = r.headers["Lock-Token"]
+    assert dav.put(path, content=b"late", headers={"If": f"({token})"}).status_code == 412
+    assert version_count(api, 12) == versions

@@ -126,6 +126,9 @@ async def open_front(
         spool=core.spool,
         index_store=core.index_store,
         status_extra=lambda: {"pid": os.getpid(), "webdav": f"{config.host}:{config.port}"},
+        # A WebDAV client learns of another's check-out from LOCK (423, the holder
+        # named) and never reads LibreOffice's lock files; Explorer would show them.
+        lock_files=False,
     )
     pfs = PathFileSystem(daemon.filesystem)
     locks = VaultLocks(pfs, daemon.filesystem.parts.write.editor_locks)
