@@ -1,7 +1,8 @@
 """LibreOffice's own WebDAV client (``vnd.sun.star.webdav://``) against the front: a .docx
 opened for editing is checked out in the vault while it is open and checked in when
 it closes, each of its saves is one version holding exactly the bytes LibreOffice
-sent, and a document another user holds opens read-only, never written.
+sent, and a document another user holds opens read-only, never written, its holder
+where LibreOffice looks for one (the lock's owner).
 
 LibreOffice (7.4, headless, driven through UNO by ``apps/office_uno.py``) talks to
 the front through a relay that records what it sent (``recording``): the test sees
@@ -13,7 +14,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
@@ -27,6 +27,7 @@ from tests.webdav.recording import RecordingRelay
 from tests.webdav.test_webdav_front import (
     api_calls,
     latest_bytes,
+    lock_owners,
     record,
     source_path,
 )
@@ -66,18 +67,6 @@ def versions(api: httpx.Client, doc_id: int) -> list[str]:
 
 def locked(api: httpx.Client, doc_id: int) -> bool:
     return bool(record(api, doc_id)["document"]["locked__v"])
-
-
-def lock_owners(dav: httpx.Client, path: str) -> str:
-    """The owners of the WebDAV locks on ``path`` (its ``lockdiscovery``), as text."""
-    body = (
-        '<?xml version="1.0"?><D:propfind xmlns:D="DAV:"><D:prop><D:lockdiscovery/>'
-        "</D:prop></D:propfind>"
-    )
-    r = dav.request("PROPFIND", quote(path), headers={"Depth": "0"}, content=body)
-    assert r.status_code == 207, r.text
-    owners = ET.fromstring(r.content).iter("{DAV:}owner")
-    return " ".join("".join(owner.itertext()) for owner in owners)
 
 
 class Session:
@@ -203,5 +192,9 @@ def test_libreoffice_opens_a_document_another_user_holds_read_only(
         assert [r.method for r in sent].count("LOCK") == 1
         assert not any(r.method == "PUT" for r in sent)
         assert versions(api, doc_id) == first
+        # After the 423 LibreOffice asks the lock's owner, to name who edits it (in a
+        # dialog, when it has a screen): the holder is what it finds.
+        assert any(r.method == "PROPFIND" and b"lockdiscovery" in r.body for r in sent)
+        assert EDITOR in lock_owners(dav, path)
     finally:
         httpx.delete(lock_url, headers=editor)

@@ -97,6 +97,18 @@ def lock_body() -> str:
     )
 
 
+def lock_owners(dav: httpx.Client, path: str) -> str:
+    """The owners of the WebDAV locks on ``path`` (its ``lockdiscovery``), as text."""
+    body = (
+        '<?xml version="1.0"?><D:propfind xmlns:D="DAV:"><D:prop><D:lockdiscovery/>'
+        "</D:prop></D:propfind>"
+    )
+    r = dav.request("PROPFIND", quote(path), headers={"Depth": "0"}, content=body)
+    assert r.status_code == 207, r.text
+    owners = ET.fromstring(r.content).iter("{DAV:}owner")
+    return " ".join("".join(owner.itertext()) for owner in owners)
+
+
 # --- the tests ------------------------------------------------------------------------
 
 
@@ -360,6 +372,9 @@ def test_a_check_out_is_never_shown_as_a_lock_file(
     try:
         # The refused LOCK shows the check-out at once (no wait for a poll).
         assert dav.request("LOCK", quote(path), content=lock_body()).status_code == 423
+        # Where a WebDAV client looks for the holder (LibreOffice does, after a 423):
+        # the source file's lockdiscovery, an active lock without a token.
+        assert EDITOR in lock_owners(dav, path)
         before = api_calls(dav)
         listed = propfind(dav, folder, [locked, "{DAV:}getcontentlength"])
         assert listed[folder][locked] == "true"
@@ -378,6 +393,7 @@ def test_a_check_out_is_never_shown_as_a_lock_file(
         listed = propfind(dav, folder, [locked])
         assert listed[folder][locked] == "true"  # checked out, by this user
         assert lock_file not in listed
+        assert lock_owners(dav, path) == "test"  # its own lock only
     finally:
         dav.request("UNLOCK", quote(path), headers={"Lock-Token": r.headers["Lock-Token"]})
 
@@ -401,3 +417,14 @@ def test_a_lock_whose_client_went_away_ends_with_its_timeout(
     token = r.headers["Lock-Token"]
     assert dav.put(path, content=b"late", headers={"If": f"({token})"}).status_code == 412
     assert version_count(api, 12) == versions
+
+
+def test_propfind_of_property_names_names_them(dav: httpx.Client) -> None:
+    """RFC 4918's ``<propname/>`` (LibreOffice asks it of every document it opens)."""
+    path = source_path(dav, 14)
+    body = '<?xml version="1.0"?><D:propfind xmlns:D="DAV:"><D:propname/></D:propfind>'
+    r = dav.request("PROPFIND", quote(path), headers={"Depth": "0"}, content=body)
+    assert r.status_code == 207, r.text
+    names = {prop.tag for prop in ET.fromstring(r.content).iter() if prop.text is None}
+    assert {"{DAV:}getcontentlength", "{DAV:}lockdiscovery", FILENAME, ID} <= names
+    assert not any(prop.text for prop in ET.fromstring(r.content).iter("{DAV:}getetag"))

@@ -15,6 +15,12 @@ earlier daemon left (``SpoolLocking.release_stale_locks``); the document counts 
 held here, so its directory shows no lock file naming its own user. A document
 another user holds is refused with 423 Locked, naming the holder.
 
+A document checked out elsewhere (another user, or this user on another machine) holds
+no WebDAV lock of this front, yet its source file is locked: ``held_elsewhere`` names
+the holder, which the resource adds to its ``lockdiscovery`` as an active lock without
+a token (RFC 4918 14.1 makes the token optional), where a client looks after a LOCK
+answered 423 (LibreOffice does, to name who edits the document).
+
 WsgiDAV purges an expired lock only when a request touches it; ``purge_expired``,
 run every ``SWEEP_INTERVAL`` seconds by the front, ends the check-out of a lock whose
 client went away without UNLOCK (a crashed editor) once its timeout is over.
@@ -90,6 +96,23 @@ class VaultLocks(LockStorageDict):
             core(self.holds.let_go, doc_id)
             log.info("webdav: document %d: its WebDAV lock ended", doc_id)
         return deleted
+
+    def held_elsewhere(self, path: str) -> str | None:
+        """Who holds the document whose latest source file ``path`` is, when that is
+        not this front (no WebDAV lock or save of its own); None when nobody does."""
+        return core(self._held_elsewhere, path)
+
+    async def _held_elsewhere(self, path: str) -> str | None:
+        doc_id = await self.pfs.source_document(path)
+        spool = self.holds.editing.spool
+        if doc_id is None or doc_id in self.holds.held:
+            return None
+        if spool is not None and spool.entry(doc_id) is not None:
+            return None  # a save of this front's own
+        record = self.holds.tree.index.get(doc_id)
+        if not record or not record.get("locked__v"):
+            return None  # the index says nobody holds it: no call
+        return await self.holds.holder_name(doc_id)
 
     def purge_expired(self) -> None:
         """End every lock whose timeout is over (run in a thread of the front)."""
