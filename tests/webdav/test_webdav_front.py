@@ -387,6 +387,12 @@ def test_a_check_out_is_never_shown_as_a_lock_file(
         assert lock_file not in propfind(dav, folder, [locked])
     finally:
         httpx.delete(lock_url, headers=editor)
+    # Written by this user (a free document), the lock file checks it out, as on the
+    # mount; removed, it ends the check-out.
+    assert dav.put(quote(lock_file), content=b"x,y;").status_code == 201
+    assert record(api, 11)["document"]["locked__v"] is True
+    assert dav.delete(quote(lock_file)).status_code == 204
+    assert record(api, 11)["document"]["locked__v"] is False
     r = dav.request("LOCK", quote(path), headers={"Timeout": "Second-600"}, content=lock_body())
     assert r.status_code == 200, r.text
     try:
