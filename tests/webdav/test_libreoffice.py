@@ -25,9 +25,10 @@ from tests.conftest import API, EDITOR, login
 from tests.programs import Office
 from tests.webdav.recording import RecordingRelay
 from tests.webdav.test_webdav_front import (
-    api_calls,
+    ID,
     latest_bytes,
     lock_owners,
+    propfind,
     record,
     source_path,
 )
@@ -35,11 +36,31 @@ from vaultfs.server.samples import docx_bytes
 from vaultfs.testing.vault_process import VaultProcess, wait_until
 from vaultfs.testing.webdav_process import WebdavProcess
 
-#: The API calls of a whole editing session, open to close, with two saves (measured 8
-#: with LibreOffice 7.4: its GET of the content, the check-out, each save's record and
-#: upload, a read of the new content, the end of the check-out; its 30-odd PROPFINDs
-#: cost none)
+MODIFIED = "{urn:vaultfs:fields}user.vault.version_modified_date__v"
+#: the calls of the index's look at the vault's changes
+POLLS = ("GET /objects/documents", "GET /objects/deletions/documents")
+#: The API calls of a whole editing session, open to close, with two saves, but for the
+#: polls (measured 8 with LibreOffice 7.4: its GET of the content, the check-out, each
+#: save's record and upload, a read of the new content, the end of the check-out; its
+#: 30-odd PROPFINDs cost none)
 MAX_CALLS_A_SESSION = 12
+
+
+@pytest.fixture(scope="module")
+def front(
+    module_vault: VaultProcess, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[WebdavProcess]:
+    """The front, looking for the vault's changes every second: what the vault says of
+    a document while LibreOffice holds it open (its check-out moved the record's
+    modification time) reaches the front before LibreOffice saves, as it does in a
+    session of minutes at the default interval."""
+    process = WebdavProcess(
+        module_vault.url, tmp_path_factory.mktemp("webdav-lo"), args=["--poll-interval", "1"]
+    )
+    try:
+        yield process.start()
+    finally:
+        process.stop()
 
 
 @pytest.fixture
@@ -53,12 +74,36 @@ def all_documents(api: httpx.Client) -> set[int]:
 
 
 def new_docx(dav: httpx.Client, api: httpx.Client, name: str, lines: list[str]) -> int:
-    """A new .docx document, made by a PUT in a type folder; its id."""
-    before = all_documents(api)
-    r = dav.put(quote(f"/General/{name}.docx"), content=docx_bytes(lines))
-    assert r.status_code == 201, r.text
-    (doc_id,) = all_documents(api) - before
+    """A new .docx document, made through the API (by another client: nothing of this
+    front's own is known of it); its id once the front shows it."""
+    r = api.post(
+        "/objects/documents",
+        data={"type__v": "General", "lifecycle__v": "General Lifecycle", "name__v": name},
+        files={"file": (f"{name}.docx", docx_bytes(lines))},
+    )
+    body = r.json()
+    assert body["responseStatus"] == "SUCCESS", body
+    doc_id = int(body["id"])
+    wait_until(
+        lambda: propfind(dav, "/General/", [ID]).get(f"/General/{name}/", {}).get(ID),
+        timeout=30,
+        what="the front to show the new document",
+    )
     return doc_id
+
+
+def calls_but_polls(dav: httpx.Client) -> int:
+    """The front's API calls so far, but for its looks at the vault's changes (every
+    second here: ``front``)."""
+    status = dav.get("/.vaultfs/status").json()
+    by_endpoint = status["api_calls_by_endpoint"]
+    return int(status["api_calls"]) - sum(by_endpoint.get(polled, 0) for polled in POLLS)
+
+
+def props(dav: httpx.Client, path: str, name: str) -> str | None:
+    """The property ``name`` of the file at ``path``, through the front."""
+    value: str | None = propfind(dav, path, [name], depth="0")[path].get(name)
+    return value
 
 
 def versions(api: httpx.Client, doc_id: int) -> list[str]:
@@ -113,7 +158,8 @@ def test_libreoffice_edits_a_docx_through_the_front(
     original, first = latest_bytes(api, doc_id), versions(api, doc_id)
     documents = all_documents(api)
     url = f"vnd.sun.star.webdav://127.0.0.1:{relay.port}{quote(path)}"
-    before = api_calls(dav)
+    opened_at = props(dav, path, "{DAV:}getlastmodified")
+    before = calls_but_polls(dav)
 
     session = Session(office, url)
     try:
@@ -121,6 +167,17 @@ def test_libreoffice_edits_a_docx_through_the_front(
         # Open for editing: checked out in the vault, and a WebDAV lock says so.
         assert locked(api, doc_id)
         assert "LibreOffice" in lock_owners(dav, path)
+        # The check-out moved the vault's modification time of the document; once the
+        # front has seen that, the file still shows the time it had when LibreOffice
+        # opened it (LibreOffice would take another for someone else's change, and
+        # refuse to save without asking).
+        vault_stamp = record(api, doc_id)["document"]["version_modified_date__v"]
+        wait_until(
+            lambda: props(dav, path, MODIFIED) == vault_stamp,
+            timeout=30,
+            what="the front to see the check-out's record",
+        )
+        assert props(dav, path, "{DAV:}getlastmodified") == opened_at
         for n, text in enumerate(["First save. ", "Second save. "], start=1):
             assert session.tell(f"save {text}") == {"saved": True}
             # Each save is one version, in the vault before LibreOffice is told; the
@@ -138,7 +195,7 @@ def test_libreoffice_edits_a_docx_through_the_front(
     # Closed: UNLOCK, checked in, no version more.
     wait_until(lambda: not locked(api, doc_id), timeout=15, what="the check-out to end")
     assert len(versions(api, doc_id)) == len(first) + 2
-    calls = api_calls(dav) - before
+    calls = calls_but_polls(dav) - before
 
     # What LibreOffice asked: one LOCK, a PUT under its token at each save, one UNLOCK
     # of the same token; never a lock file beside the document.

@@ -106,6 +106,9 @@ class EditorLocks:
         spool = self.editing.spool
         if spool is None:
             raise ReadOnly("this mount has no write-back spool")
+        # The editor read the file's time as it opened it: the check-out, which moves
+        # the vault's, must not look like someone else's change (``Tree.keep_mtime``).
+        self.tree.keep_mtime(doc_id)
         try:
             await spool.hold(doc_id)
         except LockedByOther:
