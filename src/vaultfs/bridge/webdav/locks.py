@@ -91,8 +91,8 @@ class VaultLocks(LockStorageDict):
         deleted: bool = super().delete(token)
         doc_id = self._documents.pop(token, None)
         if doc_id is not None:
-            # The last check-out of the document ends: unlocked (a save still being
-            # checked in unlocks it with its own check-in).
+            # This lock's hold goes; the last hold of the document ends the check-out
+            # (a save still being checked in then unlocks it with its own check-in).
             core(self.holds.let_go, doc_id)
             log.info("webdav: document %d: its WebDAV lock ended", doc_id)
         return deleted
