@@ -1,4 +1,5 @@
-"""Fixtures shared by every test tier: a real local vault server process."""
+"""Fixtures shared by every test tier: a real local vault server process, its API, a
+mount of it, and one LibreOffice for the whole run."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import httpx
 import pytest
 
 from tests import parallel
+from tests.programs import Office, need, need_uno
 from vaultfs.testing.mount_process import MountProcess, can_mount
 from vaultfs.testing.vault_process import ADMIN, DEMO_PASSWORD, EDITOR, VIEWER, VaultProcess
 
@@ -102,3 +104,15 @@ def admin_session(vault_server: VaultProcess) -> str:
 
 
 __all__ = ["ADMIN", "API", "DEMO_PASSWORD", "EDITOR", "VIEWER", "login"]
+
+
+@pytest.fixture(scope="session")
+def office(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Office]:
+    """One headless LibreOffice for the whole run (tests/apps, tests/webdav)."""
+    need("soffice")
+    need_uno()
+    instance = Office(tmp_path_factory.mktemp("office"))
+    try:
+        yield instance.start()
+    finally:
+        instance.stop()

@@ -1,6 +1,6 @@
 """Fixtures of the save matrix: a vault and a mount (at the default poll interval) of
-this module's own, a vault API client, documents made for one test, and one LibreOffice
-for the whole run.
+this module's own, a vault API client and documents made for one test (LibreOffice is
+the ``office`` fixture of tests/conftest.py).
 
 Every save is judged the same way (``Save.check``): exactly one new draft, holding
 exactly the bytes the program wrote, the lock released, the older version intact, and
@@ -9,14 +9,10 @@ no helper file (lock, temp, backup, swap) made into a document or a version.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import itertools
 import os
-import shutil
-import signal
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,20 +23,6 @@ from vaultfs.testing.mount_process import MountProcess
 from vaultfs.testing.vault_process import wait_until
 
 GENERAL = {"type__v": "General", "lifecycle__v": "General Lifecycle"}
-#: Debian's Python, for which python3-uno is built (the tests' own may be another)
-SYSTEM_PYTHON = "/usr/bin/python3"
-OFFICE_DRIVER = Path(__file__).with_name("office_uno.py")
-
-
-def need(program: str) -> str:
-    """The path of ``program``; in CI its absence fails the test (the README's test
-    command installs it), elsewhere it skips."""
-    path = shutil.which(program)
-    if path is None:
-        if os.environ.get("CI"):
-            pytest.fail(f"{program} is not installed: ./run test installs it")
-        pytest.skip(f"needs {program}")
-    return path
 
 
 _names = itertools.count(1)
@@ -142,64 +124,3 @@ def run(*argv: str | Path, check: bool = True, **kwargs: Any) -> subprocess.Comp
     if check:
         assert result.returncode == 0, f"{argv}: {result.returncode}\n{result.stderr}"
     return result
-
-
-class Office:
-    """One headless LibreOffice, driven by ``office_uno.py`` one action at a time."""
-
-    def __init__(self, root: Path) -> None:
-        self.pipe = f"vaultfs-test-{os.getpid()}"
-        self.profile = root / "profile"
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> Office:
-        soffice = need("soffice")
-        self.proc = subprocess.Popen(
-            [
-                soffice,
-                "--headless",
-                "--invisible",
-                "--nologo",
-                "--norestore",
-                "--nodefault",
-                "--nolockcheck",
-                f"-env:UserInstallation={self.profile.as_uri()}",
-                f"--accept=pipe,name={self.pipe};urp;",
-            ],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,  # its helper processes go with it (killpg)
-        )
-        return self
-
-    def __call__(self, *args: str | Path, check: bool = True) -> subprocess.CompletedProcess[str]:
-        return run(SYSTEM_PYTHON, OFFICE_DRIVER, self.pipe, *args, check=check)
-
-    def stop(self) -> None:
-        proc, self.proc = self.proc, None
-        if proc is None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
-
-
-@pytest.fixture(scope="session")
-def office(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Office]:
-    need("soffice")
-    probe = subprocess.run([SYSTEM_PYTHON, "-c", "import uno"], capture_output=True, check=False)
-    if probe.returncode != 0:
-        if os.environ.get("CI"):
-            pytest.fail("python3-uno is not installed: ./run test installs it")
-        pytest.skip("needs python3-uno")
-    instance = Office(tmp_path_factory.mktemp("office"))
-    try:
-        yield instance.start()
-    finally:
-        instance.stop()

@@ -12,6 +12,12 @@ Actions:
   hold PATH                 open PATH, report whether it is read-only, keep it open until
                             a line comes on stdin, then close it
   text PATH                 open PATH, print its text, close
+  session PATH              open PATH, report whether it is read-only, then one command
+                            a line on stdin: "save TEXT" inserts TEXT and saves (store),
+                            "close" closes it; one line of JSON answers each
+
+PATH is a file's path, or a URL LibreOffice opens itself (``vnd.sun.star.webdav://``:
+its own WebDAV client).
 """
 
 import json
@@ -52,7 +58,7 @@ def desktop(pipe):
 
 
 def load(office, path):
-    url = uno.systemPathToFileUrl(path)
+    url = path if "://" in path else uno.systemPathToFileUrl(path)
     doc = office.loadComponentFromURL(url, "_blank", 0, props(Hidden=True))
     if doc is None:
         print(json.dumps({"loaded": False}))
@@ -95,6 +101,20 @@ def main(pipe, action, *args):
         sys.stdin.readline()
         doc.close(True)
         print(json.dumps({"closed": True}))
+    elif action == "session":
+        (path,) = args
+        doc = load(office, path)
+        print(json.dumps({"readonly": bool(doc.isReadonly())}), flush=True)
+        for line in sys.stdin:
+            command, _, text = line.rstrip("\n").partition(" ")
+            if command == "save":
+                insert(doc, text)
+                doc.store()
+                print(json.dumps({"saved": True}), flush=True)
+            elif command == "close":
+                doc.close(True)
+                print(json.dumps({"closed": True}), flush=True)
+                break
     elif action == "text":
         (path,) = args
         doc = load(office, path)

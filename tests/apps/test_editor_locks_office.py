@@ -11,14 +11,9 @@ import subprocess
 import httpx
 import pytest
 
-from tests.apps.conftest import (
-    OFFICE_DRIVER,
-    SYSTEM_PYTHON,
-    Documents,
-    Office,
-    Save,
-)
+from tests.apps.conftest import Documents, Save
 from tests.conftest import EDITOR, login
+from tests.programs import OFFICE_DRIVER, SYSTEM_PYTHON, Office
 from vaultfs.server.samples import docx_bytes
 from vaultfs.testing.vault_process import VaultProcess, wait_until
 

@@ -18,10 +18,11 @@ import httpx
 import pytest
 
 from tests.conftest import API, EDITOR, login
+from tests.programs import Office, need
 from vaultfs.server.samples import docx_bytes, pdf_bytes
 from vaultfs.testing.vault_process import VaultProcess, wait_until
 
-from .conftest import Documents, Office, Save, need, run, total_documents
+from .conftest import Documents, Save, run, total_documents
 
 pytestmark = pytest.mark.mount
 

@@ -20,11 +20,12 @@ import httpx
 import pytest
 
 from tests.conftest import API, login
+from tests.programs import Office, need
 from vaultfs.server.samples import docx_bytes
 from vaultfs.testing.mount_process import MountProcess
 from vaultfs.testing.vault_process import VaultProcess
 
-from .conftest import Office, need, run, total_documents
+from .conftest import run, total_documents
 
 pytestmark = pytest.mark.mount
 

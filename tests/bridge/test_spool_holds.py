@@ -7,8 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import trio
+import trio.testing
 
 from vaultfs.bridge.write.editor_locks import lock_file_name, lock_line, locks_source
+from vaultfs.bridge.write.spool import lock_marks
 from vaultfs.errors import LockedByOther
 
 from .test_spool_unit import (
@@ -19,6 +22,7 @@ from .test_spool_unit import (
     FakeVault,
     check_out,
     make_spool,
+    running,
     spool_files,
 )
 
@@ -99,6 +103,43 @@ async def test_two_lock_files_hold_one_check_out(vault: FakeVault, tmp_path: Pat
     assert vault.calls["lock"] == 1
     await spool.let_go(DOC)
     assert vault.locks == {DOC: ME}
+    await spool.let_go(DOC)
+    assert vault.locks == {}
+
+
+class SlowUnlock(FakeVault):
+    """A vault whose unlock waits until ``go`` is set (``unlocking`` says it began,
+    ``unlocked`` that it is done)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.unlocking, self.go, self.unlocked = trio.Event(), trio.Event(), trio.Event()
+
+    async def unlock(self, doc_id: int) -> None:
+        self.unlocking.set()
+        await self.go.wait()
+        await super().unlock(doc_id)
+        self.unlocked.set()
+
+
+async def test_a_hold_asked_while_a_left_lock_is_released_locks_afresh(tmp_path: Path) -> None:
+    """A daemon starts and releases the lock an earlier one left (a killed WebDAV front
+    whose LOCK was held); a check-out asked meanwhile waits, then takes a lock of its
+    own, not the one about to be released."""
+    vault = SlowUnlock()
+    vault.locks[DOC] = ME  # left by the earlier daemon
+    spool = make_spool(tmp_path / "spool", vault)
+    lock_marks.mark(tmp_path / "spool", DOC)
+    async with running(spool), trio.open_nursery() as nursery:
+        await vault.unlocking.wait()  # the release is under way
+        nursery.start_soon(spool.hold, DOC)
+        await trio.testing.wait_all_tasks_blocked()
+        vault.go.set()
+        await vault.unlocked.wait()
+        await trio.testing.wait_all_tasks_blocked()  # the release's end, the hold's
+    assert spool.holding(DOC)
+    assert vault.locks == {DOC: ME}  # held, in the vault too
+    assert spool_files(tmp_path / "spool") == [f"locks/{DOC}"]
     await spool.let_go(DOC)
     assert vault.locks == {}
 

@@ -19,7 +19,7 @@ import pytest
 
 from tests.conftest import EDITOR, login
 from vaultfs.bridge.fs.filesystem import READDIR_BATCH
-from vaultfs.testing.vault_process import DEMO_PASSWORD, VaultProcess
+from vaultfs.testing.vault_process import DEMO_PASSWORD, VaultProcess, wait_until
 from vaultfs.testing.webdav_process import WebdavProcess
 
 API = "/api/v25.1"
@@ -95,6 +95,18 @@ def lock_body() -> str:
         '<?xml version="1.0"?><D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/>'
         "</D:lockscope><D:locktype><D:write/></D:locktype><D:owner>test</D:owner></D:lockinfo>"
     )
+
+
+def lock_owners(dav: httpx.Client, path: str) -> str:
+    """The owners of the WebDAV locks on ``path`` (its ``lockdiscovery``), as text."""
+    body = (
+        '<?xml version="1.0"?><D:propfind xmlns:D="DAV:"><D:prop><D:lockdiscovery/>'
+        "</D:prop></D:propfind>"
+    )
+    r = dav.request("PROPFIND", quote(path), headers={"Depth": "0"}, content=body)
+    assert r.status_code == 207, r.text
+    owners = ET.fromstring(r.content).iter("{DAV:}owner")
+    return " ".join("".join(owner.itertext()) for owner in owners)
 
 
 # --- the tests ------------------------------------------------------------------------
@@ -316,15 +328,20 @@ def test_a_lock_held_by_a_killed_front_is_released_at_its_next_start(
             versions = version_count(api, 10)
             r = client.request("LOCK", path, content=lock_body())
             assert r.status_code == 200, r.text
-        mark = process.cache_dir / "webdav" / "locks" / "10"
+        # The check-out is the spool's, marked there as a save's is.
+        mark = process.cache_dir / "spool" / "locks" / "10"
         assert mark.stat().st_mode & 0o777 == 0o600
         process.kill()  # kill -9: no stop of its own runs
         assert record(api, 10)["document"]["locked__v"] is True
-        process.start()  # the same cache directory: released before it serves
-        assert record(api, 10)["document"]["locked__v"] is False
+        process.start()  # the same cache directory: the spool releases what it left
+        wait_until(
+            lambda: record(api, 10)["document"]["locked__v"] is False,
+            timeout=30,
+            what="the lock a killed front left to be released",
+        )
         assert version_count(api, 10) == versions  # no new version
         assert not mark.exists()
-        assert "document 10 left checked out; checking it in" in process.log()
+        assert "doc 10 lock left by an earlier daemon; releasing it" in process.log()
     finally:
         process.stop()
 
@@ -337,3 +354,83 @@ def test_a_folder_longer_than_a_readdir_batch_is_listed_whole(dav: httpx.Client)
         assert dav.put(quote(f"/Clinical/{name}"), content=b"x").status_code in (201, 204)
     listed = propfind(dav, "/Clinical/", ["{DAV:}getcontentlength"])
     assert names <= {href.rsplit("/", 1)[1] for href in listed}
+
+
+def test_a_check_out_is_never_shown_as_a_lock_file(
+    dav: httpx.Client, api: httpx.Client, module_vault: VaultProcess
+) -> None:
+    """The mount shows another user's check-out as LibreOffice's lock file; the front
+    does not (its clients learn of it from LOCK, answered 423), nor its own user's."""
+    path = source_path(dav, 11)
+    folder, name = path.rsplit("/", 1)
+    folder += "/"
+    lock_file = f"{folder}.~lock.{name}#"
+    locked = f"{{{FIELDS}}}user.vault.locked__v"
+    editor = {"Authorization": login(module_vault.url, EDITOR)}
+    lock_url = f"{module_vault.url}{API}/objects/documents/11/lock"
+    assert httpx.post(lock_url, headers=editor).json()["responseStatus"] == "SUCCESS"
+    try:
+        # The refused LOCK shows the check-out at once (no wait for a poll).
+        assert dav.request("LOCK", quote(path), content=lock_body()).status_code == 423
+        # Where a WebDAV client looks for the holder (LibreOffice does, after a 423):
+        # the source file's lockdiscovery, an active lock without a token.
+        assert EDITOR in lock_owners(dav, path)
+        before = api_calls(dav)
+        listed = propfind(dav, folder, [locked, "{DAV:}getcontentlength"])
+        assert listed[folder][locked] == "true"
+        assert lock_file not in listed
+        assert api_calls(dav) == before  # from the index: no call for a holder
+        assert dav.get(quote(lock_file)).status_code == 404
+        # LibreOffice through a drive letter writes its lock file: refused, as the
+        # mount refuses it (EBUSY), and nothing is made.
+        assert dav.put(quote(lock_file), content=b"x,y;").status_code == 423
+        assert lock_file not in propfind(dav, folder, [locked])
+    finally:
+        httpx.delete(lock_url, headers=editor)
+    # Written by this user (a free document), the lock file checks it out, as on the
+    # mount; removed, it ends the check-out.
+    assert dav.put(quote(lock_file), content=b"x,y;").status_code == 201
+    assert record(api, 11)["document"]["locked__v"] is True
+    assert dav.delete(quote(lock_file)).status_code == 204
+    assert record(api, 11)["document"]["locked__v"] is False
+    r = dav.request("LOCK", quote(path), headers={"Timeout": "Second-600"}, content=lock_body())
+    assert r.status_code == 200, r.text
+    try:
+        listed = propfind(dav, folder, [locked])
+        assert listed[folder][locked] == "true"  # checked out, by this user
+        assert lock_file not in listed
+        assert lock_owners(dav, path) == "test"  # its own lock only
+    finally:
+        dav.request("UNLOCK", quote(path), headers={"Lock-Token": r.headers["Lock-Token"]})
+
+
+def test_a_lock_whose_client_went_away_ends_with_its_timeout(
+    dav: httpx.Client, api: httpx.Client
+) -> None:
+    """An editor that crashed never sends UNLOCK: the check-out ends when the lock's
+    timeout is over, whether or not a request touches the document again."""
+    path = quote(source_path(dav, 12))
+    versions = version_count(api, 12)
+    r = dav.request("LOCK", path, headers={"Timeout": "Second-2"}, content=lock_body())
+    assert r.status_code == 200, r.text
+    assert record(api, 12)["document"]["locked__v"] is True
+    wait_until(
+        lambda: record(api, 12)["document"]["locked__v"] is False,
+        timeout=30,
+        what="the expired lock's check-out to end",
+    )
+    # The lock is gone with it: a save under its token is refused, nothing written.
+    token = r.headers["Lock-Token"]
+    assert dav.put(path, content=b"late", headers={"If": f"({token})"}).status_code == 412
+    assert version_count(api, 12) == versions
+
+
+def test_propfind_of_property_names_names_them(dav: httpx.Client) -> None:
+    """RFC 4918's ``<propname/>`` (LibreOffice asks it of every document it opens)."""
+    path = source_path(dav, 14)
+    body = '<?xml version="1.0"?><D:propfind xmlns:D="DAV:"><D:propname/></D:propfind>'
+    r = dav.request("PROPFIND", quote(path), headers={"Depth": "0"}, content=body)
+    assert r.status_code == 207, r.text
+    names = {prop.tag for prop in ET.fromstring(r.content).iter() if prop.text is None}
+    assert {"{DAV:}getcontentlength", "{DAV:}lockdiscovery", FILENAME, ID} <= names
+    assert not any(prop.text for prop in ET.fromstring(r.content).iter("{DAV:}getetag"))

@@ -108,16 +108,19 @@ def families(
     spool_dir: Path | None,
     searches: SearchResults | None = None,
     held_here: Callable[[int], bool] | None = None,
+    *,
+    lock_files: bool = True,
 ) -> Registry:
     """The node families, one line each (``bridge.nodes``). ``searches``: what the
     search folders ask (None: a registry that only tells the families apart, whose
     searches fail); ``held_here``: whether this mount holds a document checked out
     (for an editor's lock file, ``write.editor_locks``, or a save of its own): no
-    lock file naming a holder is shown for it."""
+    lock file naming a holder is shown for it; ``lock_files``: a check-out held
+    elsewhere is shown as an editor's lock file at all (``nodes.documents``)."""
     return Registry(
         [
             Folders(),
-            Documents(held_here or (lambda doc_id: False)),
+            Documents(held_here or (lambda doc_id: False), lock_files=lock_files),
             HiddenLists(),
             EditorLocksShown(),
             Sources(),
@@ -161,6 +164,7 @@ def build_daemon(
     invalidate_entry: Callable[[int, str, int], None] = no_entry_invalidation,
     name_events: NameEvents | None = None,
     index_store: IndexStore | None = None,
+    lock_files: bool = True,
 ) -> Daemon:
     """The daemon of a mount over ``client``; without a ``spool`` nothing can be
     written (a read-only mount). ``status_extra``: what the mount adds to the status
@@ -168,7 +172,9 @@ def build_daemon(
     inode's attributes / a name in a directory (never wait); ``name_events``: raise
     inotify events for names that appear or go by themselves (``fs.desktop``; None
     without a kernel); ``index_store``: where the document index is kept (None: in
-    memory)."""
+    memory); ``lock_files``: a document checked out elsewhere lists LibreOffice's lock
+    file naming the holder (the mount; a WebDAV front's clients learn of a check-out
+    from LOCK instead)."""
     started = time.time()
     index = DocumentIndex(client, store=index_store)
     catalog = TypeCatalog(client)
@@ -182,7 +188,9 @@ def build_daemon(
         saving = the_spool is not None and the_spool.entry(doc_id) is not None
         return doc_id in held_here or saving
 
-    registry = families(spool.directory if spool is not None else None, searches, held)
+    registry = families(
+        spool.directory if spool is not None else None, searches, held, lock_files=lock_files
+    )
     tree = Tree(client, index, catalog, registry)
     blobs = BlobCache(content_dir, cache_size)
     contents = Contents(tree, client)

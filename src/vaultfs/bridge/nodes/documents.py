@@ -5,7 +5,8 @@ A document's directory lists its source file and its fixed subdirectories
 document's record. A new name in it is a scratch file, except the source file's own
 name after the source was renamed away (vim's backup), which is the source file again,
 and an editor's lock file for the source file checks the document out
-(``write.editor_locks``); one held elsewhere is listed (``editor_locks``).
+(``write.editor_locks``); one held elsewhere is listed (``editor_locks``), unless the
+front the tree is served to tells a check-out its own way (WebDAV: LOCK answered 423).
 Renaming the directory in its folder renames the document; removing it (with
 ``-o allow_delete``, once empty) deletes the document. Its events file is reachable
 by name only and read at open (``lifecycle.events``), as is its ``.hidden``
@@ -37,13 +38,18 @@ __all__ = ["Documents"]
 
 class Documents(Family):
     """``held_here(doc_id)``: this mount holds the document checked out for an editor's
-    lock file (``write.editor_locks``): its directory shows no one else's lock file."""
+    lock file (``write.editor_locks``): its directory shows no one else's lock file.
+    ``lock_files``: a check-out held elsewhere is shown as a lock file at all (not to a
+    WebDAV front, whose clients are told by LOCK's answer)."""
 
     key_type = DocumentKey
     # nothing announces new events: short timeouts
 
-    def __init__(self, held_here: Callable[[int], bool] = lambda doc_id: False) -> None:
+    def __init__(
+        self, held_here: Callable[[int], bool] = lambda doc_id: False, *, lock_files: bool = True
+    ) -> None:
         self._held_here = held_here
+        self._lock_files = lock_files
 
     async def children(self, tree: Tree, key: NodeKey) -> dict[str, NodeKey]:
         if key.kind != Kind.DOC:
@@ -59,7 +65,7 @@ class Documents(Family):
                 [Sibling(str(filename), str(doc_id), is_file=True)], reserved=set(DOC_DIR_NAMES)
             )
             listing[name] = keys.source(doc_id)
-            if record.get("locked__v") and not self._held_here(doc_id):
+            if self._lock_files and record.get("locked__v") and not self._held_here(doc_id):
                 listing[lock_file_name(name)] = editor_lock(doc_id)
         return listing
 

@@ -119,10 +119,11 @@ class Tree:
         index.on_change.append(self.invalidate)
         index.on_relist.append(self._listings.drop_document)
         self.relationships = Relationships(self, client)
-        #: doc id -> (md5, mtime) of the content this mount last checked in: shown as
-        #: the file's mtime while the vault's latest is that content (the vault's
+        #: doc id -> (md5, mtime) of the content this mount last checked in, or had when
+        #: it checked the document out for an editor (``keep_mtime``): shown as the
+        #: file's mtime while the vault's latest is that content (the vault's
         #: modification time moves with locks and fields, and an editor would take
-        #: that for someone else's change to the file it just saved)
+        #: that for someone else's change to the file it just saved or opened)
         self._saved: dict[int, tuple[str, int]] = {}
 
     def invalidate(self, doc_id: int) -> None:
@@ -225,6 +226,20 @@ class Tree:
         if md5:
             self._saved[doc_id] = (md5.lower(), mtime_ns)
         self.index.put(record, own=True)
+
+    def keep_mtime(self, doc_id: int) -> None:
+        """This mount is about to check ``doc_id`` out for an editor: its file keeps the
+        mtime it shows now while the vault's latest is this content. The check-out moves
+        the vault's modification time, and the editor, which read the file's time when
+        it opened it, would take the new one for someone else's change (LibreOffice then
+        asks before it saves, or refuses to)."""
+        record = self.index.get(doc_id)
+        times = self.index.documents.times(doc_id)
+        md5 = str((record or {}).get("md5checksum__v") or "").lower()
+        if record is None or times is None or not md5:
+            return
+        if self.saved_mtime(doc_id, record) is None:
+            self._saved[doc_id] = (md5, times[0])
 
     def saved_mtime(self, doc_id: int, record: Record) -> int | None:
         """The mtime of this mount's last save of the document while ``record`` still

@@ -3,14 +3,15 @@
 Owns what a front has for each user it serves: the core started as the mount starts
 it (``daemon.core_start``: the cache directory and its owner, the signed-in client,
 the options, the spool's settings, the index), the daemon built by ``build_daemon``
-without a kernel to tell, its workers started in the front's nursery, the check-outs
-a killed front left ended before anything is served (``locks.release_left``), and
-WsgiDAV's application over the tree (``resources``) with its locks (``locks``). The
-loopback front has one; a front beyond loopback one per WebDAV user (``users``).
+without a kernel to tell, its workers started in the front's nursery (the spool's
+releases what a killed front left checked out), and WsgiDAV's application over the
+tree (``resources``) with its locks (``locks``) and their sweep. The loopback front
+has one; a front beyond loopback one per WebDAV user (``users``).
 """
 
 from __future__ import annotations
 
+import io
 import os
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from typing import Any
 
 import trio
 from wsgidav.wsgidav_app import WsgiDAVApp
+from wsgidav.xml_tools import etree
 
 from vaultfs.bridge.daemon.build import Daemon, build_daemon
 from vaultfs.bridge.daemon.core_start import start_core
@@ -59,27 +61,63 @@ def finite_depth(app: Any) -> Any:
     return refusing
 
 
+#: WsgiDAV 4.4 takes a PROPFIND for property names from ``<name/>``, not RFC 4918's
+#: ``<propname/>``: it then answers no property at all (LibreOffice asks for them)
+_PROPNAME_AS_WSGIDAV_READS_IT = (
+    b'<?xml version="1.0" encoding="utf-8"?><D:propfind xmlns:D="DAV:"><D:name/></D:propfind>'
+)
+
+
+def property_names(app: Any) -> Any:
+    """A PROPFIND for the property names (``<D:propname/>``) answered with them: handed
+    to WsgiDAV in the form it reads (``_PROPNAME_AS_WSGIDAV_READS_IT``). The body is
+    whole already, and small (``bodies.XML_LIMIT``)."""
+
+    def asking(environ: dict[str, Any], start_response: Any) -> Any:
+        if environ.get("REQUEST_METHOD") == "PROPFIND" and environ.get("CONTENT_LENGTH"):
+            body = environ["wsgi.input"].read(int(environ["CONTENT_LENGTH"]))
+            if b"propname" in body and _asks_property_names(body):
+                body = _PROPNAME_AS_WSGIDAV_READS_IT
+            environ["wsgi.input"] = io.BytesIO(body)
+            environ["CONTENT_LENGTH"] = str(len(body))
+        return app(environ, start_response)
+
+    return asking
+
+
+def _asks_property_names(body: bytes) -> bool:
+    try:
+        root = etree.fromstring(body)
+    except Exception:  # not XML: WsgiDAV answers it (400)
+        return False
+    return bool(
+        root.tag == "{DAV:}propfind" and [child.tag for child in root] == ["{DAV:}propname"]
+    )
+
+
 def wsgi_app(provider: VaultProvider, locks: VaultLocks) -> Any:
     """WsgiDAV over ``provider``: anonymous to WsgiDAV (who may reach it is settled
     before: loopback, or the sign-in of ``users``), WebDAV locks kept by ``locks``,
     other dead properties in memory."""
     return finite_depth(
-        WsgiDAVApp(
-            {
-                "provider_mapping": {"/": provider},
-                "simple_dc": {"user_mapping": {"*": True}},
-                "http_authenticator": {"accept_basic": True, "accept_digest": False},
-                "lock_storage": locks,
-                "property_manager": True,
-                "add_header_MS_Author_Via": True,
-                "hotfixes": {"emulate_win32_lastmod": True},
-                "dir_browser": {"enable": False},
-                "logging": {"enable": False},
-                "verbose": 0,
-                # Each read and write of a body crosses into the core once a block: 1 MiB,
-                # not WsgiDAV's 8 KiB (a 64 MiB GET took 5.5 s, now 1 s).
-                "block_size": 1 << 20,
-            }
+        property_names(
+            WsgiDAVApp(
+                {
+                    "provider_mapping": {"/": provider},
+                    "simple_dc": {"user_mapping": {"*": True}},
+                    "http_authenticator": {"accept_basic": True, "accept_digest": False},
+                    "lock_storage": locks,
+                    "property_manager": True,
+                    "add_header_MS_Author_Via": True,
+                    "hotfixes": {"emulate_win32_lastmod": True},
+                    "dir_browser": {"enable": False},
+                    "logging": {"enable": False},
+                    "verbose": 0,
+                    # Each read and write of a body crosses into the core once a block: 1 MiB,
+                    # not WsgiDAV's 8 KiB (a 64 MiB GET took 5.5 s, now 1 s).
+                    "block_size": 1 << 20,
+                }
+            )
         )
     )
 
@@ -126,18 +164,18 @@ async def open_front(
         spool=core.spool,
         index_store=core.index_store,
         status_extra=lambda: {"pid": os.getpid(), "webdav": f"{config.host}:{config.port}"},
+        # A WebDAV client learns of another's check-out from LOCK (423, the holder
+        # named) and never reads LibreOffice's lock files; Explorer would show them.
+        lock_files=False,
     )
     pfs = PathFileSystem(daemon.filesystem)
-    marks = config.cache_dir / "webdav"
-    marks.mkdir(mode=0o700, exist_ok=True)
-    locks = VaultLocks(pfs, core.client, marks)
+    locks = VaultLocks(pfs, daemon.filesystem.parts.write.editor_locks)
     spool = daemon.spool
-    # Before anything is served: a LOCK must not meet a release of its document.
-    await locks.release_left(lambda doc_id: spool is not None and spool.entry(doc_id) is not None)
-    provider = VaultProvider(pfs, read_only=config.read_only, after_save=locks.after_save)
+    provider = VaultProvider(pfs, read_only=config.read_only, held_elsewhere=locks.held_elsewhere)
     await nursery.start(daemon.blobs.run)
     await nursery.start(daemon.filesystem.freshness.run)
     await nursery.start(daemon.index.run, config.poll_interval)
     if spool is not None:
         await nursery.start(spool.run)
+    await nursery.start(locks.sweep)
     return UserFront(wsgi_app(provider, locks), core.client, daemon, locks)

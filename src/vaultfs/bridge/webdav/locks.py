@@ -1,30 +1,35 @@
 """WebDAV locks as the vault's check-out: LOCK of a source file checks it out, UNLOCK
-(or the lock's expiry) checks it back in; a check-out a killed front left is ended at
-the next start.
+(or the lock's expiry) ends the check-out.
 
 Owns the tie between WsgiDAV's lock storage and the vault's lock. WsgiDAV keeps the
 WebDAV locks (tokens, depth, timeouts, the If headers of PUTs under a lock); this
-storage takes the vault's lock when a lock is made on a document's latest source file
-and releases it when the last WebDAV lock on it goes. A document another user holds
-is refused with 423 Locked, naming the holder. Each PUT under a lock is a save of its
-own (one version, ``resources``), whose check-in releases the vault's lock as every
-save of the mount does; ``after_save`` takes it again at once while the WebDAV lock
-is still held.
+storage checks the document out when a lock is made on a document's latest source
+file, and ends the check-out when that lock goes. The check-out is the one an
+editor's lock file takes in the mount (``write.editor_locks``: ``Spool.hold``), so
+the core treats both alike: each PUT under the lock is a save of its own (one version,
+``resources``) whose check-in keeps the document checked out while the lock is held
+(no moment unlocked between saves); the check-out is marked on disk in the spool
+before the vault is asked (the spool's ``lock_marks``), so a front killed while a lock
+is held leaves its mark, and the next start releases it as it releases every lock an
+earlier daemon left (``SpoolLocking.release_stale_locks``); the document counts as
+held here, so its directory shows no lock file naming its own user. A document
+another user holds is refused with 423 Locked, naming the holder.
 
-Every vault lock is marked on disk before it is asked for and the mark dropped once
-it is released, as the spool marks its own (``write.spool.lock_marks``, in the
-front's own ``CACHE_DIR/webdav/locks/``). WebDAV lock tokens live in memory only, so
-a front killed while a lock is held leaves its mark and no token any client could
-use again: the next start (``release_left``, before it serves) checks in, without a
-new version, every marked document it still holds (one the spool holds a save of is
-left to that save's check-in; one another user holds since is left alone).
+A document checked out elsewhere (another user, or this user on another machine) holds
+no WebDAV lock of this front, yet its source file is locked: ``held_elsewhere`` names
+the holder, which the resource adds to its ``lockdiscovery`` as an active lock without
+a token (RFC 4918 14.1 makes the token optional), where a client looks after a LOCK
+answered 423 (LibreOffice does, to name who edits the document).
+
+WsgiDAV purges an expired lock only when a request touches it; ``purge_expired``,
+run every ``SWEEP_INTERVAL`` seconds by the front, ends the check-out of a lock whose
+client went away without UNLOCK (a crashed editor) once its timeout is over.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from pathlib import Path
+import time
 from typing import Any
 from urllib.parse import unquote
 
@@ -32,32 +37,33 @@ import trio
 from wsgidav.dav_error import DAVError
 from wsgidav.lock_man.lock_storage import LockStorageDict
 
-from vaultfs import errors
 from vaultfs.bridge.fs.by_path import PathFileSystem
 from vaultfs.bridge.webdav.calls import core
-from vaultfs.bridge.write.spool import lock_marks
-from vaultfs.bridge.write.spool.failures import PERMANENT
-from vaultfs.client import VaultApi, surely_not_sent
+from vaultfs.bridge.write.editor_locks import EditorLocks
 
-__all__ = ["VaultLocks"]
+__all__ = ["SWEEP_INTERVAL", "VaultLocks"]
 
 log = logging.getLogger(__name__)
 
+#: how often the locks whose timeout is over are looked for (seconds)
+SWEEP_INTERVAL = 5.0
+
 
 class VaultLocks(LockStorageDict):
-    """``marks``: the directory of the marks (``lock_marks`` keeps them in ``locks/``)."""
+    """WsgiDAV's lock storage, each lock on a source file holding its document checked
+    out through ``holds`` (the core's editors' check-outs)."""
 
-    def __init__(self, pfs: PathFileSystem, client: VaultApi, marks: Path) -> None:
+    def __init__(self, pfs: PathFileSystem, holds: EditorLocks) -> None:
         super().__init__()
         self.pfs = pfs
-        self.client = client
-        self.marks = marks
-        #: lock root -> the document whose vault lock it holds
+        self.holds = holds
+        #: lock token -> the document whose check-out it holds
         self._documents: dict[str, int] = {}
 
     def _document(self, path: str) -> int | None:
         try:
-            return core(self.pfs.source_document, _path_of(path))
+            # WsgiDAV names a lock's resource by its URL path, quoted.
+            return core(self.pfs.source_document, unquote(path).rstrip("/") or "/")
         except DAVError as exc:
             if exc.value == 404:
                 return None  # a lock on a name not made yet: nothing of the vault's
@@ -67,115 +73,72 @@ class VaultLocks(LockStorageDict):
         doc_id = self._document(path)
         if doc_id is not None:
             try:
-                core(self._check_out, doc_id)
+                core(self.holds.take, doc_id)
             except DAVError as exc:
                 raise DAVError(exc.value, exc.context_info, add_headers=_holder(exc)) from exc
-        token = super().create(path, lock)
+            log.info("webdav: document %d checked out for a WebDAV lock", doc_id)
+        try:
+            made = super().create(path, lock)
+        except BaseException:
+            if doc_id is not None:
+                core(self.holds.let_go, doc_id)
+            raise
         if doc_id is not None:
-            self._documents[_path_of(lock["root"])] = doc_id
-        return token
+            self._documents[made["token"]] = doc_id
+        return made
 
     def delete(self, token: Any) -> bool:
-        lock = self._dict.get(token)
         deleted: bool = super().delete(token)
-        root = lock.get("root") if lock else None
-        path = _path_of(root) if root is not None else None
-        doc_id = self._documents.get(path) if path is not None else None
-        if path is not None and doc_id is not None and not self._dict.get(f"URL2TOKEN:{root}"):
-            del self._documents[path]
-            core(self._check_in, doc_id)
+        doc_id = self._documents.pop(token, None)
+        if doc_id is not None:
+            # This lock's hold goes; the last hold of the document ends the check-out
+            # (a save still being checked in then unlocks it with its own check-in).
+            core(self.holds.let_go, doc_id)
+            log.info("webdav: document %d: its WebDAV lock ended", doc_id)
         return deleted
 
-    def after_save(self, path: str) -> None:
-        """A save checked in (and unlocked) a document: locked again while a WebDAV
-        lock on it is held."""
-        path = path.rstrip("/") or "/"
-        doc_id = self._documents.get(path)
-        if doc_id is None:
-            return
-        try:
-            core(self._check_out, doc_id)
-        except DAVError as exc:
-            # The save is in (or durable in the spool): its answer says so. The WebDAV
-            # lock holds no vault lock now (its UNLOCK releases none); the next save
-            # under it checks the document out again, or is refused.
-            del self._documents[path]
-            log.warning("webdav: document %d saved but not locked again: %s", doc_id, exc)
+    def held_elsewhere(self, path: str) -> str | None:
+        """Who holds the document whose latest source file ``path`` is, when that is
+        not this front (no WebDAV lock or save of its own); None when nobody does."""
+        return core(self._held_elsewhere, path)
+
+    async def _held_elsewhere(self, path: str) -> str | None:
+        doc_id = await self.pfs.source_document(path)
+        spool = self.holds.editing.spool
+        if doc_id is None or doc_id in self.holds.held:
+            return None
+        if spool is not None and spool.entry(doc_id) is not None:
+            return None  # a save of this front's own
+        record = self.holds.tree.index.get(doc_id)
+        if not record or not record.get("locked__v"):
+            return None  # the index says nobody holds it: no call
+        return await self.holds.holder_name(doc_id)
+
+    def purge_expired(self) -> None:
+        """End every lock whose timeout is over (run in a thread of the front)."""
+        now = time.time()
+        expired = [
+            token
+            for token, lock in list(self._dict.items())
+            if not token.startswith("URL2TOKEN:") and 0 <= float(lock["expire"]) < now
+        ]
+        for token in expired:
+            log.info("webdav: a WebDAV lock expired (%s)", self._dict.get(token, {}).get("root"))
+            self.delete(token)
+
+    async def sweep(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """``purge_expired`` every ``SWEEP_INTERVAL`` seconds, until cancelled."""
+        task_status.started()
+        while True:
+            await trio.sleep(SWEEP_INTERVAL)
+            if self._documents:
+                await trio.to_thread.run_sync(self.purge_expired)
 
     async def release_all(self) -> None:
-        """The front stops: every vault lock its WebDAV locks hold is released."""
-        for doc_id in set(self._documents.values()):
-            await self._check_in(doc_id)
-        self._documents.clear()
-
-    async def release_left(self, saving: Callable[[int], bool]) -> None:
-        """At start, before serving: end every check-out an earlier front of this cache
-        left (killed with a lock held), without a new version. ``saving(doc_id)``: the
-        spool holds a save of it, whose check-in ends it. A release that fails keeps
-        its mark for the next start."""
-        for doc_id in await trio.to_thread.run_sync(lock_marks.marked, self.marks):
-            try:
-                if saving(doc_id):
-                    log.info("webdav: document %d left locked; its pending save ends it", doc_id)
-                else:
-                    held = await self.client.get_lock(doc_id)
-                    holder = held.get("locked_by__v") if held else None
-                    if self._is_me(holder):
-                        log.warning("webdav: document %d left checked out; checking it in", doc_id)
-                        await self.client.unlock(doc_id)
-                await trio.to_thread.run_sync(lock_marks.drop, self.marks, doc_id)
-            except errors.VaultError as exc:
-                log.warning("webdav: document %d left checked out, still: %s", doc_id, exc)
-
-    # --- the vault's side ------------------------------------------------------------
-
-    def _is_me(self, holder: object) -> bool:
-        return holder is not None and str(holder) == str(self.client.user_id)
-
-    async def _check_out(self, doc_id: int) -> None:
-        """Lock ``doc_id`` in the vault, marked first; a lock already ours (a save under
-        way) is kept. The vault refuses a second lock even to its holder: who holds it
-        is asked."""
-        await trio.to_thread.run_sync(lock_marks.mark, self.marks, doc_id)
-        try:
-            await self.client.lock(doc_id)
-            log.info("webdav: document %d checked out", doc_id)
-        except errors.VaultError as refusal:
-            held = None if surely_not_sent(refusal) else await self._holder(doc_id)
-            if self._is_me(held):
-                return
-            if doc_id not in self._documents.values():  # no lock of ours to keep
-                await trio.to_thread.run_sync(lock_marks.drop, self.marks, doc_id)
-            if held is None:
-                raise
-            raise errors.LockedByOther(
-                f"document {doc_id} is checked out by user {held}"
-            ) from refusal
-
-    async def _holder(self, doc_id: int) -> object | None:
-        """Who holds ``doc_id``'s lock; None when nobody does or that cannot be asked."""
-        try:
-            held = await self.client.get_lock(doc_id)
-        except errors.VaultError:
-            return None
-        return held.get("locked_by__v") if held else None
-
-    async def _check_in(self, doc_id: int) -> None:
-        """Unlock ``doc_id`` and drop its mark; a failure that may pass keeps the mark
-        (the next start tries again)."""
-        try:
-            await self.client.unlock(doc_id)
-            log.info("webdav: document %d checked in", doc_id)
-        except errors.VaultError as exc:
-            log.warning("webdav: document %d could not be unlocked: %s", doc_id, exc)
-            if not isinstance(exc, PERMANENT):
-                return
-        await trio.to_thread.run_sync(lock_marks.drop, self.marks, doc_id)
-
-
-def _path_of(url: str) -> str:
-    """The tree's path of a lock's root (WsgiDAV keeps it as a quoted URL path)."""
-    return unquote(url).rstrip("/") or "/"
+        """The front stops: every check-out its WebDAV locks hold ends."""
+        documents, self._documents = list(self._documents.values()), {}
+        for doc_id in documents:
+            await self.holds.let_go(doc_id)
 
 
 def _holder(exc: DAVError) -> list[tuple[str, str]]:

@@ -21,6 +21,7 @@ from typing import Any
 
 from wsgidav.dav_error import HTTP_FORBIDDEN, DAVError
 from wsgidav.dav_provider import DAVCollection, DAVNonCollection, DAVProvider, _DAVResource
+from wsgidav.xml_tools import etree
 
 from vaultfs.bridge.fs.attributes import Attr
 from vaultfs.bridge.fs.by_path import Entry, PathFileSystem
@@ -36,20 +37,20 @@ _CHUNK = 1 << 20
 
 
 class VaultProvider(DAVProvider):
-    """The tree of one signed-in user's core; ``after_save(path)``: called after each
-    save of a file (a WebDAV lock on it takes the vault's lock again, ``locks``)."""
+    """The tree of one signed-in user's core; ``held_elsewhere(path)``: who holds the
+    document of a source file checked out when it is not this front (``locks``)."""
 
     def __init__(
         self,
         pfs: PathFileSystem,
         *,
         read_only: bool = False,
-        after_save: Callable[[str], None] | None = None,
+        held_elsewhere: Callable[[str], str | None] | None = None,
     ) -> None:
         super().__init__()
         self.pfs = pfs
         self.read_only = read_only
-        self.after_save = after_save
+        self.held_elsewhere = held_elsewhere
 
     def is_readonly(self) -> bool:
         return self.read_only
@@ -228,6 +229,15 @@ class File(_Node, DAVNonCollection):
     def get_content_type(self) -> str:
         return "application/octet-stream"
 
+    def get_property_value(self, name: str) -> Any:
+        value = super().get_property_value(name)
+        held_elsewhere = self.provider.held_elsewhere
+        if name == "{DAV:}lockdiscovery" and len(value) == 0 and held_elsewhere is not None:
+            holder = held_elsewhere(self.path)
+            if holder is not None:
+                value.append(_foreign_lock(self.get_href(), holder))
+        return value
+
     def get_last_modified(self) -> float | None:
         return None if self.attr is None else self.attr.mtime_ns / 1e9
 
@@ -253,10 +263,6 @@ class File(_Node, DAVNonCollection):
         fh = core(self.provider.pfs.open_write, self.path)
         return _Writer(self.provider.pfs, fh)
 
-    def end_write(self, *, with_errors: bool) -> None:
-        if self.provider.after_save is not None and not with_errors:
-            self.provider.after_save(self.path)
-
     def copy_move_single(self, dest_path: str, *, is_move: bool) -> None:
         if is_move:
             core(self.provider.pfs.move, self.path, dest_path, True)
@@ -273,6 +279,19 @@ class File(_Node, DAVNonCollection):
                 writer.close()
         finally:
             source.close()
+
+
+def _foreign_lock(href: str, holder: str) -> Any:
+    """The ``activelock`` of a check-out made elsewhere: exclusive, owned by
+    ``holder``, without a token (not this front's to give; RFC 4918 14.1)."""
+    lock = etree.Element("{DAV:}activelock")
+    etree.SubElement(etree.SubElement(lock, "{DAV:}locktype"), "{DAV:}write")
+    etree.SubElement(etree.SubElement(lock, "{DAV:}lockscope"), "{DAV:}exclusive")
+    etree.SubElement(lock, "{DAV:}depth").text = "0"
+    etree.SubElement(lock, "{DAV:}owner").text = holder
+    etree.SubElement(lock, "{DAV:}timeout").text = "Infinite"
+    etree.SubElement(etree.SubElement(lock, "{DAV:}lockroot"), "{DAV:}href").text = href
+    return lock
 
 
 class _Reader(io.RawIOBase):

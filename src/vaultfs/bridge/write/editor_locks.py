@@ -61,14 +61,20 @@ def _escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace(",", "\\,").replace(";", "\\;")
 
 
-def lock_line(user: dict[str, Any] | None, holder: object, locked_date: object) -> bytes:
-    """LibreOffice's lock file content for a check-out by ``user`` (its record; None:
-    unknown, named by its id ``holder``) since ``locked_date`` (ISO 8601)."""
+def _names(user: dict[str, Any] | None, holder: object) -> tuple[str, str]:
+    """(full name, possibly empty; user name) of ``user`` (None: named by its id)."""
     user = user or {}
     login = str(user.get("user_name__v") or f"user {holder}")
     full = " ".join(
         str(user.get(f)) for f in ("user_first_name__v", "user_last_name__v") if user.get(f)
     )
+    return full, login
+
+
+def lock_line(user: dict[str, Any] | None, holder: object, locked_date: object) -> bytes:
+    """LibreOffice's lock file content for a check-out by ``user`` (its record; None:
+    unknown, named by its id ``holder``) since ``locked_date`` (ISO 8601)."""
+    full, login = _names(user, holder)
     try:
         when = datetime.fromisoformat(str(locked_date).replace("Z", "+00:00")).astimezone()
     except ValueError:
@@ -92,7 +98,7 @@ class EditorLocks:
         self._files: dict[NodeKey, int] = {}
         self._users: dict[str, dict[str, Any]] | None = None
         #: doc id -> (index generation, content shown)
-        self._shown: dict[int, tuple[int, bytes]] = {}
+        self._shown: dict[int, tuple[int, tuple[dict[str, Any] | None, object, object]]] = {}
 
     async def take(self, doc_id: int) -> None:
         """A lock file for the source is about to be made: check the document out
@@ -100,6 +106,9 @@ class EditorLocks:
         spool = self.editing.spool
         if spool is None:
             raise ReadOnly("this mount has no write-back spool")
+        # The editor read the file's time as it opened it: the check-out, which moves
+        # the vault's, must not look like someone else's change (``Tree.keep_mtime``).
+        self.tree.keep_mtime(doc_id)
         try:
             await spool.hold(doc_id)
         except LockedByOther:
@@ -136,6 +145,22 @@ class EditorLocks:
 
     async def content(self, doc_id: int) -> bytes:
         """The lock file shown for ``doc_id``'s check-out by someone else."""
+        user, holder, since = await self._lock_of(doc_id)
+        return lock_line(user, holder, since)
+
+    async def holder_name(self, doc_id: int) -> str | None:
+        """Who holds ``doc_id`` checked out, as a person reads it ("Ann Example
+        (ann@example.com)"); None when nobody does. What the WebDAV front says in a
+        lock's owner; the same calls as ``content``, shared with it."""
+        user, holder, _ = await self._lock_of(doc_id)
+        if holder is None:
+            return None
+        full, login = _names(user, holder)
+        return f"{full} ({login})" if full else login
+
+    async def _lock_of(self, doc_id: int) -> tuple[dict[str, Any] | None, object, object]:
+        """(the holder's user record, their id, since when) of ``doc_id``'s lock, asked
+        once until the index changes: the lock's holder, and once the user list."""
         generation = self.tree.index.generation
         shown = self._shown.get(doc_id)
         if shown is not None and shown[0] == generation:
@@ -143,9 +168,9 @@ class EditorLocks:
         lock = await self.client.get_lock(doc_id) or {}
         holder = lock.get("locked_by__v")
         users = await self._user_list() if holder is not None else {}
-        line = lock_line(users.get(str(holder)), holder, lock.get("locked_date__v"))
-        self._shown[doc_id] = (generation, line)
-        return line
+        found = (users.get(str(holder)), holder, lock.get("locked_date__v"))
+        self._shown[doc_id] = (generation, found)
+        return found
 
     async def _user_list(self) -> dict[str, dict[str, Any]]:
         if self._users is None:

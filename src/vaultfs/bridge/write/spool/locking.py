@@ -13,6 +13,8 @@ from __future__ import annotations
 import logging
 import time
 
+import trio
+
 from vaultfs.bridge.write.spool import lock_marks
 from vaultfs.bridge.write.spool.bookkeeping import SpoolBookkeeping
 from vaultfs.bridge.write.spool.failures import PERMANENT, describe
@@ -101,10 +103,18 @@ class SpoolLocking:
                 if doc_id in books.entries or doc_id in books.checkouts or doc_id in books.holds:
                     continue  # taken over by an entry, or checked out again since
                 log.warning("spool: doc %d lock left by an earlier daemon; releasing it", doc_id)
+                # A check-out asked meanwhile (a save, an editor's lock file, a WebDAV
+                # LOCK: this runs beside what the daemon serves) waits for the release
+                # and then locks afresh: taken before it, the lock would be "ours
+                # already" and then released under it.
+                done = books.checkouts[doc_id] = trio.Event()
                 try:
                     await self._release(doc_id)
                 except VaultError as exc:
                     failure = exc  # the others are still tried
+                finally:
+                    del books.checkouts[doc_id]
+                    done.set()
             if failure is not None:
                 raise failure
 

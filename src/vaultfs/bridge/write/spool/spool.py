@@ -307,7 +307,7 @@ class Spool:
                 raise
             books.holds[doc_id] = 1
             how = "locked" if took else "lock was ours"
-            log.info("spool: doc %d checked out for an editor's lock file (%s)", doc_id, how)
+            log.info("spool: doc %d checked out for an editor (%s)", doc_id, how)
         finally:
             del books.checkouts[doc_id]
             done.set()
