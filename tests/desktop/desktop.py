@@ -44,9 +44,12 @@ PROBE = Path(__file__).with_name("atspi_probe.py")
 #: a screen the size of a laptop's; no TCP: the display is this machine's alone
 XVFB = ("Xvfb", "-screen", "0", "1280x800x24", "-nolisten", "tcp")
 PROGRAMS = ("nautilus", "Xvfb", "xdotool", "dbus-run-session", "gdbus")
+#: GNOME Files' file operations on the session bus (what the desktop's paste asks)
 FILE_OPERATIONS_2 = "org.gnome.Nautilus.FileOperations2"
-FILE_OPERATIONS = ("gdbus", "call", "--session", "--dest", "org.gnome.Nautilus")
-FILE_OPERATIONS += ("--object-path", "/org/gnome/Nautilus/FileOperations2")
+FILE_OPERATIONS = (
+    *("gdbus", "call", "--session", "--dest", "org.gnome.Nautilus"),
+    *("--object-path", "/org/gnome/Nautilus/FileOperations2"),
+)
 #: what docs/user-guide.md advises for GNOME Files without graphics acceleration
 SETTINGS_INI = "[Settings]\ngtk-enable-animations=0\n"
 
@@ -102,6 +105,7 @@ class Desktop:
         try:
             display = self._start_xvfb()
             self.env = self._environment(display)
+            wait_until(self._display_answers, timeout=timeout, what=f"the display {display}")
             # nautilus is exec'ed by the shell the session runs: the bus address is
             # written before, and the session ends when GNOME Files does.
             script = 'printf %s "$DBUS_SESSION_BUS_ADDRESS" > "$0"; exec nautilus --new-window "$1"'
@@ -116,6 +120,9 @@ class Desktop:
                 )
             wait_until(self._bus_known, timeout=timeout, what="the session bus")
             self.env["DBUS_SESSION_BUS_ADDRESS"] = self.bus_file.read_text()
+            # Its window first (X alone): the accessibility bus is asked for only once
+            # GNOME Files is up, as a screen reader would find it.
+            wait_until(lambda: self._window() is not None, timeout=timeout, what="its window")
             self.wait_for(lambda v: v.title == folder.name and not v.searching, timeout)
         except BaseException:
             self.stop()
@@ -123,28 +130,43 @@ class Desktop:
         return self
 
     def _start_xvfb(self) -> str:
+        """Start Xvfb on a display number free now (it picks it: ``-displayfd``)."""
         read_end, write_end = os.pipe()
         try:
-            self.xvfb = subprocess.Popen(
-                [*XVFB, "-displayfd", str(write_end)],
-                pass_fds=(write_end,),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
+            with open(self.root / "xvfb.log", "wb") as log:
+                self.xvfb = subprocess.Popen(
+                    [*XVFB, "-displayfd", str(write_end)],
+                    pass_fds=(write_end,),
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                )
             os.close(write_end)
             write_end = -1
             number = b""
             while not number.endswith(b"\n"):
-                chunk = os.read(read_end, 16)  # Xvfb writes it once it serves
+                chunk = os.read(read_end, 16)  # written once it listens
                 if not chunk:
-                    raise RuntimeError(f"Xvfb exited ({self.xvfb.wait()}) before it served")
+                    raise RuntimeError(f"Xvfb exited ({self.xvfb.wait()}): {self._xvfb_log()}")
                 number += chunk
         finally:
             os.close(read_end)
             if write_end >= 0:
                 os.close(write_end)
         return f":{int(number)}"
+
+    def _xvfb_log(self) -> str:
+        return (self.root / "xvfb.log").read_text(errors="replace")[-2000:]
+
+    def _display_answers(self) -> bool:
+        """A client can use the display (Xvfb could still be starting up, or gone)."""
+        assert self.xvfb is not None
+        if self.xvfb.poll() is not None:
+            raise RuntimeError(f"Xvfb exited ({self.xvfb.returncode}): {self._xvfb_log()}")
+        probe = subprocess.run(
+            ["xdotool", "getdisplaygeometry"], env=self.env, capture_output=True, check=False
+        )
+        return probe.returncode == 0
 
     def _environment(self, display: str) -> dict[str, str]:
         home = self.root / "home"
@@ -218,17 +240,25 @@ class Desktop:
     def _xdotool(self, *argv: str) -> None:
         subprocess.run(["xdotool", *argv], env=self.env, check=True, timeout=60)
 
-    def type_keys(self, *keys: str, text: str = "") -> None:
-        """Focus the window, press ``keys`` (``ctrl+f``), then type ``text``."""
+    def _window(self) -> str | None:
+        """GNOME Files' window on the display (X's id), None while there is none."""
+        assert self.session is not None
+        if self.session.poll() is not None:
+            raise RuntimeError(f"the session ended ({self.session.returncode}): {self.log()}")
         found = subprocess.run(
-            ["xdotool", "search", "--sync", "--onlyvisible", "--class", "nautilus"],
+            ["xdotool", "search", "--onlyvisible", "--class", "nautilus"],
             env=self.env,
             capture_output=True,
             text=True,
-            check=True,
+            check=False,
             timeout=60,
         )
-        window = found.stdout.split()[0]
+        return found.stdout.split()[0] if found.stdout.split() else None
+
+    def type_keys(self, *keys: str, text: str = "") -> None:
+        """Focus the window, press ``keys`` (``ctrl+f``), then type ``text``."""
+        window = self._window()
+        assert window is not None, "GNOME Files shows no window"
         self._xdotool("windowfocus", "--sync", window)
         if keys:
             self._xdotool("key", "--clearmodifiers", *keys)
