@@ -41,8 +41,10 @@ __all__ = ["Desktop", "View", "need_desktop"]
 #: Debian's Python, for which python3-pyatspi is built (the tests' own may be another)
 SYSTEM_PYTHON = "/usr/bin/python3"
 PROBE = Path(__file__).with_name("atspi_probe.py")
-#: a screen the size of a laptop's; no TCP: the display is this machine's alone
-XVFB = ("Xvfb", "-screen", "0", "1280x800x24", "-nolisten", "tcp")
+#: a screen the size of a laptop's; no TCP: the display is this machine's alone;
+#: -noreset: by default Xvfb starts over when its last client leaves (the check that
+#: it answers), refusing the clients that connect meanwhile ("cannot open display")
+XVFB = ("Xvfb", "-screen", "0", "1280x800x24", "-nolisten", "tcp", "-noreset")
 PROGRAMS = ("nautilus", "Xvfb", "xdotool", "dbus-run-session", "gdbus")
 #: GNOME Files' file operations on the session bus (what the desktop's paste asks)
 FILE_OPERATIONS_2 = "org.gnome.Nautilus.FileOperations2"
