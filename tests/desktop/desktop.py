@@ -14,8 +14,8 @@ by their ids.
 GNOME Files is run as docs/user-guide.md ("On the desktop") advises for a machine
 without graphics acceleration, which a virtual display is: animations off and the
 cairo renderer. ``VAULTFS_DESKTOP_AS_IS=1`` runs it without that advice (GTK's OpenGL
-renderer on software rendering, animations on): its first search in a fresh mount
-then never shows its results (the user guide says why).
+renderer on software rendering, animations on): GNOME Files then stays at "Loading…"
+or "Searching…" with nothing shown, and the tests fail (the user guide says why).
 """
 
 from __future__ import annotations
