@@ -46,10 +46,10 @@ def test_a_file_the_file_manager_copies_into_a_document_folder_becomes_its_attac
 
     files.copy([local], doc_dir)
     # The window shows the file where it was put, while the mount waits out its grace
-    # (an editor's save would rename it over the document's file meanwhile) ...
+    # (5 s: an editor's save would rename it over the document's file meanwhile; the
+    # status's "dropped" is tests/bridge/test_drop_mount.py's, as a busy machine may
+    # show the window late) ...
     files.wait_for(lambda v: "notes.txt" in v.names, timeout=10)
-    dropped = [f for f in fresh_mount.status()["new_files"] if f["state"] == "dropped"]
-    assert [f["path"].rsplit("/", 1)[-1] for f in dropped] == ["notes.txt"], dropped
     # ... then sees it go (the mount raises the delete for its watchers): it is the
     # document's attachment now, and shown as one.
     files.wait_for(lambda v: "notes.txt" not in v.names and bool(v.rows), timeout=20)
