@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.bridge.desktop import Watcher
 from tests.conftest import VIEWER
 from vaultfs.testing.mount_process import MountProcess, can_mount
 from vaultfs.testing.vault_process import VaultProcess, wait_until
@@ -122,6 +123,26 @@ def test_cp_into_a_document_folder_makes_an_attachment(
     assert cost.get("GET /objects/documents/{id}", 0) <= 2, cost
     assert cost.get("GET /objects/documents/{id}/attachments", 0) <= 2, cost
     assert sum(cost.values()) <= 5, cost
+
+
+def test_a_dropped_file_that_became_an_attachment_is_deleted_for_the_folders_watchers(
+    mount: MountProcess, api: httpx.Client, tmp_path: Path
+) -> None:
+    """A file manager's window showing the document's folder learns the file went (it
+    shows it under attachments/ now), as it learns a pasted file became a document."""
+    doc_id = document(api)
+    doc_dir = document_dir(mount, doc_id)
+    local = tmp_path / "watched notes.txt"
+    local.write_bytes(NOTES)
+    with Watcher(doc_dir) as watcher:
+        cp(local, doc_dir)
+        watcher.wait_for("CLOSE_WRITE", "watched notes.txt")
+        wait_until(
+            lambda: "watched notes.txt" in attachments(api, doc_id), timeout=30, what="the drop"
+        )
+        watcher.wait_for("DELETE", "watched notes.txt", timeout=10)
+    assert "watched notes.txt" not in os.listdir(doc_dir)
+    assert "watched notes.txt" in os.listdir(doc_dir / "attachments")
 
 
 def test_editors_temporary_files_are_never_uploaded(

@@ -224,6 +224,11 @@ def build_daemon(
     # exact size the content cache learns is pushed to the kernel's caches, and the
     # names that appeared are announced to the folders' watchers.
     index.on_change.append(freshness.document_changed)
+    # A dropped file that became its document's attachment goes from the document's
+    # directory (its watchers are told), as a pasted file that became a document does.
+    new_documents.on_drop_taken.append(
+        lambda dropped: freshness.name_gone(dropped.parent, dropped.name, dropped.key)
+    )
     index.on_relist.append(freshness.document_changed)
     blobs.on_size.append(freshness.size_known)
     if name_events is not None:

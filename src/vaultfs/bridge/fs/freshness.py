@@ -21,10 +21,11 @@ inode it held: ``fs.desktop.GoneNames`` has the kernel unhash it and raise
 its folder), which is how a file manager's window learns that a document another
 client deleted or renamed is gone. The same holds for a new file written into a
 folder: once its document is made, its name (``General/x.txt``) leads nowhere (the
-document is ``General/x/``), and ``new_file_done`` has the name checked. The documents
-checked are then given to ``on_names_checked`` (``fs.desktop.NewFolders``: a name that
-appeared, ``x/`` or a renamed document's new name, is announced to the folder's
-watchers).
+document is ``General/x/``), and ``new_file_done`` has the name checked; a file
+dropped into a document's directory that became its attachment is forgotten by
+``name_gone``. The documents checked are then given to ``on_names_checked``
+(``fs.desktop.NewFolders``: a name that appeared, ``x/`` or a renamed document's new
+name, is announced to the folder's watchers).
 """
 
 from __future__ import annotations
@@ -223,6 +224,17 @@ class Freshness:
                 self.invalidate_attr(ino)
         self._pending.add(doc_id)
         self._wake.set()
+
+    def name_gone(self, parent: NodeKey, name: str, key: NodeKey) -> None:
+        """A name of the mount's own left its directory by itself: a file dropped into
+        a document's directory is that document's attachment now (``attachments/``).
+        The kernel forgets the name as deleted, so that a window showing the directory
+        sees the file go (nothing of the mount's own is followed in ``seen``, and a
+        document's directory holds no names that ``check_names`` looks at)."""
+        parent_ino = self._inodes.held(parent)
+        ino = self._inodes.held(key)
+        if parent_ino is not None and ino is not None:
+            self._invalidate_entry(parent_ino, name, ino)
 
     def new_file_done(self) -> None:
         """A new file's last writer let go of it or its fields were set: its document

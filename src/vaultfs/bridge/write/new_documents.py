@@ -14,6 +14,7 @@ source file now) and the count of those still being made, for the status.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
@@ -87,6 +88,10 @@ class NewDocuments:
         #: files dropped into documents' directories, waiting out their grace (None
         #: on a read-only mount); its ``run`` is the mount's to start
         self.drops = Drops(self.take_drop) if files_in is not None else None
+        #: called with each dropped file once it is the document's attachment (its
+        #: name left the document's directory: the builder has the folder's watchers
+        #: told, ``Freshness.name_gone``)
+        self.on_drop_taken: list[Callable[[ScratchFile], None]] = []
 
     def scratch_closed(self, scratch: ScratchFile) -> None:
         """The last handle on ``scratch`` is gone: its content goes if it has no name."""
@@ -305,6 +310,8 @@ class NewDocuments:
                 await self.upload(scratch, keys.attachments(doc_id))
         finally:
             self.in_flight -= 1
+        for taken in self.on_drop_taken:
+            taken(scratch)
 
     async def rename_to_upload(
         self, scratch: ScratchFile, target: NodeKey | None, new: NodeKey, new_name: str
