@@ -59,6 +59,19 @@ def need_uno() -> None:
         pytest.skip("needs python3-uno")
 
 
+def end_group(proc: subprocess.Popen[bytes], *, timeout: float = 15) -> None:
+    """SIGTERM to the process group ``proc`` leads (started with a session of its own),
+    SIGKILL if it lingers past ``timeout`` seconds."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+
+
 class Office:
     """One headless LibreOffice, driven by ``office_uno.py`` one action at a time."""
 
@@ -102,11 +115,4 @@ class Office:
         proc, self.proc = self.proc, None
         if proc is None:
             return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
+        end_group(proc, timeout=20)

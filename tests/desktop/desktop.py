@@ -34,6 +34,7 @@ from types import TracebackType
 
 import pytest
 
+from tests.programs import end_group
 from vaultfs.testing.vault_process import wait_until
 
 __all__ = ["Desktop", "View", "need_desktop"]
@@ -314,16 +315,8 @@ class Desktop:
 
 
 def _end_group(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM to the process group ``proc`` leads (started with a session of its own),
-    SIGKILL if it lingers."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
+    """The session's process group ended (``end_group``), and what is left of it."""
+    end_group(proc)
     # what the bus started may outlive dbus-run-session by a moment
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
