@@ -2,7 +2,7 @@
 and ``vaultfs`` commands that sign in through the device grant as a person approves.
 
 ``provider`` is django-oauth-toolkit on loopback (``idp.Provider``) with access tokens
-that live 4 s; ``sso_vault`` a local vault whose ``oauth.toml`` introspects its tokens
+that live 8 s; ``sso_vault`` a local vault whose ``oauth.toml`` introspects its tokens
 for the demo's single sign-on user, with sessions that end after 3 s idle. ``signing_in``
 runs a ``vaultfs`` command with ``--device-code``, reads the code it shows, approves it
 at the provider's pages and waits for the command. The commands get no password, no
@@ -109,7 +109,7 @@ def signing_in(
 def provider(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Provider]:
     idp = Provider(
         tmp_path_factory.mktemp("idp") / "provider", {SSO_USER: IDP_PASSWORD},
-        access_token_seconds=4,
+        access_token_seconds=8,
     )  # fmt: skip
     with idp:
         yield idp
