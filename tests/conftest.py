@@ -9,11 +9,17 @@ import httpx
 import pytest
 
 from tests import parallel
+from tests.tls_once import share_default_tls
 from vaultfs.testing.mount_process import MountProcess, can_mount
 from vaultfs.testing.vault_process import ADMIN, DEMO_PASSWORD, EDITOR, VIEWER, VaultProcess
 
 #: the API version the tests speak
 API = "/api/v25.1"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """httpx's default TLS settings made once per process (tests/tls_once.py)."""
+    share_default_tls()
 
 
 @pytest.hookimpl(optionalhook=True)
