@@ -22,6 +22,21 @@ def pytest_configure(config: pytest.Config) -> None:
     share_default_tls()
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_collection_modifyitems(
+    config: pytest.Config, items: list[pytest.Item]
+) -> Iterator[None]:
+    """In a worker of a parallel run, the units of work and their order (tests/parallel.py):
+    the tests that go out alone are marked before xdist reads the groups, and the units
+    ordered once every other hook (pytest's own order of fixtures) has had its say."""
+    if parallel.in_worker(config):
+        parallel.mark_apart(items)
+    result = yield
+    if parallel.in_worker(config):
+        parallel.order_units(items)
+    return result
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     """Parallel runs share the suite out file by file (tests/parallel.py)."""
