@@ -33,6 +33,7 @@ def pytest_collection_modifyitems(
         parallel.mark_apart(items)
     result = yield
     if parallel.in_worker(config):
+        parallel.name_groups(items)
         parallel.order_units(items)
     return result
 

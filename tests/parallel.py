@@ -21,7 +21,7 @@ wrong.
 The workers order their collection (``order_units``: every worker the same, so their
 collections agree) and mark the tests that go out alone; the scheduler here, in the
 controlling process, which sees node ids only, keeps that order and reads the mark
-(the ``@apart`` xdist puts at the end of the node id of a test in a group).
+(the ``@apart`` at the end of the node id of a test in a group: ``name_groups``).
 
 Everything a test starts is its own (temporary directories, ports from the worker's
 share: ``vaultfs.testing.vault_process.free_port``, PostgreSQL clusters, S3 servers,
@@ -38,7 +38,14 @@ from pathlib import Path
 import pytest
 from xdist.scheduler import LoadGroupScheduling
 
-__all__ = ["FileScheduling", "in_worker", "make_scheduler", "mark_apart", "order_units"]
+__all__ = [
+    "FileScheduling",
+    "in_worker",
+    "make_scheduler",
+    "mark_apart",
+    "name_groups",
+    "order_units",
+]
 
 #: The group of the tests that go out one by one.
 APART = "apart"
@@ -116,7 +123,8 @@ def _group_of(item: pytest.Item) -> str | None:
 
 def in_worker(config: pytest.Config) -> bool:
     """Whether this process is a worker of a parallel run that shares the suite out here."""
-    return hasattr(config, "workerinput") and config.getvalue("dist") == "loadgroup"
+    # xdist sets a worker's own --dist to "no", and "loadgroup" aside.
+    return hasattr(config, "workerinput") and bool(getattr(config.option, "loadgroup", False))
 
 
 def mark_apart(items: list[pytest.Item]) -> None:
@@ -131,6 +139,24 @@ def mark_apart(items: list[pytest.Item]) -> None:
         if not any(_bound_to_its_module(item) for item in tests):
             for item in tests:
                 item.add_marker(pytest.mark.xdist_group(APART))
+
+
+def name_groups(items: list[pytest.Item]) -> None:
+    """End the node id of each test in a group with ``@`` and the group's name, which is
+    what the scheduler reads. xdist's workers do it themselves by setting ``_nodeid``,
+    which pytest 9 no longer reads (its node ids are ``NodeId`` objects): without this,
+    no group would reach the scheduler."""
+    for item in items:
+        group = _group_of(item)
+        if group is None or item.nodeid.endswith("@" + group):
+            continue
+        nodeid = f"{item.nodeid}@{group}"
+        try:
+            from _pytest.nodeid import NodeId  # pytest 9
+        except ImportError:  # pragma: no cover - pytest 8 reads _nodeid
+            item._nodeid = nodeid
+        else:
+            item._id = NodeId.parse(nodeid)  # type: ignore[attr-defined]
 
 
 def order_units(items: list[pytest.Item]) -> None:
