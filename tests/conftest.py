@@ -40,7 +40,7 @@ def pytest_collection_modifyitems(
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
-    """Parallel runs share the suite out file by file (tests/parallel.py)."""
+    """Parallel runs share the suite out by file or by test, heaviest first (tests/parallel.py)."""
     return parallel.make_scheduler(config, log)
 
 
