@@ -11,6 +11,7 @@ import pytest
 
 from tests import parallel
 from tests.programs import Office, need, need_uno
+from tests.tls_once import share_default_tls
 from vaultfs.testing.mount_process import MountProcess, can_mount
 from vaultfs.testing.vault_process import ADMIN, DEMO_PASSWORD, EDITOR, VIEWER, VaultProcess
 
@@ -18,9 +19,30 @@ from vaultfs.testing.vault_process import ADMIN, DEMO_PASSWORD, EDITOR, VIEWER, 
 API = "/api/v25.1"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """httpx's default TLS settings made once per process (tests/tls_once.py)."""
+    share_default_tls()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection_modifyitems(
+    config: pytest.Config, items: list[pytest.Item]
+) -> Iterator[None]:
+    """In a worker of a parallel run, the units of work and their order (tests/parallel.py):
+    the tests that go out alone are marked before xdist reads the groups, and the units
+    ordered once every other hook (pytest's own order of fixtures) has had its say."""
+    if parallel.in_worker(config):
+        parallel.mark_apart(items)
+    result = yield
+    if parallel.in_worker(config):
+        parallel.name_groups(items)
+        parallel.order_units(items)
+    return result
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
-    """Parallel runs share the suite out file by file (tests/parallel.py)."""
+    """Parallel runs share the suite out by file or by test, heaviest first (tests/parallel.py)."""
     return parallel.make_scheduler(config, log)
 
 

@@ -42,7 +42,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     files = metafunc.definition.get_closest_marker("content_stores") is not None
     if "vault_server" in metafunc.fixturenames:
         kinds = BACKENDS + S3_BACKENDS if files else BACKENDS
-        metafunc.parametrize("vault_server", kinds, indirect=True, scope="session")
+        metafunc.parametrize("vault_server", kinds, indirect=True, scope="module")
     if "fresh_vault" in metafunc.fixturenames:
         kinds = [*BACKENDS, "postgresql+s3"] if files else BACKENDS
         metafunc.parametrize("fresh_vault", kinds, indirect=True, scope="function")
@@ -85,14 +85,56 @@ def backend_server(request: pytest.FixtureRequest, data_dir: Path, backend: str)
     return VaultProcess(data_dir, extra_args=args, env=env)
 
 
-@pytest.fixture(scope="session")
-def vault_server(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+def _session_vault(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, kind: str
 ) -> Iterator[VaultProcess]:
-    """One demo vault per backend for the whole run; tests must not depend on others'."""
-    server = backend_server(request, tmp_path_factory.mktemp("vault") / "data", request.param)
+    server = backend_server(request, tmp_path_factory.mktemp("vault") / "data", kind)
     with server:
         yield server
+
+
+# The session's vault of each kind is a fixture of its own, not one fixture parametrised
+# at session scope: pytest ends a parametrised fixture's value whenever a test asks for
+# another parameter, so the sqlite vault was stopped for a postgresql test and started
+# again (a new vault, 2-3 s of CPU) for the next sqlite one, file after file. Each of
+# these is started once per process, when first asked for, and ends with the session
+# (before the PostgreSQL cluster and the S3 server it needs, which it depends on).
+@pytest.fixture(scope="session")
+def _vault_sqlite(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[VaultProcess]:
+    yield from _session_vault(request, tmp_path_factory, "sqlite")
+
+
+@pytest.fixture(scope="session")
+def _vault_postgresql(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, postgres: object
+) -> Iterator[VaultProcess]:
+    yield from _session_vault(request, tmp_path_factory, "postgresql")
+
+
+@pytest.fixture(scope="session")
+def _vault_sqlite_s3(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, s3: object
+) -> Iterator[VaultProcess]:
+    yield from _session_vault(request, tmp_path_factory, "sqlite+s3")
+
+
+@pytest.fixture(scope="session")
+def _vault_postgresql_s3(
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    postgres: object,
+    s3: object,
+) -> Iterator[VaultProcess]:
+    yield from _session_vault(request, tmp_path_factory, "postgresql+s3")
+
+
+@pytest.fixture(scope="module")
+def vault_server(request: pytest.FixtureRequest) -> VaultProcess:
+    """One demo vault per backend for the whole run; tests must not depend on others'."""
+    server: VaultProcess = request.getfixturevalue("_vault_" + request.param.replace("+", "_"))
+    return server
 
 
 @pytest.fixture

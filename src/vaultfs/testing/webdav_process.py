@@ -93,8 +93,10 @@ class WebdavProcess:
         if self.proc.poll() is not None:
             raise RuntimeError(f"webdav exited with {self.proc.returncode}: {self.log()}")
         try:
-            # Any answer will do (401 from a front where each user signs in).
-            r = httpx.request("OPTIONS", self.address + "/", timeout=2, verify=self.tls is None)
+            # Any answer will do (401 from a front where each user signs in). No check of
+            # a certificate: plain HTTP, or the front's own; and no bundle of them read
+            # for each poll (40-70 ms of CPU each).
+            r = httpx.request("OPTIONS", self.address + "/", timeout=2, verify=False)
             return r.status_code < 500
         except httpx.HTTPError:
             return False
