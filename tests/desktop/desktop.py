@@ -35,7 +35,7 @@ from types import TracebackType
 import pytest
 
 from tests.programs import end_group
-from vaultfs.testing.vault_process import wait_until
+from vaultfs.testing.vault_process import end_process, wait_until
 
 __all__ = ["Desktop", "View", "need_desktop"]
 
@@ -294,13 +294,7 @@ class Desktop:
         if session is not None:
             _end_group(session)
         xvfb, self.xvfb = self.xvfb, None
-        if xvfb is not None and xvfb.poll() is None:
-            xvfb.terminate()
-            try:
-                xvfb.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                xvfb.kill()
-                xvfb.wait()
+        end_process(xvfb)
 
     def __enter__(self) -> Desktop:
         return self

@@ -21,7 +21,6 @@ import httpx
 import pytest
 
 from tests.webdav.test_webdav_front import api_calls, latest_bytes, record, version_count
-from vaultfs.testing.vault_process import VaultProcess
 from vaultfs.testing.webdav_process import WebdavProcess
 
 pytestmark = pytest.mark.skipif(
@@ -32,17 +31,6 @@ pytestmark = pytest.mark.skipif(
 #: the API calls one save through davfs2 may cost (lock, check-out, upload, check-in,
 #: the lock taken again and released, the listings davfs2 asks for)
 MAX_CALLS_A_SAVE = 30
-
-
-@pytest.fixture(scope="module")
-def front(
-    module_vault: VaultProcess, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[WebdavProcess]:
-    process = WebdavProcess(module_vault.url, tmp_path_factory.mktemp("webdav-davfs2"))
-    try:
-        yield process.start()
-    finally:
-        process.stop()
 
 
 @contextlib.contextmanager

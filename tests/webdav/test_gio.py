@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
 
@@ -22,7 +21,6 @@ from tests.webdav.test_webdav_front import (
     source_path,
     version_count,
 )
-from vaultfs.testing.vault_process import VaultProcess
 from vaultfs.testing.webdav_process import WebdavProcess
 
 pytestmark = pytest.mark.skipif(
@@ -34,17 +32,6 @@ pytestmark = pytest.mark.skipif(
 
 #: the API calls a copy in and out may cost
 MAX_CALLS = 40
-
-
-@pytest.fixture(scope="module")
-def front(
-    module_vault: VaultProcess, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[WebdavProcess]:
-    process = WebdavProcess(module_vault.url, tmp_path_factory.mktemp("webdav-gio"))
-    try:
-        yield process.start()
-    finally:
-        process.stop()
 
 
 def gio(home: Path, script: str) -> str:
