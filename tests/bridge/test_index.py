@@ -11,7 +11,7 @@ import trio.testing
 
 from vaultfs.bridge.tree.catalog import TypeCatalog
 from vaultfs.bridge.tree.index import DocumentIndex
-from vaultfs.bridge.tree.index_store import IndexStore
+from vaultfs.bridge.tree.index_store import SCHEMA_VERSION, IndexStore
 from vaultfs.wire import time_ns
 
 from .fakevault import FakeVault
@@ -198,7 +198,7 @@ def test_an_index_of_schema_1_is_brought_up_to_date_in_place(tmp_path: Path) -> 
             (record["version_modified_date__v"], json.dumps(record)),
         )
     store = IndexStore(path, vault_url="http://v", user="u")
-    assert store.set_aside is None and store.meta("schema") == "3"
+    assert store.set_aside is None and store.meta("schema") == str(SCHEMA_VERSION)
     assert store.get(7) == record  # the records stay: no build from the start
     assert list(store.times([7])) == [(7, tuple(time_ns(record[f]) for f in _TIME_FIELDS))]
     assert list(store.folders()) == [("General", "", "", record["version_modified_date__v"])]

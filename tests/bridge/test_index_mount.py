@@ -116,6 +116,37 @@ def test_listing_during_the_first_build_waits_and_is_whole(
         mount.stop()
 
 
+def test_documents_sharing_one_name_across_pages_are_each_listed_and_found(
+    fresh_vault: VaultProcess, api: httpx.Client, tmp_path: Path
+) -> None:
+    """A folder's listing is read from the index a page at a time (512 documents): a
+    name shared by more documents than a page holds is named as one group."""
+    ids: list[int] = []
+    for count in (500, 100):  # (at most 500 rows a request)
+        rows = ["name__v,type__v,lifecycle__v"] + ["Same,General,General Lifecycle"] * count
+        made = api.post(
+            "/objects/documents/batch",
+            content="\n".join(rows).encode(),
+            headers={"Content-Type": "text/csv"},
+        )
+        made.raise_for_status()
+        ids += [row["id"] for row in made.json()["data"]]
+    ids.sort()
+    mount = MountProcess(fresh_vault.url, tmp_path, options="ro").start()
+    try:
+        before = calls(mount)
+        listing = os.listdir(mount.mountpoint / "General")  # in the order read
+        shared = [n for n in listing if n == "Same" or n.startswith("Same [")]
+        assert sorted(shared) == sorted(["Same"] + [f"Same [{i}]" for i in ids[1:]])
+        assert len(set(listing)) == len(listing)
+        for name in ("Same", f"Same [{ids[-1]}]"):  # looked up, not listed
+            assert (mount.mountpoint / "General" / name).is_dir()
+        assert not (mount.mountpoint / "General" / f"Same [{ids[0]}]").exists()
+        assert calls(mount) - before == 0  # the index answers, not the vault
+    finally:
+        mount.stop()
+
+
 def _kill(mount: MountProcess) -> None:
     """kill -9 the daemon, and take its mount point back."""
     os.kill(mount.pid, signal.SIGKILL)

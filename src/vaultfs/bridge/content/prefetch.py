@@ -27,17 +27,19 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
+from itertools import islice
 
 import trio
 
 from vaultfs import errors
 from vaultfs.bridge.content.blobcache import BlobCache
 from vaultfs.bridge.content.sources import Content, Contents
+from vaultfs.bridge.tree.keys import DocumentKey, NodeKey
 from vaultfs.bridge.tree.tree import Tree
 from vaultfs.client import VaultApi
 
-__all__ = ["AHEAD", "Prefetcher"]
+__all__ = ["AHEAD", "WALKED", "Prefetcher"]
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +51,9 @@ SMALL = 1 << 20
 _BUDGET_RESERVE = 200
 #: folders whose listing order is kept for walks (memory does not grow with the vault)
 _FOLDERS_KEPT = 8
+#: the documents of a folder whose order is kept for a walk: those after are not read
+#: ahead (a walk of more documents costs more calls than a vault's day allows)
+WALKED = 50_000
 
 
 class Prefetcher:
@@ -59,10 +64,12 @@ class Prefetcher:
         self._contents = contents
         self._client = client
         self._limiter = trio.CapacityLimiter(AHEAD)
-        #: the folders listed last, newest last: their documents in listing order, and
-        #: each document's position there (made when a walk first asks: a folder of
-        #: 100,000 documents is listed far more often than walked)
-        self._listed: deque[tuple[list[int], dict[int, int]]] = deque(maxlen=_FOLDERS_KEPT)
+        #: the folders listed last, newest last: their listings, and their documents in
+        #: listing order with each one's position (made when a walk first asks: a folder
+        #: of 100,000 documents is listed far more often than walked)
+        self._listed: deque[tuple[Mapping[str, NodeKey], list[int], dict[int, int]]] = deque(
+            maxlen=_FOLDERS_KEPT
+        )
         self._pending: set[tuple[str, int]] = set()
         #: the document visited last, and whether that visit was a walk's
         self._last: int | None = None
@@ -71,17 +78,23 @@ class Prefetcher:
         #: ("details", "source"): the folder's documents and the end of that stretch
         self._horizon: dict[str, tuple[list[int], int]] = {}
 
-    def folder_listed(self, documents: list[int]) -> None:
-        """A folder was opened: its documents, in the order the walk will visit them."""
-        if self._listed and self._listed[-1][0] == documents:
+    def folder_listed(self, listing: Mapping[str, NodeKey]) -> None:
+        """A folder was opened: its listing, the order the walk will visit it in."""
+        if self._listed and self._listed[-1][0] is listing:
             return  # the same folder again, unchanged: its order (and places) stand
-        self._listed.append((documents, {}))
+        self._listed.append((listing, [], {}))
 
     def _position(self, doc_id: int) -> tuple[list[int], int] | None:
         """The listed folder ``doc_id`` is in (the newest) and its position there."""
-        for documents, positions in reversed(self._listed):
-            if not positions and documents:
+        for listing, documents, positions in reversed(self._listed):
+            if not positions:
+                # The first ``WALKED`` documents: a walk of more costs more calls than a
+                # day's budget, and a folder of a million would be held whole.
+                documents += islice(
+                    (k.doc_id for k in listing.values() if isinstance(k, DocumentKey)), WALKED
+                )
                 positions.update(zip(documents, range(len(documents)), strict=True))
+                positions[-1] = -1  # (made, even for a folder without documents)
             position = positions.get(doc_id)
             if position is not None:
                 return documents, position

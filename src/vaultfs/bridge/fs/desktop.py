@@ -28,6 +28,7 @@ from vaultfs.bridge.fs.inodes import InodeTable
 from vaultfs.bridge.fs.overlay import Overlay
 from vaultfs.bridge.fs.paths import DisplayPaths
 from vaultfs.bridge.tree import keys
+from vaultfs.bridge.tree.folder_listing import name_in
 from vaultfs.bridge.tree.nodes import NodeKey, folder_of
 
 __all__ = ["GoneNames", "NameEvents", "NewFolders", "is_trash_name"]
@@ -128,9 +129,8 @@ class NewFolders:
             except errors.VaultError as exc:
                 log.debug("no create events in %s: %s", path or "/", exc)
                 continue
-            names = {key: name for name, key in listing.items()}
             for doc_id in documents:
-                name = names.get(keys.document(doc_id))
+                name = name_in(listing, keys.document(doc_id))
                 if name is not None and not self._held(keys.document(doc_id), ino, name):
                     self._events.created(ino, path, name)
 

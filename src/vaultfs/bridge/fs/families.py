@@ -96,7 +96,7 @@ class NodeFamily(Protocol):
         changes (short timeouts), and its name may outlive it on purpose."""
         ...
 
-    async def children(self, tree: Tree, key: NodeKey) -> dict[str, NodeKey]:
+    async def children(self, tree: Tree, key: NodeKey) -> Mapping[str, NodeKey]:
         """Name -> child of directory ``key`` as the vault's records make it."""
         ...
 

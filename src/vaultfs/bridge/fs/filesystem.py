@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import logging
 import os
+from itertools import islice
 from typing import Any, NoReturn
 
 from vaultfs import errors
 from vaultfs.bridge.content.blobcache import BlobCache
 from vaultfs.bridge.fs.attributes import BLOCK, Attr
 from vaultfs.bridge.fs.desktop import is_trash_name
+from vaultfs.bridge.fs.dir_entries import DirEntries
 from vaultfs.bridge.fs.families import Change, Move, Parts, is_writing
 from vaultfs.bridge.fs.freshness import no_entry_invalidation, no_invalidation
 from vaultfs.bridge.fs.handles import HandleTable
@@ -165,22 +167,21 @@ class FileSystem:
         if key.kind in nodes.DETAILS_DIRS:  # listed from its details: read ahead
             self.parts.prefetch.details_needed(key.doc_id)
         await self._ready(key)
-        children = (await self.overlay.children(key)).items()
-        if isinstance(key, FolderKey):
-            # A folder's entries are its documents and folders (directories) and scratch
-            # files: by name, which the index gives them in (a folder of 100,000
-            # documents is sorted in a pass).
-            listing = sorted(children)  # names are unique: keys are never compared
-            # The order a walk visits the documents in: what the prefetch reads ahead.
-            documents = [k.doc_id for _, k in listing if isinstance(k, DocumentKey)]
-            self.parts.prefetch.folder_listed(documents)
+        children = await self.overlay.children(key)
+        if isinstance(key, FolderKey) and key != ROOT:
+            # A folder's entries: its child folders, then its documents read from the
+            # index a page at a time as the kernel asks (``FolderListing``: a folder of
+            # a million documents is never held whole), the mount's scratch files first.
+            listing = DirEntries(children.items)
+            self.parts.prefetch.folder_listed(children)  # the order a walk visits
         else:
             # Subdirectories before files: an ``rm -r`` walk of a version directory then
             # empties its renditions before the version file's removal deletes it.
-            listing = sorted(
-                children,
+            entries = sorted(
+                children.items(),
                 key=lambda item: (self.registry.is_file(item[1]), item[0]),  # unique names
             )
+            listing = DirEntries(lambda: entries)
         fh = self.handles.add_dir(listing)
         self._dir_inodes[fh] = ino
         return fh
@@ -199,14 +200,13 @@ class FileSystem:
         # At most a reply's worth: the kernel asks again from where a reply ended, so
         # each request costs the same at the end of a big folder as at its start (the
         # attributes of every entry left were made, then given back, per request).
-        end = min(len(listing), start + READDIR_BATCH)
+        batch = list(islice(listing.entries(start), READDIR_BATCH))
         # The batch's times in a few queries of the index, not one each.
         self.tree.index.documents.preload_times(
-            key.doc_id for _, key in listing[start:end] if isinstance(key, DocumentKey)
+            key.doc_id for _, _, key in batch if isinstance(key, DocumentKey)
         )
         try:
-            for position in range(start, end):
-                name, key = listing[position]
+            for position, name, key in batch:
                 ino = self.inodes.lookup(key)
                 try:
                     attr = await self._attributes(key, ino)
@@ -217,7 +217,7 @@ class FileSystem:
                     self.forget(ino, 1)
                     raise
                 self.freshness.seen(parent, name, key, attr.ino)
-                entries.append((position + 1, name, key, attr))
+                entries.append((position, name, key, attr))
         except BaseException:
             self.entries_not_returned(entries)
             raise

@@ -17,7 +17,7 @@ import trio
 
 from vaultfs import errors
 from vaultfs.bridge.content.blobcache import BlobHandle
-from vaultfs.bridge.tree.nodes import NodeKey
+from vaultfs.bridge.fs.dir_entries import DirEntries
 from vaultfs.bridge.write.editing import EditHandle, Editing
 from vaultfs.bridge.write.new_documents import NewDocuments
 from vaultfs.bridge.write.scratch import ScratchFile
@@ -229,7 +229,7 @@ class HandleTable:
     def __init__(self) -> None:
         self._next = 1
         self._files: dict[int, OpenFile] = {}
-        self._dirs: dict[int, list[tuple[str, NodeKey]]] = {}
+        self._dirs: dict[int, DirEntries] = {}
         #: handles that stand for many opens (``add_shared``): no release ends them
         self._shared: set[int] = set()
 
@@ -265,12 +265,12 @@ class HandleTable:
         self._shared.discard(fh)
         self._files.pop(fh, None)
 
-    def add_dir(self, listing: list[tuple[str, NodeKey]]) -> int:
+    def add_dir(self, listing: DirEntries) -> int:
         fh = self._number()
         self._dirs[fh] = listing
         return fh
 
-    def dir(self, fh: int) -> list[tuple[str, NodeKey]]:
+    def dir(self, fh: int) -> DirEntries:
         listing = self._dirs.get(fh)
         if listing is None:
             raise errors.BadHandle("directory handle is not open")

@@ -14,10 +14,11 @@ becomes when written or removed is the node families' (``bridge.nodes``) and
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 from vaultfs import errors
 from vaultfs.bridge.tree import keys
+from vaultfs.bridge.tree.folder_listing import name_in
 from vaultfs.bridge.tree.keys import Kind, NodeKey, typed
 from vaultfs.bridge.tree.tree import Tree
 from vaultfs.bridge.tree.versions import parse_version
@@ -110,9 +111,7 @@ class Overlay:
         scratch = self.scratch.names_in(parent) if self.scratch is not None else {}
         if not self._hidden and not scratch:
             return listing
-        shown = {n: k for n, k in listing.items() if not self.hidden(k)}
-        shown.update(scratch)
-        return shown
+        return _Shown(listing, scratch, self.hidden)
 
     async def source_name(self, doc_id: int) -> str | None:
         """The name of the document's source file in its directory (hidden or not)."""
@@ -156,3 +155,46 @@ class Overlay:
         passes through it): hidden for a minute once empty."""
         await self.must_be_empty(key, name)
         self.hide(key)
+
+
+class _Shown(Mapping[str, NodeKey]):
+    """A listing with the mount's scratch files added and its hidden entries left out,
+    made as it is read (the listing may be a folder's of a million documents)."""
+
+    def __init__(
+        self,
+        listing: Mapping[str, NodeKey],
+        added: Mapping[str, NodeKey],
+        hidden: Callable[[NodeKey], bool],
+    ) -> None:
+        self._listing = listing
+        self._added = added
+        self._hidden = hidden
+
+    def __getitem__(self, name: str) -> NodeKey:
+        found = self._added.get(name)
+        if found is None:
+            found = self._listing[name]
+            if self._hidden(found):
+                raise KeyError(name)
+        return found
+
+    def items(self) -> Iterator[tuple[str, NodeKey]]:  # type: ignore[override]
+        yield from self._added.items()
+        for name, key in self._listing.items():
+            if name not in self._added and not self._hidden(key):
+                yield name, key
+
+    def __iter__(self) -> Iterator[str]:
+        return (name for name, _ in self.items())
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self.items())
+
+    def name_of(self, child: NodeKey) -> str | None:
+        """The name ``child`` is shown by (``folder_listing.name_in``)."""
+        added = next((name for name, key in self._added.items() if key == child), None)
+        if added is not None or self._hidden(child):
+            return added
+        name = name_in(self._listing, child)
+        return None if name is None or name in self._added else name

@@ -12,8 +12,9 @@ systems without numbers of their own (sshfs); a lookup gives the real one.
 from __future__ import annotations
 
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 
+from vaultfs.bridge.fs.dir_entries import DirEntries
 from vaultfs.bridge.fs.inodes import InodeTable
 from vaultfs.bridge.tree.keys import NodeKey, typed
 
@@ -40,10 +41,9 @@ def file_type(key: NodeKey) -> int:
 
 
 def plain_entries(
-    listing: Sequence[tuple[str, NodeKey]], inodes: InodeTable, start: int
+    listing: DirEntries, inodes: InodeTable, start: int
 ) -> Iterator[tuple[int, str, int, int]]:
     """(next position, name, inode number, type) of ``listing``'s entries from
     ``start``, as many as the caller takes."""
-    for position in range(start, len(listing)):
-        name, key = listing[position]
-        yield position + 1, name, inodes.known(key) or UNKNOWN_INO, file_type(key)
+    for position, name, key in listing.entries(start):
+        yield position, name, inodes.known(key) or UNKNOWN_INO, file_type(key)

@@ -7,6 +7,7 @@ creation; writing one adds a version of it, a new name adds one, ``rm`` deletes 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import cast
 
 from vaultfs import errors
@@ -30,7 +31,7 @@ class Attachments(UploadedFamily):
     key_type = AttachmentKey
     dir_kinds = frozenset({Kind.ATTS})
 
-    async def children(self, tree: Tree, key: NodeKey) -> dict[str, NodeKey]:
+    async def children(self, tree: Tree, key: NodeKey) -> Mapping[str, NodeKey]:
         if key.kind != Kind.ATTS:
             return await super().children(tree, key)
         doc_id = key.doc_id

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import stat
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import cast
 
@@ -47,7 +48,7 @@ class Control(Family):
             raise errors.NotFound("no lost+found")
         return self._spool_dir / LOST_AND_FOUND / cast(ControlKey, key).lost_name
 
-    async def children(self, tree: Tree, key: NodeKey) -> dict[str, NodeKey]:
+    async def children(self, tree: Tree, key: NodeKey) -> Mapping[str, NodeKey]:
         if key == CONTROL:
             return {"status": STATUS, LOST_AND_FOUND: LOST}
         if key == LOST:

@@ -15,7 +15,7 @@ by name only and read at open (``lifecycle.events``), as is its ``.hidden``
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from vaultfs.bridge.fs.attributes import Attr
@@ -51,7 +51,7 @@ class Documents(Family):
         self._held_here = held_here
         self._lock_files = lock_files
 
-    async def children(self, tree: Tree, key: NodeKey) -> dict[str, NodeKey]:
+    async def children(self, tree: Tree, key: NodeKey) -> Mapping[str, NodeKey]:
         if key.kind != Kind.DOC:
             return await super().children(tree, key)
         doc_id = key.doc_id

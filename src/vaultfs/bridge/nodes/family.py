@@ -43,7 +43,7 @@ class Family:
     def is_local(self, key: NodeKey) -> bool:
         return key.is_local  # the key type's ``LOCAL_KINDS``
 
-    async def children(self, tree: Tree, key: NodeKey) -> dict[str, NodeKey]:
+    async def children(self, tree: Tree, key: NodeKey) -> Mapping[str, NodeKey]:
         raise errors.NotADirectory(f"{key!r} is not a directory")
 
     async def unlisted(self, tree: Tree, key: NodeKey, name: str) -> NodeKey | None:

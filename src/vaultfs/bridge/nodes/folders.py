@@ -9,6 +9,7 @@ succeeds (it goes with its last document).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, cast
 
 from vaultfs import errors
@@ -26,7 +27,7 @@ __all__ = ["Folders"]
 class Folders(Family):
     key_type = FolderKey
 
-    async def children(self, tree: Tree, key: NodeKey) -> dict[str, NodeKey]:
+    async def children(self, tree: Tree, key: NodeKey) -> Mapping[str, NodeKey]:
         return await tree.list_folder(key)
 
     def step(self, paths: DisplayPaths, key: NodeKey) -> tuple[NodeKey, str] | None:

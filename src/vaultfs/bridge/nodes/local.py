@@ -14,6 +14,7 @@ that document's directory. Their fields are the fields a new document will take
 from __future__ import annotations
 
 import stat
+from collections.abc import Mapping
 from typing import Any
 
 from vaultfs import errors
@@ -33,7 +34,7 @@ __all__ = ["Local"]
 class Local(Family):
     key_type = LocalKey
 
-    async def children(self, tree: Tree, key: NodeKey) -> dict[str, NodeKey]:
+    async def children(self, tree: Tree, key: NodeKey) -> Mapping[str, NodeKey]:
         if key.kind == Kind.NEWDIR:
             return {}  # its files are the overlay's (``fs.overlay``)
         return await super().children(tree, key)

@@ -64,7 +64,7 @@ class Registry:
 
     # --- the tree's listings (``tree.Lister``) ---------------------------------------
 
-    async def children(self, tree: Tree, key: NodeKey) -> dict[str, NodeKey]:
+    async def children(self, tree: Tree, key: NodeKey) -> Mapping[str, NodeKey]:
         key = typed(key)
         return await self.of(key).children(tree, key)
 

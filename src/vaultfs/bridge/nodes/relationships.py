@@ -9,6 +9,7 @@ relationship and ``rm`` of a link deletes it (``write.linking``).
 from __future__ import annotations
 
 import stat
+from collections.abc import Mapping
 from typing import cast
 
 from vaultfs import errors
@@ -26,7 +27,7 @@ __all__ = ["Relationships"]
 class Relationships(Family):
     key_type = RelationshipKey
 
-    async def children(self, tree: Tree, key: NodeKey) -> dict[str, NodeKey]:
+    async def children(self, tree: Tree, key: NodeKey) -> Mapping[str, NodeKey]:
         if key.kind == Kind.RELS:
             return await tree.relationships.type_dirs(key.doc_id)
         if isinstance(key, RelationshipKey) and key.kind == Kind.RELT:

@@ -7,7 +7,7 @@ it, a new ``<type>.<ext>`` adds one, ``rm`` deletes it (``uploads``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import cast
 
 from vaultfs.bridge.fs.attributes import Attr
@@ -36,7 +36,7 @@ class Renditions(UploadedFamily):
     key_type = RenditionKey
     dir_kinds = frozenset({Kind.RENDS, Kind.VRENDS})
 
-    async def children(self, tree: Tree, key: NodeKey) -> dict[str, NodeKey]:
+    async def children(self, tree: Tree, key: NodeKey) -> Mapping[str, NodeKey]:
         doc_id = key.doc_id
         if key.kind == Kind.RENDS:
             details = await tree.details(doc_id)

@@ -37,6 +37,7 @@ import logging
 import posixpath
 import stat
 import time
+from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any, cast
 
@@ -152,7 +153,7 @@ class Search(Family):
 
     # --- names -----------------------------------------------------------------------
 
-    async def children(self, tree: Tree, key: NodeKey) -> dict[str, NodeKey]:
+    async def children(self, tree: Tree, key: NodeKey) -> Mapping[str, NodeKey]:
         kind = key.kind
         if kind == SearchKind.SEARCH:
             return {form: SearchKey(SearchKind.SEARCHES, form) for form in _FORMS}

@@ -9,6 +9,7 @@ version's directory then goes with it (``Overlay.deleted_version``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, cast
 
 from vaultfs import errors
@@ -33,7 +34,7 @@ def _version(key: NodeKey) -> tuple[int, int]:
 class Versions(Family):
     key_type = VersionKey
 
-    async def children(self, tree: Tree, key: NodeKey) -> dict[str, NodeKey]:
+    async def children(self, tree: Tree, key: NodeKey) -> Mapping[str, NodeKey]:
         doc_id = key.doc_id
         if key.kind == Kind.VERS:
             details = await tree.details(doc_id)

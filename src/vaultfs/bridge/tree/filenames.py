@@ -29,7 +29,14 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
-__all__ = ["MAX_NAME_BYTES", "Sibling", "assign_names", "escape", "plain_names", "unescape"]
+__all__ = [
+    "MAX_NAME_BYTES",
+    "Sibling",
+    "assign_names",
+    "escape",
+    "single_name",
+    "unescape",
+]
 
 MAX_NAME_BYTES = 255
 #: the empty label (an escape sequence that escaping a real character never produces)
@@ -125,7 +132,7 @@ class Sibling(NamedTuple):
     is_file: bool = False
 
 
-def plain_names(labels: Sequence[str], reserved: Iterable[str] = ()) -> list[str] | None:
+def _plain_names(labels: Sequence[str], reserved: Iterable[str] = ()) -> list[str] | None:
     """The escaped ``labels`` when they are the names (no two alike, none reserved, none
     to cut), else None: then ``assign_names`` tells them apart. Needs no ``Sibling``
     per entry: a folder of 100,000 documents is named in a few passes in C."""
@@ -136,13 +143,19 @@ def plain_names(labels: Sequence[str], reserved: Iterable[str] = ()) -> list[str
     return None
 
 
+def single_name(label: str, is_file: bool = False) -> str:
+    """The name of ``label`` when no sibling shares it (what ``assign_names`` gives a
+    sibling alone)."""
+    return _cut(escape(label), is_file)
+
+
 def assign_names(siblings: Sequence[Sibling], reserved: Iterable[str] = ()) -> list[str]:
     """Unique, safe file names for ``siblings`` (same order), none equal to ``reserved``.
 
     Deterministic: the same siblings give the same names, whatever their order.
     """
     taken = set(reserved)
-    plain = plain_names([s.label for s in siblings], taken)
+    plain = _plain_names([s.label for s in siblings], taken)
     if plain is not None:
         return plain  # no duplicate, nothing to cut: every name is its label's
     escaped = [escape(s.label) for s in siblings]

@@ -5,8 +5,8 @@ document's own (its directory, ``versions/``, a version's, ``renditions/``,
 ``attachments/``, ``relationships/``), of zero to six entries each. Kept as a dict in
 a (generation, dict) pair, such a listing costs 180 to 240 bytes; packed into one
 tuple, (generation, name, key, name, key, ...), 48 to 150: 7 MiB less for the walk.
-A listing of more than ``PACK_MAX`` entries (a folder of documents) stays a dict, so
-a lookup in a folder of 10,000 documents is still one hash, not a scan.
+A bigger listing stays the mapping it was made as (a dict; a folder's
+``FolderListing``, which reads its documents from the index and holds none of them).
 
 The cache is bounded (``MAX_LISTINGS`` directories, the least recently used go): a
 walk of a million documents would otherwise keep millions of listings. A listing that
@@ -17,12 +17,13 @@ a scan of every listing.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from itertools import chain
 from typing import Any
 
 from cachetools import LRUCache
 
+from vaultfs.bridge.tree.folder_listing import name_in
 from vaultfs.bridge.tree.keys import NodeKey, typed
 
 __all__ = ["MAX_LISTINGS", "PACK_MAX", "ListingCache"]
@@ -39,7 +40,7 @@ class _Packed(tuple[object, ...]):  # (generation, name, key, name, key, ...)
 
 
 class _Listings(LRUCache[NodeKey, tuple[object, ...]]):
-    """directory key -> _Packed, or (generation, name -> child key); tells ``gone``
+    """directory key -> _Packed, or (generation, listing); tells ``gone``
     of each listing it lets go of."""
 
     def __init__(self, maxsize: int, gone: Any) -> None:
@@ -61,23 +62,23 @@ class ListingCache:
     def __len__(self) -> int:
         return len(self._listings)
 
-    def put(self, key: NodeKey, generation: int, listing: dict[str, NodeKey]) -> None:
+    def put(self, key: NodeKey, generation: int, listing: Mapping[str, NodeKey]) -> None:
         key = typed(key)
         if key.OF_DOCUMENT:
             self._by_document.setdefault(key.doc_id, set()).add(key)
-        if len(listing) <= PACK_MAX:
+        if isinstance(listing, dict) and len(listing) <= PACK_MAX:
             self._listings[key] = _Packed((generation, *chain.from_iterable(listing.items())))
         else:
             self._listings[key] = (generation, listing)
 
-    def get(self, key: NodeKey, generation: int) -> dict[str, NodeKey] | None:
+    def get(self, key: NodeKey, generation: int) -> Mapping[str, NodeKey] | None:
         """The listing of ``key`` made at ``generation``, None when there is none."""
         cached = self._listings.get(key)
         if cached is None or cached[0] != generation:
             return None
         if isinstance(cached, _Packed):
             return dict(_pairs(cached))
-        listing: dict[str, NodeKey] = cached[1]  # type: ignore[assignment]
+        listing: Mapping[str, NodeKey] = cached[1]  # type: ignore[assignment]
         return listing
 
     def entries(self, key: NodeKey) -> Iterator[tuple[str, NodeKey]]:
@@ -87,8 +88,16 @@ class ListingCache:
             return iter(())
         if isinstance(cached, _Packed):
             return _pairs(cached)
-        listing: dict[str, NodeKey] = cached[1]  # type: ignore[assignment]
+        listing: Mapping[str, NodeKey] = cached[1]  # type: ignore[assignment]
         return iter(listing.items())
+
+    def name_of(self, key: NodeKey, child: NodeKey) -> str | None:
+        """The name of ``child`` in the last listing of ``key`` made (None: none made,
+        or not in it): a seek in a folder's listing, not a scan."""
+        cached = self._listings.get(key)
+        if cached is None or isinstance(cached, _Packed):
+            return next((name for name, k in self.entries(key) if k == child), None)
+        return name_in(cached[1], child)  # type: ignore[arg-type]
 
     def directories(self) -> list[NodeKey]:
         """Every directory with a listing kept."""

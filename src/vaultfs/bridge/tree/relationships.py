@@ -32,7 +32,7 @@ from __future__ import annotations
 import logging
 import posixpath
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any, Protocol
@@ -42,6 +42,7 @@ import trio
 from vaultfs import errors
 from vaultfs.bridge.tree import keys, nodes
 from vaultfs.bridge.tree.filenames import Sibling, assign_names
+from vaultfs.bridge.tree.folder_listing import name_in
 from vaultfs.bridge.tree.index import DocumentIndex, Record
 from vaultfs.bridge.tree.keys import RelationshipKey, typed
 from vaultfs.bridge.tree.locks import KeyedLocks
@@ -134,7 +135,7 @@ class TreeView(Protocol):
 
     async def details(self, doc_id: int) -> _Versions: ...
 
-    async def children(self, key: NodeKey) -> dict[str, NodeKey]: ...
+    async def children(self, key: NodeKey) -> Mapping[str, NodeKey]: ...
 
 
 class Relationships:
@@ -150,8 +151,6 @@ class Relationships:
         #: document type API name -> (when read, relationship type entries)
         self._types: dict[str, tuple[float, list[dict[str, Any]]]] = {}
         self._types_lock = trio.Lock()
-        #: directory key -> (index generation, child key -> name): paths of link targets
-        self._names: dict[NodeKey, tuple[int, dict[NodeKey, str]]] = {}
 
     # --- metadata ----------------------------------------------------------------
 
@@ -349,12 +348,7 @@ class Relationships:
     # --- paths ---------------------------------------------------------------------
 
     async def _name_in(self, parent: NodeKey, child: NodeKey) -> str:
-        generation = self._tree.index.generation
-        cached = self._names.get(parent)
-        if cached is None or cached[0] != generation:
-            listing = await self._tree.children(parent)
-            cached = self._names[parent] = (generation, {k: n for n, k in listing.items()})
-        name = cached[1].get(child)
+        name = name_in(await self._tree.children(parent), child)
         if name is None and parent.kind == Kind.RELS:  # a type with no link yet: unlisted
             every = await self._type_dirs(parent.doc_id, every_type=True)
             name = next((n for n, k in every.items() if k == child), None)

@@ -20,9 +20,10 @@ from typing import Any, Protocol
 from cachetools import LRUCache
 
 from vaultfs import errors
-from vaultfs.bridge.tree import keys, nodes
+from vaultfs.bridge.tree import nodes
 from vaultfs.bridge.tree.catalog import TypeCatalog
-from vaultfs.bridge.tree.filenames import Sibling, assign_names, plain_names
+from vaultfs.bridge.tree.filenames import Sibling, assign_names
+from vaultfs.bridge.tree.folder_listing import FolderListing
 from vaultfs.bridge.tree.index import DocumentIndex, Record
 from vaultfs.bridge.tree.index_store import Times
 from vaultfs.bridge.tree.keys import FolderKey, typed
@@ -75,8 +76,8 @@ class Details:
 
 @dataclass
 class _Folder:
-    """One folder of the type hierarchy: its child folders (its documents are a query
-    of the index, ``IndexStore.names_in``)."""
+    """One folder of the type hierarchy: its child folders (its documents are read
+    from the index, ``FolderListing``)."""
 
     folders: set[NodeKey] = field(default_factory=set)
     mtime: str = ""
@@ -92,7 +93,7 @@ class Lister(Protocol):
 
     def is_local(self, key: NodeKey) -> bool: ...
 
-    async def children(self, tree: Tree, key: NodeKey) -> dict[str, NodeKey]: ...
+    async def children(self, tree: Tree, key: NodeKey) -> Mapping[str, NodeKey]: ...
 
     async def unlisted(self, tree: Tree, key: NodeKey, name: str) -> NodeKey | None: ...
 
@@ -343,7 +344,7 @@ class Tree:
         """The name ``child`` had in the last listing of ``parent`` made, None when
         ``parent`` was not listed or did not hold it. Never lists: for display (a
         status, a log line), where a name one index generation old is good enough."""
-        return next((name for name, key in self._listings.entries(parent) if key == child), None)
+        return self._listings.name_of(parent, child)
 
     def where_listed(self, child: NodeKey, parent_kind: Kind) -> tuple[NodeKey, str] | None:
         """(parent, name) of ``child`` in a listing made of one of its document's
@@ -357,7 +358,7 @@ class Tree:
                     return parent, name
         return None
 
-    async def children(self, key: NodeKey) -> dict[str, NodeKey]:
+    async def children(self, key: NodeKey) -> Mapping[str, NodeKey]:
         """Name -> child key of directory ``key`` (made by its family, ``Lister``;
         cached per index generation, except the mount's own nodes' listings)."""
         cached = self._listings.get(key, self.index.generation)
@@ -368,37 +369,33 @@ class Tree:
             self._listings.put(key, self.index.generation, listing)
         return listing
 
-    async def list_folder(self, key: NodeKey) -> dict[str, NodeKey]:
+    async def list_folder(self, key: NodeKey) -> Mapping[str, NodeKey]:
+        """A folder's listing: the root's types and the families' entries (a dict), a
+        folder's child folders and documents (a ``FolderListing``, read from the index
+        as it is asked for: a folder of a million documents is never held whole)."""
         self._ensure_folders()
         folder = self._folders.get(key)
         if folder is None:
             raise errors.InvalidDocument(f"folder {key!r} no longer exists")
-        labels = await self._folder_labels(key, [str(c[-1]) for c in folder.folders])
-        siblings: list[Sibling] = []
-        children: list[NodeKey] = []
-        for child in sorted(folder.folders, key=repr):
-            api_name = str(child[-1])
-            siblings.append(Sibling(labels.get(api_name, api_name), api_name, (0, api_name)))
-            children.append(child)
-        # The folder's names are one query of the index, not a read of every record.
-        levels = [str(part) for part in key[1:]] + ["", ""]
-        in_folder = self.index.store.names_in(*levels[:3]) if key != ROOT else []
-        reserved = set(self._lister.root_names) if key == ROOT else set()
-        # A folder of 100,000 documents runs this per listing: its names are usually its
-        # labels as they are (``plain_names``), made without a ``Sibling`` each.
-        names_of = [s.label for s in siblings] + [n or str(i) for i, n in in_folder]
-        names = plain_names(names_of, reserved)
-        if names is None:
-            siblings += [Sibling(n or str(i), str(i), (1, f"{i:020d}")) for i, n in in_folder]
-            names = assign_names(siblings, reserved=reserved)
-        children += [keys.document(doc_id) for doc_id, _ in in_folder]
-        listing = dict(zip(names, children, strict=True))
-        if key == ROOT:
-            # The vault's names win: a type labelled like a family's entry keeps its
-            # name (paths of documents never move), the entry is told apart by its kind.
-            for name, child in self._lister.root_listed.items():
-                listing[f"{name} [{child.kind}]" if name in listing else name] = child
+        children = sorted(folder.folders, key=repr)
+        labels = await self._folder_labels(key, [str(c[-1]) for c in children])
+        labelled = [(labels.get(str(c[-1]), str(c[-1])), c) for c in children]
+        if key != ROOT:
+            levels = (*(str(part) for part in key[1:]), "", "")
+            return FolderListing(self.index.store, (levels[0], levels[1], levels[2]), labelled)
+        siblings = [Sibling(label, str(c[-1]), (0, str(c[-1]))) for label, c in labelled]
+        names = assign_names(siblings, reserved=set(self._lister.root_names))
+        listing: dict[str, NodeKey] = dict(zip(names, children, strict=True))
+        # The vault's names win: a type labelled like a family's entry keeps its name
+        # (paths of documents never move), the entry is told apart by its kind.
+        for name, child in self._lister.root_listed.items():
+            listing[f"{name} [{child.kind}]" if name in listing else name] = child
         return listing
+
+    def documents_named(self, folder: NodeKey, name: str) -> list[int]:
+        """The documents of ``folder`` whose name is ``name``, smallest id first."""
+        levels = (*(str(part) for part in folder[1:]), "", "")
+        return self.index.store.named((levels[0], levels[1], levels[2]), name)
 
     async def _folder_labels(self, key: NodeKey, children: list[str]) -> dict[str, str]:
         """API name -> label for the child folders of ``key`` that are named by API name.

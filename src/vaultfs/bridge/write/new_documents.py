@@ -23,7 +23,7 @@ import trio
 from vaultfs import errors
 from vaultfs.bridge.tree import keys, nodes, xattrs
 from vaultfs.bridge.tree.filenames import unescape
-from vaultfs.bridge.tree.keys import DocumentKey, Kind, NodeKey
+from vaultfs.bridge.tree.keys import Kind, NodeKey
 from vaultfs.bridge.tree.tree import Tree
 from vaultfs.bridge.write.creating import Creator
 from vaultfs.bridge.write.drops import Drops
@@ -209,11 +209,7 @@ class NewDocuments:
         """A new file whose document name a document of ``folder`` has already is a new
         draft of that document (``rsync``, ``cp`` of the same file again), and nothing
         when the content is the same (no call). Returns that document, or None."""
-        namesakes = sorted(
-            key.doc_id
-            for key in (await self.tree.children(folder)).values()
-            if isinstance(key, DocumentKey) and self.tree.record(key.doc_id).get("name__v") == name
-        )
+        namesakes = self.tree.documents_named(folder, name)
         if not namesakes:
             return None
         doc_id = namesakes[0]

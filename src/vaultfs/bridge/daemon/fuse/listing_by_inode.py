@@ -53,7 +53,7 @@ class ListingsByInode:
             else:
                 # Names only: nothing awaits, the reply is written as it is made.
                 entries = []
-                ended = start_id >= len(self.core.handles.dir(fh))
+                ended = self.core.handles.dir(fh).ended(start_id)
             if ended:
                 del self._reading[ino]
                 self.core.releasedir(fh)
