@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vaultfs.bridge.daemon.config import MountConfig, default_cache_dir
-from vaultfs.profiles import OAUTH_KEYS, load_profile, names_profile
+from vaultfs.profiles import load_profile, names_profile
 
 __all__ = [
     "DEFAULT_URL",
@@ -103,10 +103,6 @@ def request_of(args: argparse.Namespace) -> MountRequest:
         url, user, mountpoint = args.url or DEFAULT_URL, None, Path(args.target)
         password_file, options, name = None, [], None
         oauth = {}
-    for setting in args.oauth_setting:
-        key, _, value = setting.partition("=")
-        if key in OAUTH_KEYS:
-            oauth[key] = value
     options = [*options, *args.options]
     parsed = parse_mount_options(options)
     user = args.user or str(parsed.get("username") or parsed.get("user") or user or "")
