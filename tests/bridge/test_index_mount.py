@@ -147,6 +147,31 @@ def test_documents_sharing_one_name_across_pages_are_each_listed_and_found(
         mount.stop()
 
 
+def test_a_walk_past_max_inodes_lets_the_oldest_names_go_and_loses_nothing(
+    fresh_vault: VaultProcess, api: httpx.Client, tmp_path: Path
+) -> None:
+    """Past ``max_inodes`` the kernel is made to forget the documents it was given
+    longest ago (and the nodes below them): the mount's inodes stay bounded, and the
+    walk, and a walk again, see everything."""
+    bulk_create(api, COUNT)
+    mount = MountProcess(fresh_vault.url, tmp_path, options="ro,max_inodes=300").start()
+    try:
+        general = mount.mountpoint / "General"
+        walk = ["find", str(general), "-maxdepth", "2"]  # each document and what it holds
+        first = subprocess.run(walk, capture_output=True, text=True, check=True).stdout
+        documents = [p for p in first.splitlines() if p.count("/") == str(general).count("/") + 1]
+        assert sum(Path(p).name.startswith("bulk ") for p in documents) == COUNT
+        # Five nodes or more per document were looked up: the kernel let most go.
+        assert len(first.splitlines()) > 5 * COUNT
+        wait_until(lambda: mount.status()["inodes"] < 2 * COUNT, timeout=30)
+        before = calls(mount)
+        again = subprocess.run(walk, capture_output=True, text=True, check=True).stdout
+        assert sorted(again.splitlines()) == sorted(first.splitlines())
+        assert calls(mount) == before  # looked up again from the index, not the vault
+    finally:
+        mount.stop()
+
+
 def _kill(mount: MountProcess) -> None:
     """kill -9 the daemon, and take its mount point back."""
     os.kill(mount.pid, signal.SIGKILL)

@@ -10,7 +10,7 @@ import argparse
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vaultfs.bridge.daemon.config import MountConfig, default_cache_dir
+from vaultfs.bridge.daemon.config import MAX_INODES, MountConfig, default_cache_dir
 from vaultfs.profiles import load_profile, names_profile
 
 __all__ = [
@@ -26,14 +26,23 @@ __all__ = [
 DEFAULT_URL = "http://127.0.0.1:8817"
 _SIZE_SUFFIXES = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 _FLAGS = {"ro", "rw", "allow_other", "allow_delete", "nonempty", "debug"}
-_VALUED = {"cache_dir", "cache_size", "poll_interval", "attr_timeout", "retries", "notify"}
+_VALUED = {
+    "cache_dir",
+    "cache_size",
+    "poll_interval",
+    "attr_timeout",
+    "max_inodes",
+    "retries",
+    "notify",
+}
 #: options naming who logs in; the same as ``--user`` and ``--password-file``
 _LOGIN = {"user", "username", "password_file"}
 OPTIONS_HELP = (
     "comma-separated, repeatable: ro, allow_other, allow_delete, nonempty, debug, "
     "cache_dir=DIR, "
     "cache_size=SIZE (default 1G), poll_interval=SECONDS (default 30), "
-    "attr_timeout=SECONDS (default 3600), retries=N (default 6), notify=on|off (desktop "
+    "attr_timeout=SECONDS (default 3600), max_inodes=N (default 200000), "
+    "retries=N (default 6), notify=on|off (desktop "
     "notifications, default on), username=NAME, password_file=FILE"
 )
 
@@ -143,6 +152,7 @@ def config_of(request: MountRequest) -> MountConfig:
         cache_size=parse_size(str(options.get("cache_size", "1G"))),
         poll_interval=_number("poll_interval", str(options.get("poll_interval", 30))),
         attr_timeout=_number("attr_timeout", str(options.get("attr_timeout", 3600))),
+        max_inodes=int(_number("max_inodes", str(options.get("max_inodes", MAX_INODES)), int)),
         retries=int(_number("retries", str(options.get("retries", 6)), int)),
         read_only=bool(options.get("ro")),
         allow_other=bool(options.get("allow_other")),

@@ -219,6 +219,7 @@ def build_daemon(
         ).forget,
         generation=lambda: index.generation,
         is_local=registry.is_local,
+        max_inodes=options.max_inodes,
     )
     # Every change the index learns of (poll, save, field change, check-in) and every
     # exact size the content cache learns is pushed to the kernel's caches, and the

@@ -12,7 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["MountConfig", "default_cache_dir"]
+__all__ = ["MAX_INODES", "MountConfig", "default_cache_dir"]
+
+#: inodes the kernel may hold of a mount before the oldest names are let go (a walk of
+#: a million documents would otherwise hold five million, 1.6 GiB of the daemon)
+MAX_INODES = 200_000
 
 
 def default_cache_dir(url: str, user: str) -> Path:
@@ -31,6 +35,9 @@ class MountConfig:
     cache_size: int = 1 << 30
     poll_interval: float = 30.0
     attr_timeout: float = 3600.0
+    #: inodes the kernel may hold of the mount before it is asked to forget the names
+    #: of the documents it was given longest ago (``fs.freshness``)
+    max_inodes: int = MAX_INODES
     #: retries of one API call before it fails (an outage longer than that gives EIO)
     retries: int = 6
     read_only: bool = False

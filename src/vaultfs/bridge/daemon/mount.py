@@ -64,6 +64,7 @@ async def run_mount(config: MountConfig, ready: Callable[[], None] | None = None
             owned=config.mountpoint,
             nonempty=config.nonempty,
             attr_timeout=config.attr_timeout,
+            max_inodes=config.max_inodes,
         )
         client, options = core.client, core.options
         events = NameEvents(str(config.mountpoint.absolute()), fuse.forget_entry, fuse.delete_entry)

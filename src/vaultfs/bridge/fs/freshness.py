@@ -31,7 +31,9 @@ name, is announced to the folder's watchers).
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable
+from itertools import islice
 
 import trio
 
@@ -52,6 +54,10 @@ log = logging.getLogger(__name__)
 
 #: names checked between two chances for the mount's requests to run
 _BATCH = 500
+#: names let go of at a time past ``max_inodes``, and the longest wait for the kernel
+#: to forget most of them before the next ones
+_LET_GO = 1000
+_LET_GO_WAIT = 5.0
 #: what a lookup raises when the directory asked is gone (any other failure leaves
 #: the answer unknown)
 _GONE = (
@@ -82,6 +88,7 @@ class Freshness:
         invalidate_entry: Callable[[int, str, int], None] = no_entry_invalidation,
         generation: Callable[[], int] = lambda: 0,
         is_local: Callable[[NodeKey], bool] = lambda key: typed(key).is_local,
+        max_inodes: int = 200_000,
     ) -> None:
         """``child(parent key, name)``: the node a name stands for now;
         ``invalidate_attr``/``invalidate_entry``: tell the kernel to forget an inode's
@@ -89,7 +96,8 @@ class Freshness:
         ``deleted``, when not 0, the inode the name was given for, which is gone from
         there: watchers are told of a delete); ``generation``: the index's generation,
         which moves once per batch of changes; ``is_local``: a node of the mount alone,
-        whose changes nothing announces (its family's answer)."""
+        whose changes nothing announces (its family's answer); ``max_inodes``: inodes
+        the kernel may hold before the names it was given longest ago are let go."""
         self._inodes = inodes
         self._child = child
         self.invalidate_attr = invalidate_attr
@@ -105,9 +113,14 @@ class Freshness:
         self._by_doc: dict[int, tuple[int, ...]] = {}
         #: folder inodes the kernel knows (the root, types, subtypes, classifications)
         self._folders: set[int] = {ROOT_INODE}
-        #: inodes the kernel knows by a name in a folder: a document's name depends on
-        #: its siblings' (`` [id]`` suffixes), so any change may change it
-        self._in_folders: set[int] = set()
+        #: inodes the kernel knows by a name in a folder, the one given longest ago
+        #: first: a document's name depends on its siblings' (`` [id]`` suffixes), so
+        #: any change may change it; and past ``max_inodes`` the first are let go
+        self._in_folders: dict[int, None] = {}
+        self._max_inodes = max_inodes
+        #: names let go of (``_let_go``) the kernel has not forgotten yet, and when
+        self._letting_go: set[int] = set()
+        self._let_go_at = 0.0
         #: inode -> content key of the estimated size the kernel was given
         self._estimated: dict[int, str] = {}
         #: content key -> its inodes (one or two: the source file and its version's
@@ -136,6 +149,8 @@ class Freshness:
         The mount's own nodes are not followed (short timeouts; a scratch file's name
         outlives it on purpose once it became a document, for a writer appending to it).
         """
+        if len(self._inodes) > self._max_inodes:
+            self._let_go()
         key = typed(key)
         if key.kind == Kind.SCRATCH and parent in self._folders:
             self._new_files[ino] = (parent, name)
@@ -156,7 +171,29 @@ class Freshness:
             if before is not None:  # the node moved: its old name leads nowhere now
                 self._invalidate_entry(*before, 0)
         if parent in self._folders:
-            self._in_folders.add(ino)
+            self._in_folders.pop(ino, None)
+            self._in_folders[ino] = None
+
+    def _let_go(self) -> None:
+        """The kernel holds more than ``max_inodes`` of the mount's inodes (a walk of a
+        folder of a million documents, ``find`` into each): it is made to forget the
+        names of the documents in folders it was given longest ago, ``_LET_GO`` at a
+        time (the kernel then forgets their inodes and those below them, and this mount
+        with it), the next ones only once it forgot most of those: a notification waits
+        for the requests in its folder, and a walk sends them faster than the kernel
+        takes notifications. A program that holds one open or is in one keeps it; the
+        name is looked up again when asked for."""
+        now = time.monotonic()
+        if len(self._letting_go) > _LET_GO // 4 and now < self._let_go_at + _LET_GO_WAIT:
+            return  # the kernel has not forgotten the last ones yet
+        self._letting_go.clear()  # (the rest were refused: in use, or gone already)
+        self._let_go_at = now
+        for ino in list(islice(self._in_folders, _LET_GO)):
+            del self._in_folders[ino]
+            dentry = self._names.get(ino)
+            if dentry is not None:
+                self._letting_go.add(ino)
+                self._invalidate_entry(*dentry, 0)
 
     def name_of(self, ino: int) -> tuple[int, str] | None:
         """(parent inode, name) the kernel was last given ``ino`` under, if it holds it."""
@@ -167,7 +204,8 @@ class Freshness:
         self._names.pop(ino, None)
         self._new_files.pop(ino, None)
         self._folders.discard(ino)
-        self._in_folders.discard(ino)
+        self._in_folders.pop(ino, None)
+        self._letting_go.discard(ino)
         self.exact(ino)
         doc_id = self._document_of(key)
         if doc_id is not None:
@@ -257,7 +295,7 @@ class Freshness:
         """Make the kernel forget each name of a changed document (and each name in
         a folder) that no longer stands for the node it was given for."""
         pending, self._pending = self._pending, set()
-        inos = self._in_folders | self._folders
+        inos = set(self._in_folders) | self._folders
         for doc_id in pending:
             inos.update(self._by_doc.get(doc_id, ()))
         for count, ino in enumerate(sorted(inos)):

@@ -25,5 +25,8 @@ class Options:
     local_timeout: float = 1.0
     #: seconds between index polls (a search's or a view's answer is kept as long)
     poll_interval: float = 30.0
+    #: inodes the kernel may hold before the names it was given longest ago are let go
+    #: (``fs.freshness``)
+    max_inodes: int = 200_000
     uid: int = field(default_factory=os.getuid)
     gid: int = field(default_factory=os.getgid)
