@@ -26,6 +26,9 @@ class InodeTable:
         #: held). After a walk nearly every inode is held once: keeping only the other
         #: counts saves a third of the table (a dict entry per inode, 5 MiB for 90,000).
         self._counts: dict[int, int] = {ROOT_INODE: 0}
+        #: the most inodes numbered at once (the kernel forgets names it is told to
+        #: only between requests: a walk may hold more than ``max_inodes`` for a while)
+        self.peak = 1
 
     def __len__(self) -> int:
         return len(self._by_inode)
@@ -39,6 +42,7 @@ class InodeTable:
             self._by_key[key] = ino
             self._by_inode[ino] = key
             self._counts[ino] = 0
+            self.peak = max(self.peak, len(self._by_inode))
         return ino
 
     def lookup(self, key: NodeKey) -> int:

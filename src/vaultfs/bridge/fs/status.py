@@ -110,6 +110,7 @@ class StatusReport:
             # check-ins and creates a last close started and that are not done yet
             "saves_in_flight": self._editing.in_flight + self._new_documents.in_flight,
             "inodes": len(self._inodes),
+            "inodes_peak": self._inodes.peak,
         }
         # What the mount adds never replaces what the file system reports itself.
         return {**self._extra(), **status}
