@@ -13,12 +13,15 @@ before its last entries is asked for again from there). A request from elsewhere
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from itertools import islice
 
 from vaultfs.bridge.tree.keys import NodeKey
 
 __all__ = ["DirEntries"]
 
 Entry = tuple[str, NodeKey]
+#: entries read from the listing at a time
+_READ = 128
 
 
 class DirEntries:
@@ -42,19 +45,15 @@ class DirEntries:
             if next(self._source, None) is None:
                 return
             self._first += 1
-        position = start
+        index = 0
         while True:
-            index = position - self._first
-            if index < len(self._kept):
-                name, key = self._kept[index]
-            else:
-                entry = next(self._source, None)
-                if entry is None:
+            if index == len(self._kept):  # read on, a few at a time
+                self._kept += islice(self._source, _READ)
+                if index == len(self._kept):
                     return
-                self._kept.append(entry)
-                name, key = entry
-            position += 1
-            yield position, name, key
+            name, key = self._kept[index]
+            index += 1
+            yield start + index, name, key
 
     def ended(self, start: int) -> bool:
         """Whether the listing has no entry at position ``start``."""

@@ -149,6 +149,15 @@ def single_name(label: str, is_file: bool = False) -> str:
     return _cut(escape(label), is_file)
 
 
+def single_names(labels: list[str]) -> list[str]:
+    """``single_name`` of each of ``labels`` (directories): most are their names as
+    they are, told in one scan in C each (a page of a folder's listing)."""
+    plain, short = _PLAIN.fullmatch, MAX_NAME_BYTES // 4
+    return [
+        label if len(label) <= short and plain(label) else single_name(label) for label in labels
+    ]
+
+
 def assign_names(siblings: Sequence[Sibling], reserved: Iterable[str] = ()) -> list[str]:
     """Unique, safe file names for ``siblings`` (same order), none equal to ``reserved``.
 

@@ -333,6 +333,12 @@ def document(doc_id: int) -> DocumentKey:
     return tuple.__new__(DocumentKey, (Kind.DOC, doc_id))
 
 
+def documents(doc_ids: list[int]) -> list[DocumentKey]:
+    """``document`` of each of ``doc_ids`` (a page of a folder's listing)."""
+    new, kind = tuple.__new__, Kind.DOC
+    return [new(DocumentKey, (kind, doc_id)) for doc_id in doc_ids]
+
+
 def events(doc_id: int) -> DocumentKey:
     return DocumentKey(Kind.EVENTS, doc_id)
 
