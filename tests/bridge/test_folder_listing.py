@@ -4,6 +4,7 @@ tells each document's name, without holding the folder."""
 
 from __future__ import annotations
 
+import os
 import random
 
 import pytest
@@ -62,6 +63,7 @@ def test_a_folder_is_named_as_a_whole_and_every_name_is_found(seed: int) -> None
         assert listing[name] == key
         assert name_in(listing, key) == name
     assert "Nothing" not in listing and "Ad [999]" not in listing
+    assert os.fsdecode(b"invalid-utf8-\xff") not in listing  # (no label can be it)
     assert listing.name_of(keys.document(999)) is None
 
 

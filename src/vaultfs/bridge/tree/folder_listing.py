@@ -75,6 +75,11 @@ class FolderListing(Mapping[str, NodeKey]):
         found = self._folders.get(name)
         if found is not None:
             return found
+        if not name.isascii():
+            try:
+                name.encode()
+            except UnicodeEncodeError:  # not UTF-8 (a name a program made): no label is
+                raise KeyError(name) from None
         for label in self._labels_named(name):
             for doc_id, doc_name in self._names(label).items():
                 if doc_name == name:
@@ -117,10 +122,6 @@ class FolderListing(Mapping[str, NodeKey]):
         if place is None or place[0] != self._folder:
             return None
         return self._names(place[1] or str(doc_id)).get(doc_id)
-
-    def labelled(self, label: str) -> list[int]:
-        """The documents of this folder named ``label``, smallest id first."""
-        return self._store.named(self._folder, label)
 
     # --- naming ----------------------------------------------------------------------
 
