@@ -34,13 +34,17 @@ def api(fresh_vault: VaultProcess) -> Iterator[httpx.Client]:
         yield client
 
 
-def bulk_create(api: httpx.Client, count: int, prefix: str = "bulk") -> list[int]:
-    """``count`` documents of type General, one CSV request per 500 rows."""
+def bulk_create(
+    api: httpx.Client, count: int, prefix: str = "bulk", *, same_name: bool = False
+) -> list[int]:
+    """``count`` documents of type General named ``prefix N`` (``same_name``: all named
+    ``prefix``), one CSV request per 500 rows."""
     ids: list[int] = []
     for first in range(0, count, 500):
         rows = ["name__v,type__v,lifecycle__v"]
         rows += [
-            f"{prefix} {i},General,General Lifecycle" for i in range(first, min(count, first + 500))
+            f"{prefix if same_name else f'{prefix} {i}'},General,General Lifecycle"
+            for i in range(first, min(count, first + 500))
         ]
         r = api.post(
             "/objects/documents/batch",
@@ -121,17 +125,7 @@ def test_documents_sharing_one_name_across_pages_are_each_listed_and_found(
 ) -> None:
     """A folder's listing is read from the index a page at a time (512 documents): a
     name shared by more documents than a page holds is named as one group."""
-    ids: list[int] = []
-    for count in (500, 100):  # (at most 500 rows a request)
-        rows = ["name__v,type__v,lifecycle__v"] + ["Same,General,General Lifecycle"] * count
-        made = api.post(
-            "/objects/documents/batch",
-            content="\n".join(rows).encode(),
-            headers={"Content-Type": "text/csv"},
-        )
-        made.raise_for_status()
-        ids += [row["id"] for row in made.json()["data"]]
-    ids.sort()
+    ids = sorted(bulk_create(api, 600, "Same", same_name=True))
     mount = MountProcess(fresh_vault.url, tmp_path, options="ro").start()
     try:
         before = calls(mount)
