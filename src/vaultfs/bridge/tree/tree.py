@@ -25,7 +25,7 @@ from vaultfs.bridge.tree.catalog import TypeCatalog
 from vaultfs.bridge.tree.filenames import Sibling, assign_names
 from vaultfs.bridge.tree.folder_listing import FolderListing
 from vaultfs.bridge.tree.index import DocumentIndex, Record
-from vaultfs.bridge.tree.index_store import Times
+from vaultfs.bridge.tree.index_store import Folder, Times
 from vaultfs.bridge.tree.keys import FolderKey, typed
 from vaultfs.bridge.tree.listing_cache import ListingCache
 from vaultfs.bridge.tree.locks import KeyedLocks
@@ -60,6 +60,13 @@ def rendition_filename(rtype: str) -> str:
     """Renditions are listed without a format: viewable ones (and, in practice, most
     others) are PDF, so every rendition file is named ``<type>.pdf``."""
     return f"{rtype}.pdf"
+
+
+def _index_folder(key: NodeKey) -> Folder:
+    """The index's (type, subtype, classification) of folder ``key``, "" for a level it
+    does not have."""
+    levels = [str(part) for part in key[1:]] + ["", ""]
+    return (levels[0], levels[1], levels[2])
 
 
 @dataclass(slots=True)
@@ -381,8 +388,7 @@ class Tree:
         labels = await self._folder_labels(key, [str(c[-1]) for c in children])
         labelled = [(labels.get(str(c[-1]), str(c[-1])), c) for c in children]
         if key != ROOT:
-            levels = (*(str(part) for part in key[1:]), "", "")
-            return FolderListing(self.index.store, (levels[0], levels[1], levels[2]), labelled)
+            return FolderListing(self.index.store, _index_folder(key), labelled)
         siblings = [Sibling(label, str(c[-1]), (0, str(c[-1]))) for label, c in labelled]
         names = assign_names(siblings, reserved=set(self._lister.root_names))
         listing: dict[str, NodeKey] = dict(zip(names, children, strict=True))
@@ -394,8 +400,7 @@ class Tree:
 
     def documents_named(self, folder: NodeKey, name: str) -> list[int]:
         """The documents of ``folder`` whose name is ``name``, smallest id first."""
-        levels = (*(str(part) for part in folder[1:]), "", "")
-        return self.index.store.named((levels[0], levels[1], levels[2]), name)
+        return self.index.store.named(_index_folder(folder), name)
 
     async def _folder_labels(self, key: NodeKey, children: list[str]) -> dict[str, str]:
         """API name -> label for the child folders of ``key`` that are named by API name.
