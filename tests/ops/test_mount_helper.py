@@ -72,6 +72,11 @@ def test_username_wins_over_the_user_mount_adds_itself() -> None:
     assert argv == ["mount", "http://v", "/m", "--user", "ed"]
 
 
+#: the tests that install the one helper of the machine run one after the other (on
+#: two workers at once, one found the other's link and was skipped)
+ONE_HELPER = pytest.mark.xdist_group("mount-helper")
+
+
 @pytest.fixture
 def installed_helper() -> Iterator[Path]:
     """``/sbin/mount.fuse.vaultfs`` linked by ``vaultfs install-helper``, removed after."""
@@ -99,6 +104,7 @@ def private_password(tmp_path: Path) -> Path:
 
 
 @pytest.mark.mount
+@ONE_HELPER
 @needs_mount
 def test_mount_t_fuse_vaultfs_mounts_and_umount_ends_the_daemon(
     installed_helper: Path, vault_server: VaultProcess, tmp_path: Path
@@ -128,6 +134,7 @@ def test_mount_t_fuse_vaultfs_mounts_and_umount_ends_the_daemon(
 
 
 @pytest.mark.mount
+@ONE_HELPER
 @needs_mount
 def test_an_fstab_line_mounts_with_username_and_ro(
     installed_helper: Path, vault_server: VaultProcess, tmp_path: Path
