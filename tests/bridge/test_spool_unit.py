@@ -325,6 +325,25 @@ async def test_commit_uploads_changed_content_and_unlocks(
     assert vault.calls["get_document"] == 1  # the one verify before the upload
 
 
+async def test_the_check_in_is_shown_while_the_entry_still_answers_reads(
+    vault: FakeVault, spool_dir: Path, original: Path
+) -> None:
+    """A read between the entry's removal (which awaits the disk) and the tree showing
+    the new version read the version before the save: the check-in is shown first."""
+    entries_when_shown: list[SpoolEntry | None] = []
+
+    async def shown(doc_id: int, done: Any) -> None:
+        entries_when_shown.append(spool.entry(doc_id))
+
+    spool = make_spool(spool_dir, vault, on_checked_in=shown)
+    entry = await check_out(spool, original)
+    entry.pwrite(0, b"saved")
+    await spool.commit(entry)
+    assert vault.drafts == [(DOC, b"saved" + ORIGINAL[5:])]
+    assert entries_when_shown == [entry]  # its content still there to read
+    assert spool.entry(DOC) is None
+
+
 async def test_a_draft_carries_a_vault_name_longer_than_a_local_file_name(
     vault: FakeVault, spool_dir: Path, original: Path
 ) -> None:

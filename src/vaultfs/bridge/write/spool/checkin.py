@@ -168,12 +168,15 @@ class SpoolCheckIn:
         done = CheckIn(
             entry.checked_in, entry.record.base_md5, entry.size(), entry.mtime_ns, locked=held
         )
+        # The tree shows the new version before the entry goes: the entry's removal
+        # awaits the disk, and a read meanwhile, with neither the entry nor the new
+        # version to read from, got the version before the save.
+        await self._books.show_check_in(entry.doc_id, done)
         await self._books.remove(entry)
         if held:  # an editor's lock file holds the check-out: its removal ends it
             log.info("spool: doc %d checked in; still checked out for an editor", entry.doc_id)
         else:
             log.info("spool: doc %d checked in and unlocked", entry.doc_id)
-        await self._books.show_check_in(entry.doc_id, done)
 
     async def _unlock(self, entry: SpoolEntry) -> bool:
         """Release the lock of a checked-in entry (its mark too); False when that is
