@@ -113,8 +113,9 @@ def _state_assignments(path: Path) -> list[str]:
 
 def test_nothing_in_the_write_layer_sets_a_state_but_through_its_table() -> None:
     assignments = sorted(a for p in WRITE.rglob("*.py") for a in _state_assignments(p))
-    # the records' own: reading the value from disk, and the one move
+    # the records' own: reading the value from disk, and the one move; the lease's move
     assert assignments == [
+        "lease.py:move",
         "store.py:__post_init__",
         "store.py:move",
         "upload_files.py:__post_init__",

@@ -62,6 +62,8 @@ class FakeVault:
         self.user_id: int | None = ME
         self.content: dict[int, bytes] = {DOC: ORIGINAL, DOC + 1: ORIGINAL}
         self.locks: dict[int, int] = {}
+        #: the date of each lock taken through ``lock`` (others: a fixed one)
+        self.lock_dates: dict[int, str] = {}
         self.drafts: list[tuple[int, bytes]] = []
         #: the file name each draft upload carried
         self.filenames: list[str | None] = []
@@ -96,6 +98,7 @@ class FakeVault:
         if doc_id in self.locks:
             raise InvalidData("document is already locked")
         self.locks[doc_id] = ME
+        self.lock_dates[doc_id] = f"2025-01-01T00:00:{self.calls['lock']:02d}.000Z"
         if late_fault is not None:
             raise late_fault
 
@@ -104,12 +107,14 @@ class FakeVault:
         holder = self.locks.get(doc_id)
         if holder is None:
             return None
-        return {"locked_by__v": holder, "locked_date__v": "2025-01-01T00:00:00.000Z"}
+        since = self.lock_dates.get(doc_id, "2025-01-01T00:00:00.000Z")
+        return {"locked_by__v": holder, "locked_date__v": since}
 
     async def unlock(self, doc_id: int) -> None:
         await self._call("unlock")
         self._exists(doc_id)
         self.locks.pop(doc_id, None)
+        self.lock_dates.pop(doc_id, None)
 
     async def create_draft(
         self, doc_id: int, file: Path | None, *, filename: str | None = None
@@ -241,11 +246,28 @@ async def test_begin_refused_when_another_user_holds_the_lock(
 async def test_begin_allowed_when_the_lock_is_already_ours(
     vault: FakeVault, spool_dir: Path, original: Path
 ) -> None:
+    """A lock this client's earlier daemon took (its mark names the lock's date)."""
     vault.locks[DOC] = ME
     spool = make_spool(spool_dir, vault)
+    (spool_dir / "locks").mkdir()
+    (spool_dir / "locks" / str(DOC)).write_text('{"locked_date": "2025-01-01T00:00:00.000Z"}')
     entry = await check_out(spool, original)
     assert entry.pread(0, 100) == ORIGINAL
     assert vault.locks == {DOC: ME}
+
+
+async def test_begin_refused_when_this_user_holds_the_lock_on_another_client(
+    vault: FakeVault, spool_dir: Path, original: Path
+) -> None:
+    """The vault lets a user lock what the user holds; the lease does not: a lock of
+    this user that this client never took is another client's (EBUSY)."""
+    vault.locks[DOC] = ME
+    spool = make_spool(spool_dir, vault)
+    with pytest.raises(LockedByOther, match="another client"):
+        await check_out(spool, original)
+    assert vault.locks == {DOC: ME}  # not released: not ours
+    assert spool_files(spool_dir) == []
+    assert vault.calls["lock"] == 0 and vault.calls["unlock"] == 0
 
 
 async def test_begin_reraises_a_refusal_when_nobody_holds_the_lock(

@@ -13,6 +13,7 @@ The families are registered in ``families``, one line a family.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
 from collections.abc import Callable
@@ -61,10 +62,11 @@ from vaultfs.bridge.tree.tree import Tree
 from vaultfs.bridge.write.creating import Creator
 from vaultfs.bridge.write.deletions import Deletions
 from vaultfs.bridge.write.drops import Drops
-from vaultfs.bridge.write.editing import Editing, show_check_in
+from vaultfs.bridge.write.editing import Editing, show_check_in, show_lease
 from vaultfs.bridge.write.editor_locks import EditorLocks
 from vaultfs.bridge.write.fields import FieldEditor
 from vaultfs.bridge.write.files_in import FilesIn, show_upload
+from vaultfs.bridge.write.lease import Leases
 from vaultfs.bridge.write.linking import Linker
 from vaultfs.bridge.write.new_documents import NewDocuments
 from vaultfs.bridge.write.new_fields import NewFields
@@ -72,7 +74,7 @@ from vaultfs.bridge.write.scratch import Scratch, empty_private_dir
 from vaultfs.bridge.write.spool import store as spool_store
 from vaultfs.bridge.write.spool.spool import Spool
 from vaultfs.bridge.write.spool.uploads import Uploads
-from vaultfs.client import VaultApi
+from vaultfs.client import CHECK_INS, VaultApi
 
 __all__ = ["Daemon", "SpoolSettings", "build_daemon", "families"]
 
@@ -113,9 +115,9 @@ def families(
 ) -> Registry:
     """The node families, one line each (``bridge.nodes``). ``searches``: what the
     search folders ask (None: a registry that only tells the families apart, whose
-    searches fail); ``held_here``: whether this mount holds a document checked out
-    (for an editor's lock file, ``write.editor_locks``, or a save of its own): no
-    lock file naming a holder is shown for it; ``lock_files``: a check-out held
+    searches fail); ``held_here``: whether this client holds a document checked out
+    (``write.lease``: a save, an editor's lock file, a WebDAV lock): no lock file
+    naming a holder is shown for it; ``lock_files``: a check-out held
     elsewhere is shown as an editor's lock file at all (``nodes.documents``)."""
     return Registry(
         [
@@ -135,9 +137,13 @@ def families(
     )
 
 
-def _spool(client: VaultApi, tree: Tree, blobs: BlobCache, settings: SpoolSettings) -> Spool:
+def _spool(
+    client: VaultApi, tree: Tree, blobs: BlobCache, leases: Leases, settings: SpoolSettings
+) -> Spool:
     """The write-back spool; every check-in and upload it makes is shown in the tree at
-    once (``show_check_in``, ``show_upload``)."""
+    once (``show_check_in``, ``show_upload``), as is every check-out's beginning and
+    end (``show_lease``)."""
+    leases.shown = functools.partial(show_lease, tree)
     uploads = None
     if settings.uploads:
         on_uploaded = functools.partial(show_upload, tree)
@@ -145,7 +151,7 @@ def _spool(client: VaultApi, tree: Tree, blobs: BlobCache, settings: SpoolSettin
     return Spool(
         settings.directory,
         client,
-        user_id=settings.user_id,
+        leases=leases,
         retry_initial=settings.retry_initial,
         on_checked_in=functools.partial(show_check_in, tree, blobs),
         uploads=uploads,
@@ -181,20 +187,24 @@ def build_daemon(
     # A search's answer is kept for the index's poll interval, while the index is
     # unchanged.
     searches = SearchResults(client, lambda: index.generation, ttl=options.poll_interval)
-    held_here: set[int] = set()
-
-    def held(doc_id: int) -> bool:
-        # A lock file's check-out, or a save's own (a spool entry): this mount's.
-        saving = the_spool is not None and the_spool.entry(doc_id) is not None
-        return doc_id in held_here or saving
-
+    # Every check-out of this client, whatever takes it (a save, an editor's lock
+    # file, a WebDAV lock): one owner, which the spool and the families ask.
+    leases = None
+    if spool is not None:
+        retry = dataclasses.replace(CHECK_INS, base_delay=spool.retry_initial)
+        leases = Leases(spool.directory, client, user_id=spool.user_id, retry=retry)
     registry = families(
-        spool.directory if spool is not None else None, searches, held, lock_files=lock_files
+        spool.directory if spool is not None else None,
+        searches,
+        leases.held_here if leases is not None else None,
+        lock_files=lock_files,
     )
     tree = Tree(client, index, catalog, registry)
     blobs = BlobCache(content_dir, cache_size)
     contents = Contents(tree, client)
-    the_spool = _spool(client, tree, blobs, spool) if spool is not None else None
+    the_spool = None
+    if spool is not None and leases is not None:
+        the_spool = _spool(client, tree, blobs, leases, spool)
     scratch = creator = files_in = None
     if the_spool is not None:
         # The spool has rescued what an earlier daemon left to become documents.
@@ -264,7 +274,7 @@ def build_daemon(
             fields=fields,
             deletions=Deletions(tree, client),
             links=Linker(tree, client, options.mountpoint),
-            editor_locks=EditorLocks(tree, client, editing, held_here),
+            editor_locks=EditorLocks(tree, client, leases),
         ),
         life=LifeAttributes(LifecycleActions(tree, client), DocumentEvents(tree, client)),
         report=report,

@@ -28,6 +28,7 @@ from vaultfs.bridge.daemon.name_events import NameEvents
 from vaultfs.bridge.daemon.notifications import run_notifications
 from vaultfs.bridge.daemon.notify import notify
 from vaultfs.bridge.daemon.signals import on_signals
+from vaultfs.bridge.write.lease import Reason
 
 __all__ = ["run_mount"]
 
@@ -114,7 +115,7 @@ async def run_mount(config: MountConfig, ready: Callable[[], None] | None = None
             # Editors' lock files go with the mount: their check-outs end now (one the
             # vault cannot be told of keeps its mark for the next start).
             with trio.move_on_after(_LET_GO_WAIT):
-                await daemon.spool.let_go_all()
+                await daemon.spool.leases.end_all(Reason.EDITOR)
         nursery.cancel_scope.cancel()
 
 

@@ -51,7 +51,7 @@ class Sources(Family):
             # What the caller may not edit shows no write bits: checked out by someone
             # else, or refused to this user before (the vault's INSUFFICIENT_ACCESS).
             record = tree.record(doc_id)
-            locked = record.get("locked__v") and not editing.holding(doc_id)
+            locked = record.get("locked__v") and not editing.held_here(doc_id)
             writable = not locked and doc_id not in editing.refused
             writable = writable and not is_steady(record)  # approved: read-only
         # Written through this mount: the time of its last write, as a local disk shows

@@ -40,6 +40,7 @@ from wsgidav.lock_man.lock_storage import LockStorageDict
 from vaultfs.bridge.fs.by_path import PathFileSystem
 from vaultfs.bridge.webdav.calls import core
 from vaultfs.bridge.write.editor_locks import EditorLocks
+from vaultfs.bridge.write.lease import Reason
 
 __all__ = ["SWEEP_INTERVAL", "VaultLocks"]
 
@@ -73,7 +74,7 @@ class VaultLocks(LockStorageDict):
         doc_id = self._document(path)
         if doc_id is not None:
             try:
-                core(self.holds.take, doc_id)
+                core(self.holds.take, doc_id, Reason.WEBDAV)
             except DAVError as exc:
                 raise DAVError(exc.value, exc.context_info, add_headers=_holder(exc)) from exc
             log.info("webdav: document %d checked out for a WebDAV lock", doc_id)
@@ -81,7 +82,7 @@ class VaultLocks(LockStorageDict):
             made = super().create(path, lock)
         except BaseException:
             if doc_id is not None:
-                core(self.holds.let_go, doc_id)
+                core(self.holds.let_go, doc_id, Reason.WEBDAV)
             raise
         if doc_id is not None:
             self._documents[made["token"]] = doc_id
@@ -93,7 +94,7 @@ class VaultLocks(LockStorageDict):
         if doc_id is not None:
             # This lock's hold goes; the last hold of the document ends the check-out
             # (a save still being checked in then unlocks it with its own check-in).
-            core(self.holds.let_go, doc_id)
+            core(self.holds.let_go, doc_id, Reason.WEBDAV)
             log.info("webdav: document %d: its WebDAV lock ended", doc_id)
         return deleted
 
@@ -104,11 +105,9 @@ class VaultLocks(LockStorageDict):
 
     async def _held_elsewhere(self, path: str) -> str | None:
         doc_id = await self.pfs.source_document(path)
-        spool = self.holds.editing.spool
-        if doc_id is None or doc_id in self.holds.held:
-            return None
-        if spool is not None and spool.entry(doc_id) is not None:
-            return None  # a save of this front's own
+        leases = self.holds.leases
+        if doc_id is None or (leases is not None and leases.held_here(doc_id)):
+            return None  # a WebDAV lock or a save of this front's own
         record = self.holds.tree.index.get(doc_id)
         if not record or not record.get("locked__v"):
             return None  # the index says nobody holds it: no call
@@ -138,7 +137,7 @@ class VaultLocks(LockStorageDict):
         """The front stops: every check-out its WebDAV locks hold ends."""
         documents, self._documents = list(self._documents.values()), {}
         for doc_id in documents:
-            await self.holds.let_go(doc_id)
+            await self.holds.let_go(doc_id, Reason.WEBDAV)
 
 
 def _holder(exc: DAVError) -> list[tuple[str, str]]:

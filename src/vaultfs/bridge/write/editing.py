@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,8 @@ from vaultfs.bridge.content.sources import Contents, source_key
 from vaultfs.bridge.tree import keys
 from vaultfs.bridge.tree.tree import Tree
 from vaultfs.bridge.tree.versions import latest_version
+from vaultfs.bridge.write.editor_locks import show_locked
+from vaultfs.bridge.write.lease import Reason
 from vaultfs.bridge.write.spool.entry import EDITING
 from vaultfs.bridge.write.spool.spool import CheckIn, Start, StartFrom
 from vaultfs.bridge.write.writers import Writers
@@ -35,7 +38,7 @@ if TYPE_CHECKING:  # only for annotations: the spool is handed in by the mount
     from vaultfs.bridge.write.spool.entry import SpoolEntry
     from vaultfs.bridge.write.spool.spool import Spool
 
-__all__ = ["EditHandle", "Editing", "show_check_in"]
+__all__ = ["EditHandle", "Editing", "show_check_in", "show_lease"]
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +70,20 @@ async def show_check_in(tree: Tree, blobs: BlobCache, doc_id: int, done: CheckIn
         blobs.remember_size(source_key(doc_id, tree.record(doc_id)), done.size)
 
 
+async def show_lease(tree: Tree, doc_id: int, held: bool, reason: Reason | None) -> None:
+    """Show a check-out of this client's beginning or ending (``Leases.shown``): a
+    save's own lists no lock file from its start, and shows its end with its check-in
+    (``show_check_in``); an editor's or a WebDAV lock's shows checked out at once, and
+    unlocked at its end, as does a lock an earlier daemon left, once released."""
+    if held:
+        if reason == Reason.SAVE:
+            tree.index.changed_here(doc_id)
+        else:
+            show_locked(tree, doc_id)
+    elif reason != Reason.SAVE:
+        tree.checked_in(doc_id, None, None, 0, time.time_ns())
+
+
 class Editing:
     def __init__(
         self, tree: Tree, blobs: BlobCache, contents: Contents, spool: Spool | None
@@ -85,10 +102,10 @@ class Editing:
     def entry(self, doc_id: int) -> SpoolEntry | None:
         return self.spool.entry(doc_id) if self.spool is not None else None
 
-    def holding(self, doc_id: int) -> bool:
-        """Whether this mount holds the document checked out for an editor's lock file
-        (``write.editor_locks``)."""
-        return self.spool is not None and self.spool.holding(doc_id)
+    def held_here(self, doc_id: int) -> bool:
+        """Whether this client holds the document checked out (a lease of any reason:
+        a save, an editor's lock file, a WebDAV lock)."""
+        return self.spool is not None and self.spool.leases.held_here(doc_id)
 
     def writers(self, doc_id: int) -> int:
         """How many open files of the document may write (checked out or not yet)."""
@@ -140,13 +157,16 @@ class Editing:
 
     async def _refuse_if_locked(self, doc_id: int) -> None:
         """EBUSY at open() when the index says the document is checked out and the
-        vault names another user (one call, only then)."""
+        vault names another user (one call, only then). A check-out of this user that
+        this client does not hold is refused by the first write (the lease tells this
+        client's own lock, left by an earlier daemon, from another client's)."""
         if self.spool is None or not self.tree.record(doc_id).get("locked__v"):
             return
-        if self.spool.holding(doc_id):
-            return  # checked out by this mount, for an editor's lock file
-        holder = await self.spool.lock_holder(doc_id)
-        if holder is not None and not self.spool.is_me(holder):
+        leases = self.spool.leases
+        if leases.held_here(doc_id):
+            return  # checked out by this client
+        holder = await leases.holder(doc_id)
+        if holder is not None and not leases.is_me(holder):
             raise LockedByOther(f"document {doc_id} is checked out by user {holder}")
 
     def _drop_if_idle(self, doc_id: int) -> None:
@@ -177,15 +197,12 @@ class Editing:
         and marks it being edited again, so the retry worker leaves it alone."""
         if self.spool is None:
             raise ReadOnly("this mount has no write-back spool")
-        new = self.spool.entry(doc_id) is None
         try:
             entry = await self.spool.begin(doc_id, self._start(doc_id, copy=copy))
         except InsufficientAccess:
             self.refused.add(doc_id)
             raise
         self.refused.discard(doc_id)
-        if new:  # this mount's own check-out: its document lists no editor's lock file
-            self.tree.index.changed_here(doc_id)
         return entry
 
     async def _checked_out(self, handle: EditHandle) -> SpoolEntry:

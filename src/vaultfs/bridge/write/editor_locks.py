@@ -5,14 +5,15 @@ LibreOffice announces that it edits ``NAME`` by creating ``.~lock.NAME#`` beside
 Microsoft Office by creating ``~$NAME`` (``~$`` in place of the first two characters
 of longer names); both read a lock file they find and offer to open the file
 read-only. In a document's directory, creating such a file for the source file
-checks the document out (``Spool.hold``: the lock and its durable mark, as the first
-write takes them, so a crash is recovered as for a save); the file itself stays a
-scratch file, never uploaded. Removing the last one ends the check-out (undone when
-no save holds it; a save's check-in keeps the lock while a lock file stands). A lock
-another user holds makes the create fail with EBUSY.
+checks the document out: its lease (``write.lease``, ``Reason.EDITOR``; the WebDAV
+front's LOCK takes one for ``Reason.WEBDAV`` through ``take`` as well); the file itself
+stays a scratch file, never uploaded. Removing the last one ends the check-out
+(released when no save holds the lease; a save's check-in keeps the lock while a lock
+file stands). A lock another user, or this user's other client, holds makes the create
+fail with EBUSY.
 
-For a document the vault says is checked out and this mount does not hold for an
-editor, the document's directory lists ``.~lock.NAME#`` (``nodes.editor_locks``),
+For a document the vault says is checked out and this client holds no lease of, the
+document's directory lists ``.~lock.NAME#`` (``nodes.editor_locks``),
 read-only, with LibreOffice's own format naming the holder: one line
 ``<name>,<user name>,<host>,<DD.MM.YYYY HH:MM>,<profile>;`` (LibreOffice's
 ``LockFileCommon``: its user's name, the system's user name, the host, when, the
@@ -26,13 +27,15 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+import trio
+
 from vaultfs.bridge.tree.nodes import NodeKey
 from vaultfs.bridge.tree.tree import Tree
-from vaultfs.bridge.write.editing import Editing
+from vaultfs.bridge.write.lease import Leases, Reason
 from vaultfs.client import VaultApi
 from vaultfs.errors import LockedByOther, ReadOnly
 
-__all__ = ["EditorLocks", "lock_file_name", "lock_line", "locks_source"]
+__all__ = ["EditorLocks", "lock_file_name", "lock_line", "locks_source", "show_locked"]
 
 #: the host a shown lock file names: the check-out is the vault's, not a machine's
 _HOST = "vault"
@@ -55,6 +58,13 @@ def locks_source(name: str, source: str | None) -> bool:
         return True
     rest = name[2:] if name.startswith("~$") else None
     return rest is not None and rest in (source, source[2:]) and bool(rest)
+
+
+def show_locked(tree: Tree, doc_id: int) -> None:
+    """The index shows a check-out at once (the next poll brings the vault's record)."""
+    record = tree.index.get(doc_id)
+    if record is not None and not record.get("locked__v"):
+        tree.index.put({**record, "locked__v": True}, own=True)
 
 
 def _escape(text: str) -> str:
@@ -85,39 +95,37 @@ def lock_line(user: dict[str, Any] | None, holder: object, locked_date: object) 
 
 
 class EditorLocks:
-    """The editors' lock files of one mount: the check-outs they hold, and the lock
-    files shown for check-outs held elsewhere. ``held``: the documents held here (the
-    set the document directories' listing leaves the shown lock file out for)."""
+    """The editors' lock files of one mount (and the WebDAV front's locks): the
+    check-outs they hold, and the lock files shown for check-outs held elsewhere.
+    ``leases``: this client's check-outs (None: a read-only mount)."""
 
-    def __init__(self, tree: Tree, client: VaultApi, editing: Editing, held: set[int]) -> None:
+    def __init__(self, tree: Tree, client: VaultApi, leases: Leases | None) -> None:
         self.tree = tree
         self.client = client
-        self.editing = editing
-        self.held = held
+        self.leases = leases
         #: lock file (scratch key) -> the document it holds
         self._files: dict[NodeKey, int] = {}
         self._users: dict[str, dict[str, Any]] | None = None
         #: doc id -> (index generation, content shown)
         self._shown: dict[int, tuple[int, tuple[dict[str, Any] | None, object, object]]] = {}
 
-    async def take(self, doc_id: int) -> None:
-        """A lock file for the source is about to be made: check the document out
-        (``LockedByOther``, EBUSY, when another user holds it)."""
-        spool = self.editing.spool
-        if spool is None:
+    async def take(self, doc_id: int, reason: Reason = Reason.EDITOR) -> None:
+        """A lock file for the source is about to be made (or a WebDAV LOCK asked):
+        check the document out (``LockedByOther``, EBUSY, when another user or this
+        user's other client holds it)."""
+        if self.leases is None:
             raise ReadOnly("this mount has no write-back spool")
         # The editor read the file's time as it opened it: the check-out, which moves
         # the vault's, must not look like someone else's change (``Tree.keep_mtime``).
         self.tree.keep_mtime(doc_id)
         try:
-            await spool.hold(doc_id)
+            await self.leases.take(doc_id, reason)
         except LockedByOther:
             # The vault knows better than the index: shown checked out from now on
             # (read-only, the holder's lock file), not only at the next poll.
-            self._show_locked(doc_id)
+            show_locked(self.tree, doc_id)
             raise
-        self.held.add(doc_id)
-        self._show_locked(doc_id)
+        show_locked(self.tree, doc_id)  # held already for a save: not shown yet
 
     def made(self, key: NodeKey, doc_id: int) -> None:
         """The lock file taken for ``doc_id`` (``take``) is the scratch file ``key``."""
@@ -129,19 +137,12 @@ class EditorLocks:
         if doc_id is not None:
             await self.let_go(doc_id)
 
-    async def let_go(self, doc_id: int) -> None:
-        spool = self.editing.spool
-        if spool is None:
-            return
-        await spool.let_go(doc_id)  # shows the document unlocked when it is
-        if not spool.holding(doc_id):
-            self.held.discard(doc_id)
-
-    def _show_locked(self, doc_id: int) -> None:
-        """The index shows the check-out at once (the next poll brings the vault's)."""
-        record = self.tree.index.get(doc_id)
-        if record is not None and not record.get("locked__v"):
-            self.tree.index.put({**record, "locked__v": True}, own=True)
+    async def let_go(self, doc_id: int, reason: Reason = Reason.EDITOR) -> None:
+        """A lock file is gone (a WebDAV lock ended): the last reason ends the
+        check-out (the lease shows the document unlocked when it is)."""
+        if self.leases is not None:
+            with trio.CancelScope(shield=True):
+                await self.leases.drop_quietly(doc_id, reason)
 
     async def content(self, doc_id: int) -> bytes:
         """The lock file shown for ``doc_id``'s check-out by someone else."""

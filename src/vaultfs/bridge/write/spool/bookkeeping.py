@@ -1,8 +1,8 @@
 """The spool's state and the bookkeeping of its entries.
 
-``SpoolBookkeeping`` holds what a spool holds (entries, check-outs in progress, drafts
-being streamed, the worker's nursery), one object shared by the spool's parts
-(``locking``, ``checkin``, ``worker``, and ``spool`` that owns them), and owns what
+``SpoolBookkeeping`` holds what a spool holds (entries, the client's check-outs as
+``write.lease.Leases``, drafts being streamed, the worker's nursery), one object shared
+by the spool's parts (``checkin``, ``worker``, and ``spool`` that owns them), and owns what
 happens to one entry's record: moving it to a new state durably and telling waiters,
 recording a failure with its retry delay, moving content to lost+found, removing a
 checked-in entry, and telling the mount of a finished check-in.
@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from vaultfs.bridge.write.lease import Leases
 from vaultfs.bridge.write.spool import lost, store
 from vaultfs.bridge.write.spool.entry import SpoolEntry
 from vaultfs.bridge.write.spool.failures import describe, schedule_retry
@@ -42,14 +43,14 @@ _BACKGROUND_UPLOADS = 4
 
 class SpoolBookkeeping:
     """What a spool holds, shared by its parts (``Spool`` makes one and hands it to its
-    locking, check-in and worker parts), and the bookkeeping of one entry's record."""
+    check-in and worker parts), and the bookkeeping of one entry's record."""
 
     def __init__(
         self,
         directory: Path,
         client: VaultApi,
+        leases: Leases,
         *,
-        user_id: int | None,
         retry_initial: float,
         retry_max: float,
         run_sync: Callable[..., Awaitable[Any]],
@@ -64,17 +65,13 @@ class SpoolBookkeeping:
         #: runs a blocking disk step (hashing, fsync, renames) off the trio loop; unit
         #: tests run them inline so that virtual time never jumps mid-step
         self.run_sync = run_sync
-        self.user_id = user_id
+        #: every check-out of this client: a save holds its document's lease while
+        #: its entry exists (``Reason.SAVE``)
+        self.leases = leases
         #: the check-ins' policy, with this mount's waits
         self.retry = dataclasses.replace(CHECK_INS, base_delay=retry_initial, max_delay=retry_max)
         self.rng = random.Random()
         self.entries: dict[int, SpoolEntry] = {}
-        #: check-outs in progress, so that two opens of one document make one entry
-        self.checkouts: dict[int, trio.Event] = {}
-        #: documents checked out for an editor's lock file (``Spool.hold``), with how
-        #: many lock files hold each: a check-in keeps their lock, the last one's
-        #: removal releases it
-        self.holds: dict[int, int] = {}
         #: drafts being sent while they are written (``streaming``), by document
         self.streams: dict[int, DraftStream] = {}
         #: set (and replaced) on every change of an entry: ``wait_idle`` listens

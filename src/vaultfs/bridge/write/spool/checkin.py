@@ -5,8 +5,8 @@ would replace, upload unless the vault has the content already, unlock), ``commi
 (the check-in close() waits for, with the fsync run alongside the upload), starting a
 streamed draft while content is written (``wrote``), and the retry loop of an entry
 left pending. A retryable failure leaves the entry pending; any other moves its content
-to lost+found. It is handed the spool's shared ``SpoolBookkeeping`` (entries, records)
-and its ``SpoolLocking`` (unlocks) by ``Spool``.
+to lost+found. It is handed the spool's shared ``SpoolBookkeeping`` (entries, records,
+and the client's leases: a save lets its lease go once its draft is in) by ``Spool``.
 """
 
 from __future__ import annotations
@@ -20,13 +20,12 @@ from collections.abc import Callable
 import trio
 
 from vaultfs.bridge.tree.versions import latest_version
-from vaultfs.bridge.write.spool import lock_marks
+from vaultfs.bridge.write.lease import Reason
 from vaultfs.bridge.write.spool.bookkeeping import SpoolBookkeeping
 from vaultfs.bridge.write.spool.conflict import conflict
 from vaultfs.bridge.write.spool.entry import EDITING, PENDING, UNLOCKING, UPLOADING, SpoolEntry
 from vaultfs.bridge.write.spool.failures import NOT_PROCESSED, PERMANENT, describe
 from vaultfs.bridge.write.spool.interface import CheckIn
-from vaultfs.bridge.write.spool.locking import SpoolLocking
 from vaultfs.bridge.write.spool.streaming import STREAM_FROM, DraftStream
 from vaultfs.errors import CheckInConflict, InvalidDocument, OperationNotAllowed, VaultError
 
@@ -45,9 +44,8 @@ def _fsync_and_close(fd: int) -> None:
 class SpoolCheckIn:
     """Check-ins of the spool's entries, by close() and by the retry loop."""
 
-    def __init__(self, books: SpoolBookkeeping, locks: SpoolLocking) -> None:
+    def __init__(self, books: SpoolBookkeeping) -> None:
         self._books = books
-        self._locks = locks
 
     def wrote(self, entry: SpoolEntry) -> None:
         """After a write to ``entry``: tell its stream there is more, or start one once
@@ -150,21 +148,22 @@ class SpoolCheckIn:
             except CheckInConflict as exc:
                 # Not ours to replace, nor (any more) ours to unlock.
                 await self._books.to_lost_and_found(entry, reason=describe(exc))
-                await self._books.run_sync(lock_marks.drop, self._books.directory, entry.doc_id)
+                self._books.leases.forget(entry.doc_id)
                 raise
             except PERMANENT as exc:
                 await self._books.to_lost_and_found(entry, reason=describe(exc))
                 if isinstance(exc, InvalidDocument):  # gone, and its lock with it
-                    await self._books.run_sync(lock_marks.drop, self._books.directory, entry.doc_id)
+                    self._books.leases.forget(entry.doc_id)
                 else:
-                    await self._locks.unlock_quietly(entry.doc_id)
+                    await self._books.leases.drop_quietly(entry.doc_id, Reason.SAVE)
                 raise
             except (VaultError, OSError) as exc:
                 await self._books.failed(entry, exc)
                 raise
-        held = entry.doc_id in self._books.holds
-        if not held and not await self._unlock(entry):
+        released = await self._unlock(entry)
+        if released is None:
             return
+        held = not released
         done = CheckIn(
             entry.checked_in, entry.record.base_md5, entry.size(), entry.mtime_ns, locked=held
         )
@@ -173,28 +172,21 @@ class SpoolCheckIn:
         # version to read from, got the version before the save.
         await self._books.show_check_in(entry.doc_id, done)
         await self._books.remove(entry)
-        if held:  # an editor's lock file holds the check-out: its removal ends it
-            log.info("spool: doc %d checked in; still checked out for an editor", entry.doc_id)
+        if held:  # an editor's lock file or a WebDAV lock holds it: its end ends it
+            log.info("spool: doc %d checked in; still checked out", entry.doc_id)
         else:
             log.info("spool: doc %d checked in and unlocked", entry.doc_id)
 
-    async def _unlock(self, entry: SpoolEntry) -> bool:
-        """Release the lock of a checked-in entry (its mark too); False when that is
-        left to a retry."""
+    async def _unlock(self, entry: SpoolEntry) -> bool | None:
+        """Let the save's lease go once its draft is in: True when the vault's lock is
+        released, False when another reason (an editor's lock file, a WebDAV lock)
+        holds it still, None when the release is left to a retry."""
         try:
-            await self._books.client.unlock(entry.doc_id)
-        except PERMANENT as exc:
-            # The draft is in; a lock we cannot release (document deleted, access
-            # withdrawn) is the vault's business now.
-            log.warning(
-                "spool: doc %d unlock refused (%s); draft is in", entry.doc_id, describe(exc)
-            )
+            return await self._books.leases.drop(entry.doc_id, Reason.SAVE)
         except (VaultError, OSError) as exc:
             await self._books.failed(entry, exc)
             log.warning("spool: doc %d draft is in; unlock will be retried", entry.doc_id)
-            return False
-        await self._books.run_sync(lock_marks.drop, self._books.directory, entry.doc_id)
-        return True
+            return None
 
     async def _keep_failed_write(self, entry: SpoolEntry) -> None:
         """Content a write failed on goes to lost+found, and the failure to close()."""
@@ -204,7 +196,7 @@ class SpoolCheckIn:
         except OSError as exc:  # a full disk again: tried later, never uploaded
             await self._books.failed(entry, exc)
             raise
-        await self._locks.unlock_quietly(entry.doc_id)
+        await self._books.leases.drop_quietly(entry.doc_id, Reason.SAVE)
         raise OSError(errno.EIO, f"document {entry.doc_id}: {why}; content kept in lost+found")
 
     async def _upload(
@@ -244,6 +236,11 @@ class SpoolCheckIn:
             record.unconfirmed, record.sent_md5 = False, None
             await self._books.set_state(entry, UNLOCKING)
             return
+        # The fence: the lock is this client's still (not this user's other mount's,
+        # machine's or WebDAV drive's, which the vault lets lock it too).
+        refusal = await self._books.leases.verify(doc_id)
+        if refusal is not None:
+            raise CheckInConflict(f"document {doc_id} ({record.filename}): {refusal}")
         record.unconfirmed, record.sent_md5 = True, md5
         await self._books.set_state(entry, UPLOADING)
         if on_send is not None:

@@ -11,10 +11,12 @@ other kind of entry, a file written into renditions/ or attachments/, is
 ``uploads``': the spool holds it (status, ``wait_idle``, ``flush_now``, its worker).
 
 ``Spool`` owns its parts, a small class a module, which share one ``bookkeeping``
-object (what the spool holds, an entry's record): ``locking`` (locks), ``checkin``
-(uploads, unlocks, retries), ``worker`` (the background worker and the waits); no part
-inherits another. This module checks out and answers the spool's callers, handing on
-to the part that does the work. What callers hand in and get back is in
+object (what the spool holds, an entry's record): ``checkin`` (uploads, unlocks,
+retries), ``worker`` (the background worker and the waits); no part inherits another.
+The vault's lock is not the spool's: a save holds its document's lease
+(``write.lease``, ``Reason.SAVE``) from its check-out until its check-in lets it go.
+This module checks out and answers the spool's callers, handing on to the part that
+does the work. What callers hand in and get back is in
 ``interface``, imported from here.
 
 An entry moves through these states (each one written to disk before it matters; the
@@ -28,16 +30,16 @@ states and the table of moves between them are ``states``'):
                across a reopen)
 ``unlocking``  the draft is in the vault; releasing the lock is left to do
 
-Before anything is uploaded, one call verifies that the check-in replaces only what
-the edit started from: the document is still checked out and its latest version is
-the one the edit began with. Otherwise the content goes to lost+found as a conflict
-and nothing in the vault is replaced (``conflict``). Every lock is recorded before it
-is asked for (``lock_marks.mark``) and the record removed once it is released, so a
-restart releases every lock that no entry took over (``SpoolLocking.release_stale_locks``).
+Before anything is uploaded, two calls verify that the check-in replaces only what
+the edit started from: the lease still holds (``Leases.verify``: the lock is this
+client's, with the date it took it) and the latest version is the one the edit began
+with. Otherwise the content goes to lost+found as a conflict and nothing in the vault
+is replaced (``conflict``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import time
@@ -47,7 +49,9 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from vaultfs.bridge.write.spool import durable, lock_marks, lost, store
+from vaultfs.bridge.tree.locks import KeyedLocks
+from vaultfs.bridge.write.lease import Leases, Reason
+from vaultfs.bridge.write.spool import durable, lost, store
 from vaultfs.bridge.write.spool.bookkeeping import SpoolBookkeeping
 from vaultfs.bridge.write.spool.checkin import SpoolCheckIn
 from vaultfs.bridge.write.spool.entry import EDITING, PENDING, SpoolEntry
@@ -58,7 +62,6 @@ from vaultfs.bridge.write.spool.interface import (
     StartFrom,
     start_from,
 )
-from vaultfs.bridge.write.spool.locking import SpoolLocking
 from vaultfs.bridge.write.spool.worker import SpoolWorker
 from vaultfs.client import CHECK_INS, VaultApi
 from vaultfs.errors import VaultError
@@ -85,6 +88,7 @@ class Spool:
         directory: Path,
         client: VaultApi,
         *,
+        leases: Leases | None = None,
         user_id: int | None = None,
         retry_initial: float = CHECK_INS.base_delay,
         retry_max: float = CHECK_INS.max_delay,
@@ -93,21 +97,23 @@ class Spool:
         on_checked_in: CheckedIn | None = None,
         uploads: Uploads | None = None,
     ) -> None:
+        if leases is None:  # a spool of its own (tests): its check-outs are its alone
+            retry = dataclasses.replace(CHECK_INS, base_delay=retry_initial, max_delay=retry_max)
+            leases = Leases(directory, client, user_id=user_id, retry=retry, run_sync=run_sync)
         books = self._books = SpoolBookkeeping(
             directory,
             client,
-            user_id=user_id,
+            leases,
             retry_initial=retry_initial,
             retry_max=retry_max,
             run_sync=run_sync,
             on_checked_in=on_checked_in,
             uploads=uploads,
         )
-        self._locks = SpoolLocking(books)
-        self._check_in = SpoolCheckIn(books, self._locks)
-        self._worker = SpoolWorker(
-            books, self._locks, self._check_in, keepalive_interval=keepalive_interval
-        )
+        self._check_in = SpoolCheckIn(books)
+        self._worker = SpoolWorker(books, self._check_in, keepalive_interval=keepalive_interval)
+        #: one check-out at a time per document, so that two opens make one entry
+        self._beginning: KeyedLocks[int] = KeyedLocks()
         if uploads is not None:
             uploads.on_change.append(books.notify)
         durable.ensure_private_dir(directory)
@@ -125,6 +131,7 @@ class Spool:
         path = store.data_path(self.directory, record.doc_id)
         entry = SpoolEntry(self.directory, record, os.open(path, os.O_RDWR))
         self._books.entries[record.doc_id] = entry
+        self._books.leases.adopt(record.doc_id, Reason.SAVE)  # the lock its daemon took
         log.info(
             "spool: doc %d found %s (%d tries so far)", record.doc_id, record.state, record.attempts
         )
@@ -161,11 +168,10 @@ class Spool:
         """Check ``entry`` in (``SpoolCheckIn.commit``): returns once the vault has it."""
         await self._check_in.commit(entry)
 
-    def is_me(self, user_id: object) -> bool:
-        return self._locks.is_me(user_id)
-
-    async def lock_holder(self, doc_id: int) -> object | None:
-        return await self._locks.lock_holder(doc_id)
+    @property
+    def leases(self) -> Leases:
+        """Every check-out of this client (a save holds one while its entry exists)."""
+        return self._books.leases
 
     async def keep_lost(self, source: Path, filename: str, exc: VaultError) -> Path:
         return await self._books.keep_lost(source, filename, exc)
@@ -208,11 +214,13 @@ class Spool:
         touched (``start`` is not called; for O_TRUNC the caller truncates the entry).
         Callers therefore call ``begin`` on every open for writing, not only when
         ``entry`` is None: whether the entry exists is only known here, after any
-        check-in under way has finished.
+        check-in under way has finished. Two opens of one document make one entry.
         """
-        while True:
-            existing = self._books.entries.get(doc_id)
-            if existing is not None:
+        async with self._beginning.hold(doc_id):
+            while True:
+                existing = self._books.entries.get(doc_id)
+                if existing is None:
+                    return await self._check_out(doc_id, start)
                 async with existing.lock:
                     if self._books.entries.get(doc_id) is existing:
                         existing.failures = 0
@@ -222,30 +230,13 @@ class Spool:
                         await self._books.set_state(existing, EDITING)
                         log.info("spool: doc %d reopened from the spool", doc_id)
                         return existing
-                continue  # checked in while we waited: check out afresh
-            if doc_id in self._books.checkouts:
-                await self._books.checkouts[doc_id].wait()
-                continue
-            break
-        done = self._books.checkouts[doc_id] = trio.Event()
-        try:
-            return await self._check_out(doc_id, start)
-        finally:
-            del self._books.checkouts[doc_id]
-            done.set()
+                # checked in while we waited: check out afresh
 
     async def _check_out(self, doc_id: int, start: StartFrom) -> SpoolEntry:
-        # Recorded before the lock is asked for: a daemon that dies from here on leaves
-        # a mark, and the next start releases the lock unless an entry took it over.
-        # An editor's lock file that holds the document has its lock and mark already.
-        hold = doc_id in self._books.holds
-        if not hold:
-            await self._books.run_sync(lock_marks.mark, self.directory, doc_id)
         locked_at = time.time()
-        held = took_lock = False
+        leases = self._books.leases
+        took_lock = await leases.take(doc_id, Reason.SAVE)
         try:
-            took_lock = hold or await self._locks.lock(doc_id)
-            held = True  # taken now, or ours already (an answer lost on its way)
             # Read after the lock is held: a version checked in by anyone before that
             # (another mount, another client) is what the edit starts from.
             begin = await start()
@@ -263,13 +254,8 @@ class Spool:
                 store.create_entry, self.directory, record, begin.content
             )
         except BaseException:
-            with trio.CancelScope(shield=True):
-                if doc_id in self._books.holds:
-                    pass  # the lock file still holds the lock
-                elif held:  # no entry holds the lock: leave the vault unlocked
-                    await self._locks.unlock_quietly(doc_id)
-                else:
-                    lock_marks.drop(self.directory, doc_id)
+            with trio.CancelScope(shield=True):  # no entry holds the lock: let it go
+                await leases.drop_quietly(doc_id, Reason.SAVE)
             raise
         entry = SpoolEntry(self.directory, record, fd, md5)
         self._books.entries[doc_id] = entry
@@ -278,63 +264,3 @@ class Spool:
             "spool: doc %d checked out (%s)", doc_id, "locked" if took_lock else "lock was ours"
         )
         return entry
-
-    # --- editors' lock files -------------------------------------------------
-
-    def holding(self, doc_id: int) -> bool:
-        """Whether an editor's lock file holds the document checked out."""
-        return doc_id in self._books.holds
-
-    async def hold(self, doc_id: int) -> None:
-        """Check the document out for an editor that announced it edits it (it made
-        its lock file): the lock and its mark as a save takes them, with no content.
-        A save under way has the lock already; a check-in keeps it while held.
-        ``LockedByOther`` when someone else holds it."""
-        books = self._books
-        while doc_id in books.checkouts:
-            await books.checkouts[doc_id].wait()
-        if doc_id in books.holds or doc_id in books.entries:
-            books.holds[doc_id] = books.holds.get(doc_id, 0) + 1
-            return
-        done = books.checkouts[doc_id] = trio.Event()
-        try:
-            await books.run_sync(lock_marks.mark, self.directory, doc_id)
-            try:
-                took = await self._locks.lock(doc_id)
-            except BaseException:
-                with trio.CancelScope(shield=True):
-                    await books.run_sync(lock_marks.drop, self.directory, doc_id)
-                raise
-            books.holds[doc_id] = 1
-            how = "locked" if took else "lock was ours"
-            log.info("spool: doc %d checked out for an editor (%s)", doc_id, how)
-        finally:
-            del books.checkouts[doc_id]
-            done.set()
-
-    async def let_go(self, doc_id: int) -> None:
-        """An editor's lock file is gone: the last one ends the check-out, by undoing
-        it when nothing of a save holds the lock (a save under way ends it with its own
-        check-in). An unlock that fails keeps its mark: the next start releases it."""
-        books = self._books
-        count = books.holds.get(doc_id, 0)
-        if count > 1:
-            books.holds[doc_id] = count - 1
-            return
-        if not count:
-            return
-        del books.holds[doc_id]
-        while doc_id in books.checkouts:
-            await books.checkouts[doc_id].wait()
-        if doc_id in books.entries or doc_id in books.holds:
-            return
-        with trio.CancelScope(shield=True):
-            if await self._locks.unlock_quietly(doc_id):
-                log.info("spool: doc %d check-out for an editor ended", doc_id)
-        books.notify()
-
-    async def let_go_all(self) -> None:
-        """The mount stops: every check-out its editors' lock files hold is ended."""
-        for doc_id in list(self._books.holds):
-            self._books.holds[doc_id] = 1
-            await self.let_go(doc_id)

@@ -10,7 +10,7 @@ are made of are ``durable``'s:
   <doc_id>.json               its record (mode 0600), replaced atomically
   <doc_id>.<n>.gone           content checked in, to be deleted (see ``retire_entry``)
   scratch/<n>                 the mount's scratch files (see ``bridge.scratch``)
-  locks/<doc_id>              a lock this mount is taking or holds (see ``lock_marks``)
+  locks/<doc_id>              a lock this client is taking or holds (``write.lease``)
   uploads/<n>.data, <n>.json  renditions and attachments (see ``uploads``)
   lost+found/                 mode 0700
     <doc_id>-<filename>       content that could not be checked in

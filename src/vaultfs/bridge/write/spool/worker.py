@@ -18,7 +18,6 @@ from vaultfs.bridge.write.spool.bookkeeping import SpoolBookkeeping
 from vaultfs.bridge.write.spool.checkin import SpoolCheckIn
 from vaultfs.bridge.write.spool.entry import EDITING
 from vaultfs.bridge.write.spool.failures import describe
-from vaultfs.bridge.write.spool.locking import SpoolLocking
 from vaultfs.errors import VaultError
 
 __all__ = ["SpoolWorker"]
@@ -32,13 +31,11 @@ class SpoolWorker:
     def __init__(
         self,
         books: SpoolBookkeeping,
-        locks: SpoolLocking,
         check_in: SpoolCheckIn,
         *,
         keepalive_interval: float,
     ) -> None:
         self._books = books
-        self._locks = locks
         self._check_in = check_in
         self._keepalive_interval = keepalive_interval
 
@@ -51,7 +48,7 @@ class SpoolWorker:
             try:
                 for entry in list(books.entries.values()):
                     self._check_in.schedule(entry)
-                nursery.start_soon(self._locks.release_stale_locks)
+                nursery.start_soon(books.leases.release_stale)
                 nursery.start_soon(creates.replay, books.directory, books.client, books.keep_lost)
                 nursery.start_soon(self._keep_alive)
                 if books.uploads is not None:

@@ -1,0 +1,474 @@
+"""The check-out as a lease with one owner: every document this client checks out.
+
+Owns the vault's lock of every document as this client (a mount, or a WebDAV front)
+holds it. Whatever needs a check-out asks the ``Leases`` for one, for a ``Reason``: a
+save (the spool's entry), an editor's lock file, a WebDAV lock, a check-out for a trip.
+Only this module takes and releases the vault's lock, keeps its durable mark
+(``<spool>/locks/<doc_id>``), releases at start what a dead daemon left, answers "held
+here, and by whom?", and tells the mount when a check-out begins or ends.
+
+A lease's state is a ``LeaseState``, moved only through the one table ``LEASE_MOVES``:
+
+``free``       nothing of this client holds the document (no lease object is kept)
+``taking``     the vault's lock is being asked for
+``held``       the lock is this client's, for one or more reasons
+``releasing``  the last reason went; the lock is being released
+
+Fenced across one user's clients. The vault lets a user lock what that user holds
+already, so it cannot tell one user's clients apart; the lease does, with the lock's
+date as a token. Before asking for a lock it looks (``GET /lock``): a lock of this user
+that this client does not hold (no lease, no mark with that date) is another client's
+(the user's other mount, machine or WebDAV drive) and is refused as another user's is
+(``LockedByOther``: EBUSY, 423). Once the lock is taken its date is read and kept in
+the mark; before a check-in uploads, ``verify`` reads the lock again and refuses when
+it is gone, someone else's, or this user's with another date (taken over). A mark
+without a date (a lock taken when the answer was lost) is taken for this client's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import json
+import logging
+import os
+import random
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from vaultfs.bridge.write.spool.durable import DIR_MODE, FILE_MODE, fsync_dir
+from vaultfs.bridge.write.spool.failures import PERMANENT, describe
+from vaultfs.bridge.write.spool.states import IllegalTransition
+from vaultfs.client import Attempt, RetryPolicy, VaultApi, retrying, surely_not_sent
+from vaultfs.errors import InvalidDocument, LockedByOther, VaultError
+
+__all__ = ["LEASE_MOVES", "Lease", "LeaseState", "Leases", "Reason"]
+
+log = logging.getLogger(__name__)
+
+_MARKS = "locks"
+
+
+class LeaseState(enum.StrEnum):
+    """Where this client's check-out of a document stands."""
+
+    FREE = "free"
+    TAKING = "taking"
+    HELD = "held"
+    RELEASING = "releasing"
+
+    @property
+    def message(self) -> str:
+        return _MESSAGES[self]
+
+
+_MESSAGES = {
+    LeaseState.FREE: "not checked out by this client",
+    LeaseState.TAKING: "the vault's lock is being asked for",
+    LeaseState.HELD: "checked out by this client",
+    LeaseState.RELEASING: "the vault's lock is being released",
+}
+
+L = LeaseState
+#: The moves of a lease. A lock refused (or a take cancelled) goes back to free; a
+#: release that failed for a while leaves the lease held (its mark stays, the lock is
+#: released again later); a release refused for good frees it all the same.
+LEASE_MOVES: dict[LeaseState, frozenset[LeaseState]] = {
+    L.FREE: frozenset({L.TAKING}),
+    L.TAKING: frozenset({L.HELD, L.FREE}),
+    L.HELD: frozenset({L.RELEASING, L.FREE}),
+    L.RELEASING: frozenset({L.FREE, L.HELD}),
+}
+
+
+class Reason(enum.StrEnum):
+    """Why a document is checked out; a lease holds a count of each."""
+
+    SAVE = "save"
+    EDITOR = "editor's lock file"
+    WEBDAV = "WebDAV lock"
+    TRIP = "check-out for offline work"
+
+
+@dataclass
+class Lease:
+    """One document's check-out by this client."""
+
+    doc_id: int
+    state: LeaseState = LeaseState.FREE
+    reasons: Counter[Reason] = field(default_factory=Counter)
+    #: the lock's date as the vault gave it when this client took it (None: unknown)
+    token: str | None = None
+    #: woken on every move: a take waits while another take or a release is under way
+    moved: trio.lowlevel.ParkingLot = field(default_factory=trio.lowlevel.ParkingLot)
+
+    def move(self, new: LeaseState) -> None:
+        """Move to ``new`` through the table (``IllegalTransition`` for a move it lacks)."""
+        if new not in LEASE_MOVES[self.state]:
+            message = (
+                f"lease of document {self.doc_id}: no move from {self.state.value} "
+                f"({self.state.message}) to {new.value} ({new.message})"
+            )
+            log.error("%s", message)
+            raise IllegalTransition(message)
+        self.state = new
+        self.moved.unpark_all()
+
+
+#: Told when a lease begins (``True``) or ends (``False``), with the reason that began
+#: or ended it: the mount shows the document checked out or not at once.
+Shown = Callable[[int, bool, Reason], Awaitable[None]]
+
+
+async def _nothing(doc_id: int, held: bool, reason: Reason) -> None:
+    return None
+
+
+class Leases:
+    """Every check-out of one client (a mount, or a WebDAV front), each one lease."""
+
+    def __init__(
+        self,
+        directory: Path,
+        client: VaultApi,
+        *,
+        user_id: int | None = None,
+        retry: RetryPolicy,
+        run_sync: Callable[..., Awaitable[Any]] = trio.to_thread.run_sync,
+    ) -> None:
+        #: the spool's directory: the marks are ``<directory>/locks/<doc_id>``
+        self.directory = directory
+        self.client = client
+        self.user_id = user_id
+        self.retry = retry
+        self.run_sync = run_sync
+        self.shown: Shown = _nothing
+        self.rng = random.Random()
+        self._leases: dict[int, Lease] = {}
+
+    # --- who holds what --------------------------------------------------------
+
+    def is_me(self, user_id: object) -> bool:
+        me = self.user_id if self.user_id is not None else self.client.user_id
+        return me is not None and str(user_id) == str(me)
+
+    def held_here(self, doc_id: int) -> bool:
+        """Whether this client holds (or is taking, or releasing) the check-out."""
+        return doc_id in self._leases
+
+    def holding(self, doc_id: int, reason: Reason) -> bool:
+        lease = self._leases.get(doc_id)
+        return lease is not None and lease.reasons[reason] > 0
+
+    def state(self, doc_id: int) -> LeaseState:
+        lease = self._leases.get(doc_id)
+        return lease.state if lease is not None else LeaseState.FREE
+
+    def held(self) -> dict[int, list[str]]:
+        """Every lease and its reasons, for the status."""
+        return {
+            doc_id: sorted(r.value for r, n in lease.reasons.items() if n > 0)
+            for doc_id, lease in sorted(self._leases.items())
+        }
+
+    async def holder(self, doc_id: int) -> object | None:
+        """Who holds the document's lock, as the vault says now (one call)."""
+        lock = await self.client.get_lock(doc_id)
+        return lock.get("locked_by__v") if lock else None
+
+    # --- taking and releasing --------------------------------------------------
+
+    def adopt(self, doc_id: int, reason: Reason) -> None:
+        """A lease found on disk: the spool's entry of a save an earlier daemon left
+        holds the lock that daemon took (its mark's date is the token)."""
+        lease = self._leases.get(doc_id)
+        if lease is None:
+            _, token = _read_mark(self.directory, doc_id)
+            lease = self._leases[doc_id] = Lease(doc_id, LeaseState.HELD, token=token)
+        lease.reasons[reason] += 1
+
+    async def take(self, doc_id: int, reason: Reason) -> bool:
+        """Check the document out for ``reason``; True when the vault's lock was taken
+        now, False when this client held it already. ``LockedByOther`` when another
+        user, or another client of this user, holds it."""
+        while True:
+            lease = self._leases.get(doc_id)
+            if lease is None:
+                break
+            if lease.state == LeaseState.HELD:
+                lease.reasons[reason] += 1
+                return False
+            await lease.moved.park()  # a take or a release under way: then look again
+        lease = self._leases[doc_id] = Lease(doc_id)
+        lease.move(LeaseState.TAKING)
+        try:
+            lease.token = await self._lock(doc_id)
+        except BaseException:
+            lease.move(LeaseState.FREE)
+            del self._leases[doc_id]
+            raise
+        lease.move(LeaseState.HELD)
+        lease.reasons[reason] += 1
+        await self.shown(doc_id, True, reason)
+        return True
+
+    async def _lock(self, doc_id: int) -> str | None:
+        """Take the vault's lock for this client; its date (the token)."""
+        earlier = await self.run_sync(_read_mark, self.directory, doc_id)
+        lock = await self.client.get_lock(doc_id)
+        if lock:
+            return await self._held_already(doc_id, lock, earlier)
+        # Marked before it is asked for: a daemon that dies from here on leaves a
+        # mark, and the next start releases the lock unless an entry took it over.
+        await self.run_sync(_write_mark, self.directory, doc_id, None)
+        try:
+            await self._ask(doc_id)
+            try:
+                lock = await self.client.get_lock(doc_id) or {}
+            except VaultError:  # taken, its date unknown: ours, unfenced (said in docs)
+                lock = {}
+            holder = lock.get("locked_by__v")
+            if holder is not None and not self.is_me(holder):
+                raise LockedByOther(f"document {doc_id} is checked out by user {holder}")
+            token = _token(lock)
+            await self.run_sync(_write_mark, self.directory, doc_id, token)
+        except BaseException:
+            with trio.CancelScope(shield=True):
+                await self.run_sync(_drop_mark, self.directory, doc_id)
+            raise
+        return token
+
+    async def _held_already(
+        self, doc_id: int, lock: dict[str, Any], earlier: tuple[bool, str | None]
+    ) -> str | None:
+        """The lock exists before this client asked: this client's own (an earlier
+        daemon's mark with its date), or someone else's."""
+        holder = lock.get("locked_by__v")
+        since = _token(lock)
+        if not self.is_me(holder):
+            log.info("lease: doc %d is checked out by user %s", doc_id, holder)
+            raise LockedByOther(f"document {doc_id} is checked out by user {holder}")
+        marked, token = earlier
+        if marked and token in (None, since):
+            log.info("lease: doc %d: the lock an earlier daemon took is ours still", doc_id)
+            await self.run_sync(_write_mark, self.directory, doc_id, since)
+            return since
+        log.info("lease: doc %d is checked out by this user on another client", doc_id)
+        raise LockedByOther(
+            f"document {doc_id} is checked out by you on another client (another mount, "
+            f"machine or WebDAV drive) since {since}"
+        )
+
+    async def _ask(self, doc_id: int) -> None:
+        """POST the lock. A refusal is followed by asking who holds it: an answer lost
+        on the way back may hide a lock that was taken (then it is ours)."""
+        try:
+            await self.client.lock(doc_id)
+        except VaultError as refusal:
+            if surely_not_sent(refusal):
+                raise
+            try:
+                lock = await self.client.get_lock(doc_id)
+            except VaultError:
+                raise refusal from None
+            if not lock:
+                raise
+            holder = lock.get("locked_by__v")
+            if not self.is_me(holder):
+                raise LockedByOther(f"document {doc_id} is checked out by user {holder}") from None
+
+    async def drop(self, doc_id: int, reason: Reason) -> bool:
+        """``reason`` no longer holds the document; the last reason releases the vault's
+        lock. True when the lock is released (or was not ours), False when another
+        reason still holds it. A release that failed for a while raises, and leaves
+        the lease held for ``reason`` (its mark stays: tried again, or at the next
+        start)."""
+        lease = self._leases.get(doc_id)
+        if lease is None or lease.reasons[reason] <= 0:
+            return lease is None
+        while lease.state != LeaseState.HELD:
+            await lease.moved.park()
+        lease.reasons[reason] -= 1
+        if +lease.reasons:
+            return False
+        lease.move(LeaseState.RELEASING)
+        try:
+            await self._release(doc_id)
+        except BaseException:
+            lease.reasons[reason] += 1
+            lease.move(LeaseState.HELD)
+            raise
+        lease.move(LeaseState.FREE)
+        del self._leases[doc_id]
+        await self.shown(doc_id, False, reason)
+        return True
+
+    async def drop_quietly(self, doc_id: int, reason: Reason) -> bool:
+        """``drop``; a release that failed is logged (the mark stays, the next start
+        releases it) and the lease ends all the same."""
+        try:
+            return await self.drop(doc_id, reason)
+        except VaultError:
+            self.forget(doc_id, keep_mark=True)
+            return False
+
+    def forget(self, doc_id: int, *, keep_mark: bool = False) -> None:
+        """End a lease without asking the vault: the document is gone (its lock with
+        it), or its check-out was taken over; ``keep_mark``: the next start releases
+        the lock."""
+        lease = self._leases.pop(doc_id, None)
+        if lease is not None and lease.state != LeaseState.FREE:
+            lease.move(LeaseState.FREE)
+        if not keep_mark:
+            _drop_mark(self.directory, doc_id)
+
+    async def _release(self, doc_id: int) -> None:
+        """Unlock and drop the mark; a refusal for good drops the mark too (the lock is
+        the vault's business then)."""
+        try:
+            await self.client.unlock(doc_id)
+        except VaultError as exc:
+            log.warning("lease: doc %d unlock failed: %s", doc_id, describe(exc))
+            if not isinstance(exc, PERMANENT):
+                raise
+        await self.run_sync(_drop_mark, self.directory, doc_id)
+
+    async def end_all(self, reason: Reason) -> None:
+        """The client stops: every check-out held for ``reason`` alone ends."""
+        for doc_id, lease in list(self._leases.items()):
+            if lease.reasons[reason] > 0:
+                lease.reasons[reason] = 1
+                with trio.CancelScope(shield=True):
+                    await self.drop_quietly(doc_id, reason)
+
+    # --- the fence -------------------------------------------------------------
+
+    async def verify(self, doc_id: int) -> str | None:
+        """Why this client's check-out no longer holds, as the vault says now (one
+        call); None: it holds. Asked before a check-in uploads: a lock undone,
+        someone else's, or this user's taken again by another client (another date)."""
+        lock = await self.client.get_lock(doc_id)
+        if not lock:
+            return "the check-out was undone or released elsewhere while this edit was open"
+        holder = lock.get("locked_by__v")
+        if not self.is_me(holder):
+            return f"the check-out was taken over by user {holder} while this edit was open"
+        lease = self._leases.get(doc_id)
+        token = lease.token if lease is not None else None
+        since = _token(lock)
+        if token is not None and since is not None and since != token:
+            return (
+                f"the check-out was taken over by another client of this user (since "
+                f"{since}; this client's was since {token})"
+            )
+        return None
+
+    # --- what an earlier daemon left ------------------------------------------
+
+    async def release_stale(self) -> None:
+        """Release every lock an earlier daemon of this cache took and no lease took
+        over (it died between the lock and its entry, or before the unlock), trying
+        again under the check-ins' policy while the vault cannot be reached. A lock
+        that is no longer the one its mark names (another client's now) is left."""
+
+        async def release_all(attempt: Attempt) -> None:
+            failure: VaultError | None = None
+            for doc_id in _marked(self.directory):
+                if doc_id in self._leases:
+                    continue  # taken over by an entry, or checked out again since
+                # A take asked meanwhile waits for this release (the lease is taking
+                # here), then locks afresh.
+                lease = self._leases[doc_id] = Lease(doc_id, LeaseState.TAKING)
+                try:
+                    await self._release_stale(doc_id)
+                except VaultError as exc:
+                    failure = exc  # the others are still tried
+                finally:
+                    lease.move(LeaseState.FREE)
+                    del self._leases[doc_id]
+            if failure is not None:
+                raise failure
+
+        await retrying(
+            release_all,
+            policy=self.retry,
+            rng=self.rng,
+            what="releasing the locks an earlier daemon left",
+            retryable=lambda exc: True,
+        )
+
+    async def _release_stale(self, doc_id: int) -> None:
+        _, token = await self.run_sync(_read_mark, self.directory, doc_id)
+        try:
+            lock = await self.client.get_lock(doc_id)
+        except InvalidDocument:
+            lock = None
+        since = _token(lock or {})
+        if not lock or not self.is_me(lock.get("locked_by__v")) or token not in (None, since):
+            log.info("lease: doc %d: the lock an earlier daemon left is no longer its own", doc_id)
+            await self.run_sync(_drop_mark, self.directory, doc_id)
+            return
+        log.warning("lease: doc %d lock left by an earlier daemon; releasing it", doc_id)
+        await self._release(doc_id)
+        await self.shown(doc_id, False, Reason.SAVE)
+
+
+def _token(lock: dict[str, Any]) -> str | None:
+    since = lock.get("locked_date__v")
+    return str(since) if since else None
+
+
+# --- the marks: ``<spool>/locks/<doc_id>``, holding the lock's date as JSON ----------
+
+
+def _write_mark(directory: Path, doc_id: int, token: str | None) -> None:
+    """Record, durably, that this client is about to lock ``doc_id`` (token None,
+    before asking) or holds it since ``token``."""
+    folder = directory / _MARKS
+    folder.mkdir(mode=DIR_MODE, exist_ok=True)
+    path = folder / str(doc_id)
+    temp = folder / f".{doc_id}.new"
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+    try:
+        os.write(fd, json.dumps({"locked_date": token}).encode() if token else b"")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(temp, path)
+    fsync_dir(folder)
+
+
+def _read_mark(directory: Path, doc_id: int) -> tuple[bool, str | None]:
+    """(whether ``doc_id`` is marked, the date its mark holds: None when none)."""
+    try:
+        text = (directory / _MARKS / str(doc_id)).read_text()
+    except FileNotFoundError:
+        return False, None
+    with contextlib.suppress(ValueError, AttributeError):
+        token = json.loads(text).get("locked_date") if text.strip() else None
+        return True, str(token) if token else None
+    return True, None
+
+
+def _drop_mark(directory: Path, doc_id: int) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        (directory / _MARKS / str(doc_id)).unlink()
+
+
+def _marked(directory: Path) -> list[int]:
+    """The documents this client asked a lock of and never recorded as released."""
+    folder = directory / _MARKS
+    if not folder.is_dir():
+        return []
+    marks = []
+    for path in folder.iterdir():
+        if path.name.isdigit():
+            marks.append(int(path.name))
+        else:
+            path.unlink()  # a mark being written when the daemon died, or not ours
+    return sorted(marks)

@@ -1,0 +1,266 @@
+"""Unit tests of the check-out as a lease (``write.lease``): its one transition table,
+the reasons that hold it (a save, an editor's lock file, a WebDAV lock), the fence
+across one user's clients, the release of what an earlier daemon left; and of the
+editors' lock files' names and lines. Over the in-memory fake vault of
+``test_spool_unit``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import trio
+import trio.testing
+
+from vaultfs.bridge.write.editor_locks import lock_file_name, lock_line, locks_source
+from vaultfs.bridge.write.lease import LEASE_MOVES, Lease, LeaseState, Reason
+from vaultfs.bridge.write.spool.spool import Spool
+from vaultfs.bridge.write.spool.states import IllegalTransition
+from vaultfs.errors import CheckInConflict, LockedByOther
+
+from .test_spool_unit import (
+    DOC,
+    ME,
+    ORIGINAL,
+    OTHER,
+    FakeVault,
+    check_out,
+    make_spool,
+    running,
+    spool_files,
+)
+
+
+async def hold(spool: Spool) -> None:
+    """An editor's lock file takes the document's lease."""
+    await spool.leases.take(DOC, Reason.EDITOR)
+
+
+async def let_go(spool: Spool) -> None:
+    await spool.leases.drop(DOC, Reason.EDITOR)
+
+
+@pytest.fixture
+def vault() -> FakeVault:
+    return FakeVault()
+
+
+@pytest.fixture
+def original(tmp_path: Path) -> Path:
+    path = tmp_path / "original.txt"
+    path.write_bytes(ORIGINAL)
+    return path
+
+
+async def test_a_hold_locks_with_its_mark_and_letting_go_undoes_it(
+    vault: FakeVault, tmp_path: Path
+) -> None:
+    spool = make_spool(tmp_path / "spool", vault)
+    await hold(spool)
+    assert vault.locks == {DOC: ME} and spool.leases.holding(DOC, Reason.EDITOR)
+    assert spool_files(tmp_path / "spool") == [f"locks/{DOC}"]
+    await let_go(spool)
+    assert vault.locks == {} and not spool.leases.holding(DOC, Reason.EDITOR)
+    assert spool_files(tmp_path / "spool") == []
+    assert vault.drafts == []
+
+
+async def test_a_hold_on_a_document_another_user_holds_is_refused(
+    vault: FakeVault, tmp_path: Path
+) -> None:
+    vault.locks[DOC] = OTHER
+    spool = make_spool(tmp_path / "spool", vault)
+    with pytest.raises(LockedByOther):
+        await hold(spool)
+    assert not spool.leases.holding(DOC, Reason.EDITOR)
+    assert spool_files(tmp_path / "spool") == []
+    assert vault.locks == {DOC: OTHER}
+
+
+async def test_a_save_while_held_keeps_the_lock_and_letting_go_releases_it(
+    vault: FakeVault, tmp_path: Path, original: Path
+) -> None:
+    spool = make_spool(tmp_path / "spool", vault)
+    await hold(spool)
+    locks_asked = vault.calls["lock"]
+    entry = await check_out(spool, original)
+    assert vault.calls["lock"] == locks_asked  # held already: not asked again
+    entry.pwrite(len(ORIGINAL), b"more\n")
+    await spool.commit(entry)
+    assert vault.drafts == [(DOC, ORIGINAL + b"more\n")]
+    assert vault.locks == {DOC: ME}  # still checked out for the editor
+    assert spool.entry(DOC) is None
+    await let_go(spool)
+    assert vault.locks == {}
+    assert spool_files(tmp_path / "spool") == []
+
+
+async def test_letting_go_during_a_save_leaves_the_unlock_to_its_check_in(
+    vault: FakeVault, tmp_path: Path, original: Path
+) -> None:
+    spool = make_spool(tmp_path / "spool", vault)
+    await hold(spool)
+    entry = await check_out(spool, original)
+    await let_go(spool)
+    assert vault.locks == {DOC: ME}  # the open save holds it
+    entry.pwrite(0, b"X")
+    await spool.commit(entry)
+    assert vault.locks == {}
+    assert len(vault.drafts) == 1
+
+
+async def test_two_lock_files_hold_one_check_out(vault: FakeVault, tmp_path: Path) -> None:
+    spool = make_spool(tmp_path / "spool", vault)
+    await hold(spool)
+    await hold(spool)
+    assert vault.calls["lock"] == 1
+    await let_go(spool)
+    assert vault.locks == {DOC: ME}
+    await let_go(spool)
+    assert vault.locks == {}
+
+
+class SlowUnlock(FakeVault):
+    """A vault whose unlock waits until ``go`` is set (``unlocking`` says it began,
+    ``unlocked`` that it is done)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.unlocking, self.go, self.unlocked = trio.Event(), trio.Event(), trio.Event()
+
+    async def unlock(self, doc_id: int) -> None:
+        self.unlocking.set()
+        await self.go.wait()
+        await super().unlock(doc_id)
+        self.unlocked.set()
+
+
+async def test_a_hold_asked_while_a_left_lock_is_released_locks_afresh(tmp_path: Path) -> None:
+    """A daemon starts and releases the lock an earlier one left (a killed WebDAV front
+    whose LOCK was held); a check-out asked meanwhile waits, then takes a lock of its
+    own, not the one about to be released."""
+    vault = SlowUnlock()
+    vault.locks[DOC] = ME  # left by the earlier daemon
+    spool = make_spool(tmp_path / "spool", vault)
+    (tmp_path / "spool" / "locks").mkdir()
+    (tmp_path / "spool" / "locks" / str(DOC)).write_text("")  # a mark without its date
+    async with running(spool), trio.open_nursery() as nursery:
+        await vault.unlocking.wait()  # the release is under way
+        nursery.start_soon(hold, spool)
+        await trio.testing.wait_all_tasks_blocked()
+        vault.go.set()
+        await vault.unlocked.wait()
+        await trio.testing.wait_all_tasks_blocked()  # the release's end, the hold's
+    assert spool.leases.holding(DOC, Reason.EDITOR)
+    assert vault.locks == {DOC: ME}  # held, in the vault too
+    assert spool_files(tmp_path / "spool") == [f"locks/{DOC}"]
+    await let_go(spool)
+    assert vault.locks == {}
+
+
+def test_lock_file_names() -> None:
+    assert lock_file_name("report.docx") == ".~lock.report.docx#"
+    assert locks_source(".~lock.report.docx#", "report.docx")
+    assert locks_source("~$port.docx", "report.docx")  # Office, long names
+    assert locks_source("~$ab.docx", "ab.docx")  # Office, short names
+    assert not locks_source(".~lock.other.docx#", "report.docx")
+    assert not locks_source("report.docx~", "report.docx")
+    assert not locks_source("~$", "ab")
+    assert not locks_source(".~lock.x#", None)
+
+
+def test_lock_lines_are_libreoffice_s_format() -> None:
+    user = {"user_name__v": "ann@example.com", "user_first_name__v": "Ann, Jr."}
+    line = lock_line(user, 7, "2026-11-27T09:41:00Z").decode()
+    assert line.startswith("Ann\\, Jr.,ann@example.com,vault,")
+    assert line.endswith(",vaultfs;")
+    # five fields once the escaped comma is read as LibreOffice reads it
+    assert len(line.replace("\\,", "").rstrip(";").split(",")) == 5
+    assert lock_line(None, 7, None).decode().startswith("user 7,user 7,vault,")
+
+
+# --- the lease's table and its fence ------------------------------------------
+
+
+def test_every_pair_of_lease_states_is_allowed_or_refused_as_the_table_says() -> None:
+    for old in LeaseState:
+        for new in LeaseState:
+            lease = Lease(DOC, old)
+            if new in LEASE_MOVES[old]:
+                lease.move(new)
+                assert lease.state == new
+            else:
+                with pytest.raises(IllegalTransition):
+                    lease.move(new)
+                assert lease.state == old
+
+
+async def test_a_lock_of_this_user_taken_by_another_client_is_refused(
+    vault: FakeVault, tmp_path: Path
+) -> None:
+    """The vault lets this user lock it again; the lease refuses (another client's)."""
+    vault.locks[DOC] = ME
+    spool = make_spool(tmp_path / "spool", vault)
+    with pytest.raises(LockedByOther, match="another client"):
+        await hold(spool)
+    assert not spool.leases.held_here(DOC)
+    assert vault.locks == {DOC: ME} and vault.calls["unlock"] == 0
+    assert spool_files(tmp_path / "spool") == []
+
+
+async def test_the_lease_keeps_the_locks_date_in_its_mark(vault: FakeVault, tmp_path: Path) -> None:
+    spool = make_spool(tmp_path / "spool", vault)
+    await hold(spool)
+    mark = (tmp_path / "spool" / "locks" / str(DOC)).read_text()
+    assert vault.lock_dates[DOC] in mark
+    assert spool.leases.state(DOC) == LeaseState.HELD
+    assert await spool.leases.verify(DOC) is None
+
+
+async def test_a_check_in_whose_lease_was_taken_over_by_another_client_is_a_conflict(
+    vault: FakeVault, tmp_path: Path, original: Path
+) -> None:
+    """This user's other client undid the check-out and took its own (another date):
+    the check-in replaces nothing and keeps the content in lost+found."""
+    spool = make_spool(tmp_path / "spool", vault)
+    entry = await check_out(spool, original)
+    entry.pwrite(len(ORIGINAL), b"mine\n")
+    vault.lock_dates[DOC] = "2025-01-02T00:00:00.000Z"  # unlocked and locked again
+    with pytest.raises(CheckInConflict, match="another client"):
+        await spool.commit(entry)
+    assert vault.drafts == []
+    assert vault.locks == {DOC: ME}  # the other client's lock is left alone
+    assert not spool.leases.held_here(DOC)
+    [lost] = spool.lost_records()
+    assert "CHECK_IN_CONFLICT" in str(lost)
+
+
+async def test_a_left_lock_that_is_another_clients_now_is_not_released(
+    vault: FakeVault, tmp_path: Path
+) -> None:
+    """An earlier daemon's mark names a lock date; the vault's lock of this user has
+    another: another client took it since. Its mark goes, the lock stays."""
+    vault.locks[DOC] = ME
+    vault.lock_dates[DOC] = "2025-01-03T00:00:00.000Z"
+    spool = make_spool(tmp_path / "spool", vault)
+    (tmp_path / "spool" / "locks").mkdir()
+    (tmp_path / "spool" / "locks" / str(DOC)).write_text(
+        '{"locked_date": "2025-01-01T00:00:00.000Z"}'
+    )
+    async with running(spool):
+        await trio.testing.wait_all_tasks_blocked()
+    assert vault.locks == {DOC: ME} and vault.calls["unlock"] == 0
+    assert spool_files(tmp_path / "spool") == []
+
+
+async def test_a_webdav_lock_and_an_editors_file_hold_one_lease(
+    vault: FakeVault, tmp_path: Path
+) -> None:
+    spool = make_spool(tmp_path / "spool", vault)
+    await spool.leases.take(DOC, Reason.WEBDAV)
+    await hold(spool)
+    assert vault.calls["lock"] == 1
+    assert await spool.leases.drop(DOC, Reason.WEBDAV) is False
+    assert vault.locks == {DOC: ME}
+    assert await spool.leases.drop(DOC, Reason.EDITOR) is True
+    assert vault.locks == {} and not spool.leases.held_here(DOC)
