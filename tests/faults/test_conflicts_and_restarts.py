@@ -1,6 +1,7 @@
 """Never a silent lost update, a leaked lock or a create sent twice.
 
-Two mounts of one user, an admin who undoes a check-out and saves in between, a daemon
+An admin who undoes a check-out and saves in between (two clients of one user:
+``test_one_user_two_clients``), a daemon
 killed after taking a lock and before its entry exists, and a daemon stopped while a
 new document's create is in flight. Each ends with nothing a user wrote lost or
 silently replaced, no lock left in the vault, and nothing created twice.
@@ -50,34 +51,6 @@ def conflict_in(mount: MountProcess) -> dict[str, object]:
     [lost] = status["lost_and_found"]
     assert "CHECK_IN_CONFLICT" in str(lost["error"]), lost
     return lost
-
-
-def test_two_mounts_of_one_user_never_replace_each_others_save(
-    fresh_vault: VaultProcess, api: httpx.Client, tmp_path: Path
-) -> None:
-    """A checks out and writes; B (same user, its own cache) appends and saves. A's
-    save would replace B's: it goes to A's lost+found as a conflict instead."""
-    with (
-        MountProcess(fresh_vault.url, tmp_path / "a") as a,
-        MountProcess(fresh_vault.url, tmp_path / "b") as b,
-    ):
-        path_a, path_b = a.mountpoint / CHECKLIST, b.mountpoint / CHECKLIST
-        doc_id = int(os.getxattr(path_a.parent, "user.vault.id"))
-        original = path_a.read_bytes()
-        before = versions(api, doc_id)
-        with open(path_a, "ab", buffering=0) as f:
-            f.write(b"written in mount A\n")  # A checks out
-            with open(path_b, "ab", buffering=0) as g:
-                g.write(b"written in mount B\n")
-            b.settle()
-            assert latest(api, doc_id) == original + b"written in mount B\n"
-        lost = conflict_in(a)
-        kept = a.mountpoint / ".vaultfs" / "lost+found" / str(lost["file"])
-        assert kept.read_bytes() == original + b"written in mount A\n"  # nothing lost
-        assert versions(api, doc_id) == [*before, _next(before)]  # B's save, only
-        assert latest(api, doc_id) == original + b"written in mount B\n"  # not replaced
-        assert not lock_of(api, doc_id)
-        assert "CHECK_IN_CONFLICT" in a.log()
 
 
 def test_an_undone_check_out_and_another_save_meanwhile_is_a_conflict(

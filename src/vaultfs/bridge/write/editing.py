@@ -74,12 +74,20 @@ async def show_lease(tree: Tree, doc_id: int, held: bool, reason: Reason | None)
     """Show a check-out of this client's beginning or ending (``Leases.shown``): a
     save's own lists no lock file from its start, and shows its end with its check-in
     (``show_check_in``); an editor's or a WebDAV lock's shows checked out at once, and
-    unlocked at its end, as does a lock an earlier daemon left, once released."""
+    unlocked at its end, as does a lock an earlier daemon left, once released.
+
+    An editor's or a WebDAV lock's check-out reads the document once taken (one call):
+    the saves made under it may start from the index (a whole new content), which
+    must then be the vault's latest, not a poll behind another client's save."""
     if held:
         if reason == Reason.SAVE:
             tree.index.changed_here(doc_id)
-        else:
-            show_locked(tree, doc_id)
+            return
+        try:
+            await tree.reload(doc_id)
+        except VaultError as exc:  # the next poll brings it
+            log.info("document %d could not be read after its check-out: %s", doc_id, exc)
+        show_locked(tree, doc_id)
     elif reason != Reason.SAVE:
         tree.checked_in(doc_id, None, None, 0, time.time_ns())
 

@@ -121,11 +121,12 @@ class Lease:
 
 
 #: Told when a lease begins (``True``) or ends (``False``), with the reason that began
-#: or ended it: the mount shows the document checked out or not at once.
-Shown = Callable[[int, bool, Reason], Awaitable[None]]
+#: or ended it (None: a lock an earlier daemon left, released): the mount shows the
+#: document checked out or not at once.
+Shown = Callable[[int, bool, Reason | None], Awaitable[None]]
 
 
-async def _nothing(doc_id: int, held: bool, reason: Reason) -> None:
+async def _nothing(doc_id: int, held: bool, reason: Reason | None) -> None:
     return None
 
 
@@ -415,7 +416,7 @@ class Leases:
             return
         log.warning("lease: doc %d lock left by an earlier daemon; releasing it", doc_id)
         await self._release(doc_id)
-        await self.shown(doc_id, False, Reason.SAVE)
+        await self.shown(doc_id, False, None)
 
 
 def _token(lock: dict[str, Any]) -> str | None:
