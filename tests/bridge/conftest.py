@@ -10,7 +10,7 @@ import httpx
 import pytest
 import trio
 
-from vaultfs.bridge.daemon.build import build_daemon
+from vaultfs.bridge.core.build import build_daemon
 from vaultfs.bridge.daemon.capabilities import ENVIRONMENT as PYFUSE3_FEATURES
 from vaultfs.bridge.fs.filesystem import FileSystem
 from vaultfs.bridge.fs.options import Options

@@ -15,7 +15,7 @@ import pytest
 import trio
 
 from vaultfs import errors
-from vaultfs.bridge.daemon.build import SpoolSettings, build_daemon
+from vaultfs.bridge.core.build import SpoolSettings, build_daemon
 from vaultfs.bridge.fs.filesystem import FileSystem
 from vaultfs.bridge.fs.inodes import ROOT_INODE
 from vaultfs.bridge.fs.options import Options

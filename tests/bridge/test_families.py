@@ -9,7 +9,7 @@ from typing import ClassVar
 import pytest
 
 from vaultfs import errors
-from vaultfs.bridge.daemon.build import families
+from vaultfs.bridge.core.build import families
 from vaultfs.bridge.fs.filesystem import FileSystem
 from vaultfs.bridge.nodes.family import Family
 from vaultfs.bridge.nodes.registry import Registry

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from vaultfs.bridge.daemon.build import build_daemon
+from vaultfs.bridge.core.build import build_daemon
 from vaultfs.bridge.fs.filesystem import FileSystem
 from vaultfs.bridge.fs.options import Options
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from vaultfs.bridge.commands import control
 from vaultfs.bridge.tree.nodes import CONTROL_DIR, LOST_AND_FOUND
+from vaultfs.bridge.write.spool.states import EntryState
 from vaultfs.profiles import ProfileError, load_profile, names_profile
 
 __all__ = ["format_status", "register"]
@@ -36,7 +37,7 @@ _RESIGNAL = 10.0
 #: daemon (milliseconds); one a program keeps open is not closed by waiting
 _OPEN_GRACE = 2.0
 #: the state of a spool entry or new file whose program still holds it open
-_OPEN = "editing"
+_OPEN = EntryState.EDITING
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -267,7 +268,7 @@ def _drain(
         elif time.monotonic() - open_since >= _OPEN_GRACE:
             return False, entries  # waiting does not close a program's file
         if len(entries) != shown:
-            editing = sum(e.get("state") == "editing" for e in entries)
+            editing = sum(e.get("state") == _OPEN for e in entries)
             note = f" ({editing} open for writing)" if editing else ""
             print(f"{what}: {len(entries)} upload(s) pending{note}", flush=True)
             shown = len(entries)

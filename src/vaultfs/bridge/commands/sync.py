@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from vaultfs.bridge.commands import control
+from vaultfs.bridge.write.spool.states import EntryState
 
 __all__ = ["Pending", "find_pending", "register", "under"]
 
@@ -49,7 +50,7 @@ __all__ = ["Pending", "find_pending", "register", "under"]
 _POLL = 0.1
 _RESIGNAL = 10.0
 #: states of a spool entry or new file whose program still holds it open
-_OPEN = "editing"
+_OPEN = EntryState.EDITING
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -20,10 +20,10 @@ from typing import Any
 
 import trio
 
+from vaultfs.bridge.core.build import build_daemon
+from vaultfs.bridge.core.start import start_core
 from vaultfs.bridge.daemon import fuse
-from vaultfs.bridge.daemon.build import build_daemon
 from vaultfs.bridge.daemon.config import MountConfig
-from vaultfs.bridge.daemon.core_start import start_core
 from vaultfs.bridge.daemon.name_events import NameEvents
 from vaultfs.bridge.daemon.notifications import run_notifications
 from vaultfs.bridge.daemon.notify import notify

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from vaultfs.bridge.daemon.notify import notify
+from vaultfs.bridge.write.spool.states import EntryState
 
 if TYPE_CHECKING:
     from vaultfs.bridge.write.spool.spool import Spool
@@ -99,7 +100,7 @@ async def _wait_flushed(spool: Spool) -> None:
     """Wait up to ``_FLUSH_TIMEOUT`` for the spool to drain, telling systemd the count."""
     deadline = trio.current_time() + _FLUSH_TIMEOUT
     while trio.current_time() < deadline:
-        left = [e for e in spool.pending() if e["state"] != "editing"]
+        left = [e for e in spool.pending() if e["state"] != EntryState.EDITING]
         if not left:
             return
         notify(f"STATUS=flushing {len(left)} pending upload(s) before unmounting")

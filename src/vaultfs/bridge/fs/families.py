@@ -6,7 +6,7 @@ that the families (``bridge.nodes``) import it and it imports nothing of them:
 ``NodeFamily``, what a family answers; ``Families``, the registry that finds a key's
 family (``nodes.registry.Registry``); ``Change`` and ``Move``, the arguments of a
 setattr and a rename; and ``Parts``, the parts of the mount a family operation may
-use, made once by the builder (``daemon.build``) and handed to every operation (a
+use, made once by the builder (``core.build``) and handed to every operation (a
 family takes what it needs from it and keeps nothing), with the two checks every
 writing operation makes first (``writable``, ``may_create``).
 """

@@ -8,7 +8,7 @@ that may be made). What a node does is its family's (``bridge.nodes``): each ope
 finds the family of the key it acts on once, in the registry, and asks it. Names go
 through the overlay (``overlay``). It raises ``vaultfs.errors`` classes; turning
 those into FUSE replies is the job of ``daemon.fuse``. Every part is given by the
-builder (``daemon.build``).
+builder (``core.build``).
 """
 
 from __future__ import annotations

@@ -29,14 +29,14 @@ _TYPE_OF_KIND: dict[str | int, int] = {}
 
 def file_type(key: NodeKey) -> int:
     """The node's ``stat.S_IF*`` type bits, as its key tells them."""
-    found = _TYPE_OF_KIND.get(key[0])
+    key = typed(key)
+    found = _TYPE_OF_KIND.get(key.kind)
     if found is None:
-        key = typed(key)
         if key.kind in key.LINK_KINDS:
             found = stat.S_IFLNK
         else:
             found = stat.S_IFREG if key.is_file else stat.S_IFDIR
-        _TYPE_OF_KIND[key[0]] = found
+        _TYPE_OF_KIND[key.kind] = found
     return found
 
 

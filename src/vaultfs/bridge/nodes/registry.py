@@ -6,7 +6,7 @@ tree's listing calls for every family (``tree.Tree`` takes it as its ``Lister``)
 including the names at the root that lead to a family's nodes without being listed
 (``.vaultfs``) and those listed there after the vault's folders (``Favorites``).
 It is the file system's ``fs.families.Families``, and gives ``fs.paths`` each node's
-parent (``step``). ``families`` in ``daemon.build`` registers one family a line.
+parent (``step``). ``families`` in ``core.build`` registers one family a line.
 """
 
 from __future__ import annotations

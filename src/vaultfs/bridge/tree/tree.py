@@ -65,8 +65,10 @@ def rendition_filename(rtype: str) -> str:
 def _index_folder(key: NodeKey) -> Folder:
     """The index's (type, subtype, classification) of folder ``key``, "" for a level it
     does not have."""
-    levels = [str(part) for part in key[1:]] + ["", ""]
-    return (levels[0], levels[1], levels[2])
+    folder = typed(key)
+    labels = folder.labels if isinstance(folder, FolderKey) else ()
+    type_label, subtype, classification = (*labels, "", "", "")[:3]
+    return (type_label, subtype, classification)
 
 
 @dataclass(slots=True)
@@ -253,8 +255,10 @@ class Tree:
         """The mtime of this mount's last save of the document while ``record`` still
         holds that content, else None."""
         saved = self._saved.get(doc_id)
-        md5 = str(record.get("md5checksum__v") or "").lower()
-        return saved[1] if saved is not None and saved[0] == md5 else None
+        if saved is None:
+            return None
+        saved_md5, mtime_ns = saved
+        return mtime_ns if saved_md5 == str(record.get("md5checksum__v") or "").lower() else None
 
     async def _parse_details(self, doc_id: int, stamp: Any, response: dict[str, Any]) -> Details:
         versions = sorted(

@@ -1,7 +1,7 @@
 """One signed-in user's front: their core, built as for a mount, and WsgiDAV over it.
 
 Owns what a front has for each user it serves: the core started as the mount starts
-it (``daemon.core_start``: the cache directory and its owner, the signed-in client,
+it (``core.start``: the cache directory and its owner, the signed-in client,
 the options, the spool's settings, the index), the daemon built by ``build_daemon``
 without a kernel to tell, its workers started in the front's nursery (the spool's
 releases what a killed front left checked out), and WsgiDAV's application over the
@@ -21,8 +21,8 @@ import trio
 from wsgidav.wsgidav_app import WsgiDAVApp
 from wsgidav.xml_tools import etree
 
-from vaultfs.bridge.daemon.build import Daemon, build_daemon
-from vaultfs.bridge.daemon.core_start import start_core
+from vaultfs.bridge.core.build import Daemon, build_daemon
+from vaultfs.bridge.core.start import start_core
 from vaultfs.bridge.fs.by_path import PathFileSystem
 from vaultfs.bridge.webdav.config import WebdavConfig
 from vaultfs.bridge.webdav.locks import VaultLocks
@@ -169,7 +169,7 @@ async def open_front(
         lock_files=False,
     )
     pfs = PathFileSystem(daemon.filesystem)
-    locks = VaultLocks(pfs, daemon.filesystem.parts.write.editor_locks)
+    locks = VaultLocks(pfs, daemon.editor_locks)
     spool = daemon.spool
     provider = VaultProvider(pfs, read_only=config.read_only, held_elsewhere=locks.held_elsewhere)
     await nursery.start(daemon.blobs.run)

@@ -27,7 +27,7 @@ from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio.run import worker_serve
 
 from vaultfs import errors
-from vaultfs.bridge.daemon.ownership import owning
+from vaultfs.bridge.core.ownership import owning
 from vaultfs.bridge.webdav.bodies import Body, BodyTooLarge, ClientGone, limit_of, receive_body
 from vaultfs.bridge.webdav.calls import http_status_of
 from vaultfs.bridge.webdav.config import WebdavConfig

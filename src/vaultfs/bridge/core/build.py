@@ -101,6 +101,9 @@ class Daemon:
     #: None on a read-only mount
     spool: Spool | None
     filesystem: FileSystem
+    #: the check-outs of editors' lock files and WebDAV locks, and the lock files shown
+    #: for check-outs held elsewhere (the WebDAV front's LOCK takes them here)
+    editor_locks: EditorLocks
     #: files dropped into documents' directories waiting out their grace (None on a
     #: read-only mount): its ``run`` is a background task of the mount
     drops: Drops | None
@@ -245,6 +248,7 @@ def build_daemon(
     if name_events is not None:
         new_folders = NewFolders(overlay, paths, inodes, freshness.name_of, name_events)
         freshness.on_names_checked.append(new_folders.documents_changed)
+    editor_locks = EditorLocks(tree, client, leases)
     report = StatusReport(
         options,
         client,
@@ -274,10 +278,10 @@ def build_daemon(
             fields=fields,
             deletions=Deletions(tree, client),
             links=Linker(tree, client, options.mountpoint),
-            editor_locks=EditorLocks(tree, client, leases),
+            editor_locks=editor_locks,
         ),
         life=LifeAttributes(LifecycleActions(tree, client), DocumentEvents(tree, client)),
         report=report,
     )
     filesystem = FileSystem(parts, inodes, handles, blobs, NameRules(catalog))
-    return Daemon(index, tree, blobs, the_spool, filesystem, new_documents.drops)
+    return Daemon(index, tree, blobs, the_spool, filesystem, editor_locks, new_documents.drops)

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from vaultfs.bridge.daemon.build import SpoolSettings
-from vaultfs.bridge.daemon.ownership import owning
+from vaultfs.bridge.core.build import SpoolSettings
+from vaultfs.bridge.core.ownership import owning
 from vaultfs.bridge.fs.options import Options
 from vaultfs.bridge.tree.index_store import IndexStore, index_file_name
 from vaultfs.client import Credentials, VaultClient

@@ -1,0 +1,1 @@
+"""The core both fronts stand on: the one builder, the start they share, the cache's owner."""
