@@ -6,7 +6,10 @@ editors' lock files' names and lines. Over the in-memory fake vault of
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
@@ -14,6 +17,7 @@ import trio.testing
 
 from vaultfs.bridge.write.editor_locks import lock_file_name, lock_line, locks_source
 from vaultfs.bridge.write.lease import LEASE_MOVES, Lease, LeaseState, Reason
+from vaultfs.bridge.write.spool.interface import start_from
 from vaultfs.bridge.write.spool.spool import Spool
 from vaultfs.bridge.write.spool.states import IllegalTransition
 from vaultfs.errors import CheckInConflict, LockedByOther
@@ -26,6 +30,7 @@ from .test_spool_unit import (
     FakeVault,
     check_out,
     make_spool,
+    md5,
     running,
     spool_files,
 )
@@ -264,3 +269,64 @@ async def test_a_webdav_lock_and_an_editors_file_hold_one_lease(
     assert vault.locks == {DOC: ME}
     assert await spool.leases.drop(DOC, Reason.EDITOR) is True
     assert vault.locks == {} and not spool.leases.held_here(DOC)
+
+
+class Overtaken(FakeVault):
+    """A vault with version numbers, where another client of this user checks a version
+    in while this client's draft is on its way (both held the lock the vault let them
+    take): this draft lands after it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.versions: list[bytes] = [ORIGINAL]  # 0.1, 0.2, ...
+
+    async def get_document(self, doc_id: int) -> dict[str, Any]:
+        body = await super().get_document(doc_id)
+        body["document"].update(
+            major_version_number__v=0, minor_version_number__v=len(self.versions)
+        )
+        return body
+
+    async def create_draft(
+        self, doc_id: int, file: Path | None, *, filename: str | None = None
+    ) -> tuple[int, int]:
+        if len(self.versions) == 1:
+            self.versions.append(b"the other client's save\n")
+        await super().create_draft(doc_id, file, filename=filename)
+        self.versions.append(self.content[doc_id])
+        self.content[doc_id] = self.versions[-1]
+        return 0, len(self.versions)
+
+    @asynccontextmanager
+    async def download_file(
+        self, doc_id: int, major: int | None = None, minor: int | None = None
+    ) -> AsyncIterator[Any]:
+        await self._call("download_file")
+        data = self.versions[(minor or len(self.versions)) - 1]
+
+        class Chunks:
+            async def chunks(self, size: int = 1 << 20) -> AsyncIterator[bytes]:
+                yield data
+
+        yield Chunks()
+
+
+async def test_a_draft_that_overtook_another_clients_save_gives_it_back(
+    tmp_path: Path, original: Path
+) -> None:
+    """The lease's last window: two clients of one user locked within one round trip,
+    and the other checked in between this one's verification and its draft. The other's
+    save is made the latest again; this one goes to lost+found as a conflict."""
+    vault = Overtaken()
+    spool = make_spool(tmp_path / "spool", vault)
+    entry = await spool.begin(
+        DOC,
+        start_from(original, filename="report.txt", base_md5=md5(ORIGINAL), base_version="0.1"),
+    )
+    entry.pwrite(len(ORIGINAL), b"mine\n")
+    with pytest.raises(CheckInConflict, match="another client"):
+        await spool.commit(entry)
+    assert vault.versions[-1] == b"the other client's save\n"  # the latest again
+    assert vault.versions[2] == ORIGINAL + b"mine\n"  # 0.3, from the old base
+    [lost] = spool.lost_records()
+    assert "0.2" in str(lost) and "latest again" in str(lost)

@@ -261,7 +261,43 @@ class SpoolCheckIn:
             # Refused as checked out by someone else: the lock was taken over.
             raise CheckInConflict(f"document {doc_id} ({record.filename}): {exc}") from exc
         log.info("spool: doc %d draft %d.%d created", doc_id, major, minor)
+        seen = latest_version(document)
+        if seen is not None and major == seen[0] and minor > seen[1] + 1:
+            # A version came between the verification and this draft: another client of
+            # this user checked in under a lock the vault let both take (the lease's
+            # last window). That save must stay the latest: it is made the latest again.
+            await self._give_back(entry, (major, minor))
         await self._uploaded(entry, md5, (major, minor))
+
+    async def _give_back(self, entry: SpoolEntry, ours: tuple[int, int]) -> None:
+        """Make the version before ``ours`` (another client's save, which ``ours`` was
+        not made from) the latest again, as a new draft of its content; raises the
+        conflict that puts this save in lost+found."""
+        doc_id, record = entry.doc_id, entry.record
+        theirs = (ours[0], ours[1] - 1)
+        temp = self._books.directory / f".give-back-{doc_id}"
+        try:
+            async with (
+                self._books.client.download_file(doc_id, *theirs) as download,
+                await trio.open_file(temp, "wb") as f,
+            ):
+                async for chunk in download.chunks():
+                    await f.write(chunk)
+            restored = await self._books.client.create_draft(
+                doc_id, temp, filename=record.filename
+            )
+            outcome = f"its content is the latest again as version {restored[0]}.{restored[1]}"
+        except (VaultError, OSError) as exc:
+            outcome = f"making it the latest again failed ({describe(exc)})"
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(temp)
+        log.error("spool: doc %d draft %d.%d overtook version %d.%d", doc_id, *ours, *theirs)
+        raise CheckInConflict(
+            f"document {doc_id} ({record.filename}): version {theirs[0]}.{theirs[1]} was "
+            f"checked in by another client of this user while this save (version "
+            f"{ours[0]}.{ours[1]}, from version {record.base_version}) was sent; {outcome}"
+        )
 
     async def _uploaded(self, entry: SpoolEntry, md5: str, version: tuple[int, int] | None) -> None:
         # The vault's latest content is now ours: a reopen that changes nothing
