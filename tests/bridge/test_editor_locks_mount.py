@@ -73,10 +73,10 @@ def test_a_lock_file_checks_out_and_its_removal_undoes_it(
         f.write(",Someone,host,27.11.2026 10:00,file:///home/someone;")
     made = new_calls(before, calls(mount))
     assert locked(api, 2)
-    # looked at before (another client of this user?), taken, its date read (the
-    # fence), the document read (what saves under the check-out start from)
+    # looked at before (another client of this user?), taken, the document read (what
+    # saves under the check-out start from)
     assert made == {
-        "GET /objects/documents/{id}/lock": 2,
+        "GET /objects/documents/{id}/lock": 1,
         "POST /objects/documents/{id}/lock": 1,
         "GET /objects/documents/{id}": 1,
     }, made
@@ -86,7 +86,7 @@ def test_a_lock_file_checks_out_and_its_removal_undoes_it(
     assert not locked(api, 2)
     assert version_count(api, 2) == versions  # undone: no new version
     assert new_calls(before, calls(mount)) == {
-        "GET /objects/documents/{id}/lock": 2,
+        "GET /objects/documents/{id}/lock": 1,
         "POST /objects/documents/{id}/lock": 1,
         "GET /objects/documents/{id}": 1,
         "DELETE /objects/documents/{id}/lock": 1,

@@ -216,10 +216,12 @@ async def test_a_lock_of_this_user_taken_by_another_client_is_refused(
 async def test_the_lease_keeps_the_locks_date_in_its_mark(vault: FakeVault, tmp_path: Path) -> None:
     spool = make_spool(tmp_path / "spool", vault)
     await hold(spool)
+    assert spool.leases.state(DOC) == LeaseState.HELD
+    assert await spool.leases.verify(DOC) is None  # its first look learns the date
     mark = (tmp_path / "spool" / "locks" / str(DOC)).read_text()
     assert vault.lock_dates[DOC] in mark
-    assert spool.leases.state(DOC) == LeaseState.HELD
-    assert await spool.leases.verify(DOC) is None
+    vault.lock_dates[DOC] = "2025-01-02T00:00:00.000Z"  # undone, and taken again
+    assert "another client" in str(await spool.leases.verify(DOC))
 
 
 async def test_a_check_in_whose_lease_was_taken_over_by_another_client_is_a_conflict(
@@ -228,6 +230,8 @@ async def test_a_check_in_whose_lease_was_taken_over_by_another_client_is_a_conf
     """This user's other client undid the check-out and took its own (another date):
     the check-in replaces nothing and keeps the content in lost+found."""
     spool = make_spool(tmp_path / "spool", vault)
+    await hold(spool)
+    assert await spool.leases.verify(DOC) is None  # a save under the hold: its date
     entry = await check_out(spool, original)
     entry.pwrite(len(ORIGINAL), b"mine\n")
     vault.lock_dates[DOC] = "2025-01-02T00:00:00.000Z"  # unlocked and locked again

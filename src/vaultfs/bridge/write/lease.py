@@ -15,14 +15,15 @@ A lease's state is a ``LeaseState``, moved only through the one table ``LEASE_MO
 ``releasing``  the last reason went; the lock is being released
 
 Fenced across one user's clients. The vault lets a user lock what that user holds
-already, so it cannot tell one user's clients apart; the lease does, with the lock's
-date as a token. Before asking for a lock it looks (``GET /lock``): a lock of this user
-that this client does not hold (no lease, no mark with that date) is another client's
-(the user's other mount, machine or WebDAV drive) and is refused as another user's is
-(``LockedByOther``: EBUSY, 423). Once the lock is taken its date is read and kept in
-the mark; before a check-in uploads, ``verify`` reads the lock again and refuses when
-it is gone, someone else's, or this user's with another date (taken over). A mark
-without a date (a lock taken when the answer was lost) is taken for this client's.
+already, so it cannot tell one user's clients apart; the lease does. Before asking for
+a lock it looks (``GET /lock``): a lock of this user that this client does not hold
+(no lease, no mark of its own) is another client's (the user's other mount, machine or
+WebDAV drive) and is refused as another user's is (``LockedByOther``: EBUSY, 423).
+Before a check-in uploads, ``verify`` reads the lock again (one call) and refuses when
+it is gone or someone else's; its date, first read there, is the lease's token, kept
+in the mark: a later look that finds this user's lock with another date finds it taken
+over, and a start after a crash releases a marked lock only when its date is the
+mark's. A mark without a date (taken, never verified) is taken for this client's.
 """
 
 from __future__ import annotations
@@ -219,7 +220,8 @@ class Leases:
         return True
 
     async def _lock(self, doc_id: int) -> str | None:
-        """Take the vault's lock for this client; its date (the token)."""
+        """Take the vault's lock for this client; its date when known already (a lock
+        an earlier daemon of this client took), else None (``verify`` learns it)."""
         earlier = await self.run_sync(_read_mark, self.directory, doc_id)
         lock = await self.client.get_lock(doc_id)
         if lock:
@@ -229,20 +231,12 @@ class Leases:
         await self.run_sync(_write_mark, self.directory, doc_id, None)
         try:
             await self._ask(doc_id)
-            try:
-                lock = await self.client.get_lock(doc_id) or {}
-            except VaultError:  # taken, its date unknown: ours, unfenced (said in docs)
-                lock = {}
-            holder = lock.get("locked_by__v")
-            if holder is not None and not self.is_me(holder):
-                raise LockedByOther(f"document {doc_id} is checked out by user {holder}")
-            token = _token(lock)
-            await self.run_sync(_write_mark, self.directory, doc_id, token)
         except BaseException:
             with trio.CancelScope(shield=True):
                 await self.run_sync(_drop_mark, self.directory, doc_id)
             raise
-        return token
+        # Its date, the token, is read by the first ``verify`` (no call here).
+        return None
 
     async def _held_already(
         self, doc_id: int, lock: dict[str, Any], earlier: tuple[bool, str | None]
@@ -360,12 +354,16 @@ class Leases:
         if not self.is_me(holder):
             return f"the check-out was taken over by user {holder} while this edit was open"
         lease = self._leases.get(doc_id)
-        token = lease.token if lease is not None else None
         since = _token(lock)
-        if token is not None and since is not None and since != token:
+        if lease is None or since is None:
+            return None
+        if lease.token is None:  # the first look since it was taken: this is its date
+            lease.token = since
+            await self.run_sync(_write_mark, self.directory, doc_id, since)
+        elif since != lease.token:
             return (
                 f"the check-out was taken over by another client of this user (since "
-                f"{since}; this client's was since {token})"
+                f"{since}; this client's was since {lease.token})"
             )
         return None
 

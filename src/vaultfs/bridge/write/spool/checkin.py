@@ -283,9 +283,7 @@ class SpoolCheckIn:
             ):
                 async for chunk in download.chunks():
                     await f.write(chunk)
-            restored = await self._books.client.create_draft(
-                doc_id, temp, filename=record.filename
-            )
+            restored = await self._books.client.create_draft(doc_id, temp, filename=record.filename)
             outcome = f"its content is the latest again as version {restored[0]}.{restored[1]}"
         except (VaultError, OSError) as exc:
             outcome = f"making it the latest again failed ({describe(exc)})"
