@@ -81,10 +81,13 @@ def test_a_lock_file_checks_out_and_its_removal_undoes_it(
         "GET /objects/documents/{id}": 1,
     }, made
     assert lock.read_text().startswith(",Someone,")  # a scratch file, as written
+    held = mount.status()["checked_out"]
+    assert [h["why"] for h in held if h["doc_id"] == 2] == [["editor's lock file"]], held
     assert source.stat().st_mode & 0o200  # this mount's check-out: writable here
     lock.unlink()
     assert not locked(api, 2)
     assert version_count(api, 2) == versions  # undone: no new version
+    assert all(h["doc_id"] != 2 for h in mount.status()["checked_out"])
     assert new_calls(before, calls(mount)) == {
         "GET /objects/documents/{id}/lock": 1,
         "POST /objects/documents/{id}/lock": 1,

@@ -15,6 +15,8 @@ Every save the vault does not have yet names its file by its path in the mount
   dropped into a document's directory waiting out their grace before they become its
   attachments (``dropped``);
 - ``pending_new_documents``: new files waiting for fields the vault requires;
+- ``checked_out``: the documents this client holds checked out (its leases), each with
+  its path and why (a save, an editor's lock file, a WebDAV lock);
 - ``lost_and_found``: content the vault refused, with ``mount_path`` (the file under
   ``.vaultfs/lost+found``) and ``saved_as`` (the file it was saved as, None when not
   known: a new document's folder is not recorded).
@@ -107,6 +109,7 @@ class StatusReport:
             "pending_new_documents": [
                 self._waiting_with_path(w) for w in self._new_documents.pending_new()
             ],
+            "checked_out": self._checked_out(),
             # check-ins and creates a last close started and that are not done yet
             "saves_in_flight": self._editing.in_flight + self._new_documents.in_flight,
             "inodes": len(self._inodes),
@@ -114,6 +117,14 @@ class StatusReport:
         }
         # What the mount adds never replaces what the file system reports itself.
         return {**self._extra(), **status}
+
+    def _checked_out(self) -> list[dict[str, Any]]:
+        spool = self._editing.spool
+        held = spool.leases.held() if spool is not None else {}
+        return [
+            {"doc_id": doc_id, "path": self._in_document(doc_id, None), "why": reasons}
+            for doc_id, reasons in held.items()
+        ]
 
     # --- paths of what the vault does not have yet ------------------------------------
 
