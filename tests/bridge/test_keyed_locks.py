@@ -5,7 +5,7 @@ from __future__ import annotations
 import trio
 import trio.testing
 
-from vaultfs.bridge.tree.locks import KeyedLocks
+from vaultfs.bridge.tree.locks import Changes, KeyedLocks
 
 
 async def test_tasks_of_one_key_take_turns_and_the_lock_is_dropped_after() -> None:
@@ -43,3 +43,23 @@ async def test_a_failing_body_drops_the_lock_too() -> None:
     assert len(locks) == 0
     async with locks.hold("a"):
         assert len(locks) == 1
+
+
+async def test_a_change_since_a_waiter_looked_is_never_missed() -> None:
+    changes = Changes()
+    seen = changes.count
+    changes.notify()  # while the waiter was looking
+    with trio.fail_after(1):
+        await changes.wait_since(seen)  # returns at once
+    woken = []
+
+    async def waiter() -> None:
+        await changes.wait_since(changes.count)
+        woken.append(True)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(waiter)
+        await trio.testing.wait_all_tasks_blocked()
+        assert woken == []  # parked until the next change
+        changes.notify()
+    assert woken == [True]

@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable
 import trio
 
 from vaultfs import errors
+from vaultfs.bridge.tree.locks import Changes
 from vaultfs.bridge.write.scratch import ScratchFile, is_drop
 
 __all__ = ["GRACE", "Drops"]
@@ -42,7 +43,7 @@ class Drops:
         self._take = take
         #: scratch number -> (the file, when its grace is over: ``trio.current_time``)
         self._waiting: dict[int, tuple[ScratchFile, float]] = {}
-        self._changed = trio.Event()
+        self._changed = Changes()
 
     def closed(self, scratch: ScratchFile) -> None:
         """The last writer of ``scratch`` closed it, or it was renamed to a drop's
@@ -61,8 +62,7 @@ class Drops:
         self._wake()
 
     def _wake(self) -> None:
-        self._changed.set()
-        self._changed = trio.Event()
+        self._changed.notify()
 
     @staticmethod
     def _still_dropped(scratch: ScratchFile) -> bool:
@@ -72,7 +72,7 @@ class Drops:
         """Take the files whose grace is over, until cancelled."""
         task_status.started()
         while True:
-            changed = self._changed
+            seen = self._changed.count
             now = trio.current_time()
             wake = math.inf
             for number, (scratch, due) in list(self._waiting.items()):
@@ -86,7 +86,7 @@ class Drops:
                 else:
                     del self._waiting[number]  # written again: its last close starts anew
             with trio.move_on_at(wake):
-                await changed.wait()
+                await self._changed.wait_since(seen)
 
     async def _take_one(self, scratch: ScratchFile) -> None:
         try:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from vaultfs.bridge.tree.locks import Changes
 from vaultfs.bridge.write.lease import Leases
 from vaultfs.bridge.write.spool import lost, store
 from vaultfs.bridge.write.spool.entry import SpoolEntry
@@ -74,8 +75,8 @@ class SpoolBookkeeping:
         self.entries: dict[int, SpoolEntry] = {}
         #: drafts being sent while they are written (``streaming``), by document
         self.streams: dict[int, DraftStream] = {}
-        #: set (and replaced) on every change of an entry: ``wait_idle`` listens
-        self.changed = trio.Event()
+        #: every change of an entry: ``wait_idle`` listens
+        self.changed = Changes()
         #: the worker's nursery while it runs (``SpoolWorker.run``)
         self.nursery: trio.Nursery | None = None
         self.background = trio.CapacityLimiter(_BACKGROUND_UPLOADS)
@@ -180,5 +181,4 @@ class SpoolBookkeeping:
         self.notify()
 
     def notify(self) -> None:
-        self.changed.set()
-        self.changed = trio.Event()
+        self.changed.notify()

@@ -318,11 +318,11 @@ class SpoolCheckIn:
         opened again (a later close() schedules it anew)."""
         try:
             while self._books.entries.get(entry.doc_id) is entry and entry.state != EDITING:
-                changed = entry.changed
+                seen = entry.changed.count
                 if trio.current_time() < entry.next_attempt:
                     # flush_now() and state changes wake us to look again
                     with trio.move_on_at(entry.next_attempt):
-                        await changed.wait()
+                        await entry.changed.wait_since(seen)
                     continue
                 async with self._books.background:
                     await self.attempt_quietly(entry)

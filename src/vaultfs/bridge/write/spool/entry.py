@@ -20,6 +20,7 @@ from pathlib import Path
 
 import trio
 
+from vaultfs.bridge.tree.locks import Changes
 from vaultfs.bridge.write.spool import store
 from vaultfs.bridge.write.spool.states import EntryState
 
@@ -108,8 +109,8 @@ class SpoolEntry:
         self._io = threading.Lock()
         #: held while the entry's content or state is being changed by the spool
         self.lock = trio.Lock()
-        #: set (and replaced) whenever the state or the retry time changes
-        self.changed = trio.Event()
+        #: whenever the state or the retry time changes
+        self.changed = Changes()
         #: trio clock time before which the worker does not try again
         self.next_attempt = 0.0
         #: failed tries since this process started (drives the backoff)
@@ -219,5 +220,4 @@ class SpoolEntry:
             self._fd = -1
 
     def poke(self) -> None:
-        self.changed.set()
-        self.changed = trio.Event()
+        self.changed.notify()

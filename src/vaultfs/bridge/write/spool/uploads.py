@@ -35,6 +35,7 @@ from typing import Any
 
 import trio
 
+from vaultfs.bridge.tree.locks import Changes
 from vaultfs.bridge.write.spool import durable, lost, upload_files
 from vaultfs.bridge.write.spool.failures import NOT_PROCESSED, PERMANENT, describe, schedule_retry
 from vaultfs.bridge.write.spool.states import UploadState
@@ -90,7 +91,7 @@ class Uploads:
         self._retry = dataclasses.replace(CHECK_INS, base_delay=retry_initial, max_delay=retry_max)
         self._rng = random.Random()
         self._entries: dict[int, Upload] = {}
-        self._changed = trio.Event()
+        self._changed = Changes()
         #: called on every change of an entry (the spool's ``wait_idle`` listens)
         self.on_change: list[Callable[[], None]] = []
         durable.ensure_private_dir(spool_dir)
@@ -263,8 +264,7 @@ class Uploads:
         self._notify()
 
     def _notify(self) -> None:
-        self._changed.set()
-        self._changed = trio.Event()
+        self._changed.notify()
         for callback in self.on_change:
             callback()
 
@@ -286,7 +286,7 @@ class Uploads:
 
         async with trio.open_nursery() as nursery:
             while True:
-                changed = self._changed
+                seen = self._changed.count
                 now = trio.current_time()
                 wake = math.inf
                 for number, entry in list(self._entries.items()):
@@ -298,7 +298,7 @@ class Uploads:
                     else:
                         wake = min(wake, entry.next_attempt)
                 with trio.move_on_at(wake):
-                    await changed.wait()
+                    await self._changed.wait_since(seen)
 
     async def flush_now(self) -> None:
         """Try every entry now (failures stay for the worker)."""

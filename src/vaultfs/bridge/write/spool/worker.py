@@ -79,11 +79,9 @@ class SpoolWorker:
     async def wait_idle(self, timeout: float | None) -> bool:  # noqa: ASYNC109 - the core's API
         """Wait until nothing waits for check-in; False when ``timeout`` ran out first."""
         with trio.move_on_after(math.inf if timeout is None else timeout):
-            while True:
-                changed = self._books.changed
-                if not self._busy():
-                    return True
-                await changed.wait()
+            while self._busy():
+                await self._books.changed.wait_since(self._books.changed.count)
+            return True
         return False
 
     def _busy(self) -> bool:
