@@ -284,10 +284,11 @@ class Leases:
         the lease held for ``reason`` (its mark stays: tried again, or at the next
         start)."""
         lease = self._leases.get(doc_id)
+        while lease is not None and lease.state != LeaseState.HELD:
+            await lease.moved.park()  # a release under way (or the lease forgotten)
+            lease = self._leases.get(doc_id)
         if lease is None or lease.reasons[reason] <= 0:
             return lease is None
-        while lease.state != LeaseState.HELD:
-            await lease.moved.park()
         lease.reasons[reason] -= 1
         if +lease.reasons:
             return False
