@@ -19,11 +19,11 @@ from vaultfs.testing.vault_process import VaultProcess
 
 pytestmark = pytest.mark.mount
 
-#: what a save through write(2) of the same file costs: lock, the record read at the
-#: check-out (and once more when the mount's details of it are due), upload, unlock,
-#: and one call of slack; the poll of the vault's changes, which may fall in the
-#: window, aside
-_SAVE_CALLS = 6
+#: what a save through write(2) of the same file costs: the look at the lock, lock, the
+#: record read at the check-out (and once more when the mount's details of it are
+#: due), the fence, upload, unlock, and one call of slack; the poll of the vault's
+#: changes, which may fall in the window, aside
+_SAVE_CALLS = 8
 _POLL = frozenset({"GET /objects/documents", "GET /objects/deletions/documents"})
 
 

@@ -38,8 +38,11 @@ class LockCalls(EndpointCalls):
         )
 
     async def get_lock(self, doc_id: int) -> dict[str, Any] | None:
-        """The ``lock`` object ({locked_by__v, locked_date__v}) or None."""
-        body = await self._get(_LOCK, id=doc_id)
+        """The ``lock`` object ({locked_by__v, locked_date__v}) or None. Retried as a
+        lock is (``LOCKS``): a check-out looks first, and an open() waits for it."""
+        body = await self._http.call(
+            Call("GET", _LOCK, path_args={"id": doc_id}, max_retries=LOCKS.max_retries)
+        )
         lock = body.get("lock")
         return dict(lock) if isinstance(lock, dict) and lock.get("locked_by__v") else None
 
