@@ -72,6 +72,7 @@ from vaultfs.bridge.write.new_documents import NewDocuments
 from vaultfs.bridge.write.new_fields import NewFields
 from vaultfs.bridge.write.scratch import Scratch, empty_private_dir
 from vaultfs.bridge.write.spool import store as spool_store
+from vaultfs.bridge.write.spool.queue import WorkQueue
 from vaultfs.bridge.write.spool.spool import Spool
 from vaultfs.bridge.write.spool.uploads import Uploads
 from vaultfs.client import CHECK_INS, VaultApi
@@ -147,14 +148,17 @@ def _spool(
     once (``show_check_in``, ``show_upload``), as is every check-out's beginning and
     end (``show_lease``)."""
     leases.shown = functools.partial(show_lease, tree)
+    # One queue of work for the check-ins and the uploads, with the check-ins' waits.
+    queue = WorkQueue(leases.retry)
     uploads = None
     if settings.uploads:
         on_uploaded = functools.partial(show_upload, tree)
-        uploads = Uploads(settings.directory, client, on_uploaded=on_uploaded)
+        uploads = Uploads(settings.directory, client, queue=queue, on_uploaded=on_uploaded)
     return Spool(
         settings.directory,
         client,
         leases=leases,
+        queue=queue,
         retry_initial=settings.retry_initial,
         on_checked_in=functools.partial(show_check_in, tree, blobs),
         uploads=uploads,

@@ -10,9 +10,7 @@ checked-in entry, and telling the mount of a finished check-in.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-import random
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -20,15 +18,15 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from vaultfs.bridge.tree.locks import Changes
 from vaultfs.bridge.write.lease import Leases
 from vaultfs.bridge.write.spool import lost, store
 from vaultfs.bridge.write.spool.entry import SpoolEntry
-from vaultfs.bridge.write.spool.failures import describe, schedule_retry
+from vaultfs.bridge.write.spool.failures import describe
 from vaultfs.bridge.write.spool.interface import CheckedIn, CheckIn
+from vaultfs.bridge.write.spool.queue import JobKind, WorkQueue
 from vaultfs.bridge.write.spool.states import EntryState
 from vaultfs.bridge.write.spool.streaming import DraftStream
-from vaultfs.client import CHECK_INS, VaultApi
+from vaultfs.client import VaultApi
 from vaultfs.errors import VaultError
 
 if TYPE_CHECKING:  # handed in by the mount
@@ -37,9 +35,6 @@ if TYPE_CHECKING:  # handed in by the mount
 __all__ = ["SpoolBookkeeping"]
 
 log = logging.getLogger(__name__)
-
-#: Background uploads at once (a check-in by close() does not wait for these).
-_BACKGROUND_UPLOADS = 4
 
 
 class SpoolBookkeeping:
@@ -51,9 +46,8 @@ class SpoolBookkeeping:
         directory: Path,
         client: VaultApi,
         leases: Leases,
+        queue: WorkQueue,
         *,
-        retry_initial: float,
-        retry_max: float,
         run_sync: Callable[..., Awaitable[Any]],
         on_checked_in: CheckedIn | None,
         uploads: Uploads | None,
@@ -69,17 +63,13 @@ class SpoolBookkeeping:
         #: every check-out of this client: a save holds its document's lease while
         #: its entry exists (``Reason.SAVE``)
         self.leases = leases
-        #: the check-ins' policy, with this mount's waits
-        self.retry = dataclasses.replace(CHECK_INS, base_delay=retry_initial, max_delay=retry_max)
-        self.rng = random.Random()
+        #: the one queue of the spool's durable jobs: every entry is a check-in in it
+        self.queue = queue
         self.entries: dict[int, SpoolEntry] = {}
         #: drafts being sent while they are written (``streaming``), by document
         self.streams: dict[int, DraftStream] = {}
-        #: every change of an entry: ``wait_idle`` listens
-        self.changed = Changes()
         #: the worker's nursery while it runs (``SpoolWorker.run``)
         self.nursery: trio.Nursery | None = None
-        self.background = trio.CapacityLimiter(_BACKGROUND_UPLOADS)
 
     async def keep_lost(self, source: Path, filename: str, exc: VaultError) -> Path:
         """Move a file the vault would not take (a new document's content) to
@@ -106,20 +96,18 @@ class SpoolBookkeeping:
         except (VaultError, OSError) as exc:  # shown at the next poll instead
             log.warning("spool: doc %d reading it after its check-in failed: %s", doc_id, exc)
 
+    def add(self, entry: SpoolEntry) -> None:
+        """A checked-out document's entry: held, and a check-in in the queue."""
+        self.entries[entry.doc_id] = entry
+        self.queue.add(JobKind.CHECK_IN, entry.doc_id, entry)
+
     async def failed(self, entry: SpoolEntry, exc: BaseException) -> None:
         entry.record.last_error = describe(exc)
-        delay = schedule_retry(entry, exc, self.retry, self.rng)
+        self.queue.failed(entry, exc, f"doc {entry.doc_id} {entry.state}")
         try:
             await self.save(entry)
         except OSError as disk:  # a full disk: say so, the retry still happens
             log.error("spool: doc %d the failure could not be recorded: %s", entry.doc_id, disk)
-        log.warning(
-            "spool: doc %d %s failed (%s); retry in %.1fs",
-            entry.doc_id,
-            entry.state,
-            entry.record.last_error,
-            delay,
-        )
 
     async def to_lost_and_found(self, entry: SpoolEntry, *, reason: str) -> None:
         """Move the content to lost+found (``reason``: ``TYPE: message``); the caller
@@ -177,8 +165,8 @@ class SpoolBookkeeping:
         entry.close()
         if self.entries.get(entry.doc_id) is entry:
             del self.entries[entry.doc_id]
+        self.queue.remove(JobKind.CHECK_IN, entry.doc_id, entry)
         entry.poke()
-        self.notify()
 
     def notify(self) -> None:
-        self.changed.notify()
+        self.queue.notify()

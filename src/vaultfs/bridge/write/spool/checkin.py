@@ -105,10 +105,10 @@ class SpoolCheckIn:
                         stream.abort("checked in without it")  # nothing once it finished
                     if not syncing:
                         os.close(fd)  # checked in without an upload: nothing to keep
-                    if self._books.entries.get(entry.doc_id) is entry:
-                        self.schedule(entry)
-            if failure is not None:
-                raise failure
+        # Let go: still in the spool, it is the queue's now (its next try is set).
+        self._books.queue.notify()
+        if failure is not None:
+            raise failure
 
     async def _sync(self, doc_id: int, fd: int) -> None:
         """fsync and close ``fd``; a failure is logged (the upload may have made it moot;
@@ -307,28 +307,3 @@ class SpoolCheckIn:
         entry.checked_in = version
         entry.record.unconfirmed, entry.record.sent_md5 = False, None
         await self._books.set_state(entry, UNLOCKING)
-
-    def schedule(self, entry: SpoolEntry) -> None:
-        if self._books.nursery is not None and not entry.retrying and entry.state != EDITING:
-            entry.retrying = True
-            self._books.nursery.start_soon(self._retry_loop, entry)
-
-    async def _retry_loop(self, entry: SpoolEntry) -> None:
-        """Try ``entry`` whenever its backoff expires, until it leaves the spool or is
-        opened again (a later close() schedules it anew)."""
-        try:
-            while self._books.entries.get(entry.doc_id) is entry and entry.state != EDITING:
-                seen = entry.changed.count
-                if trio.current_time() < entry.next_attempt:
-                    # flush_now() and state changes wake us to look again
-                    with trio.move_on_at(entry.next_attempt):
-                        await entry.changed.wait_since(seen)
-                    continue
-                async with self._books.background:
-                    await self.attempt_quietly(entry)
-        finally:
-            entry.retrying = False
-
-    async def attempt_quietly(self, entry: SpoolEntry) -> None:
-        with contextlib.suppress(VaultError, OSError):  # recorded and logged by attempt
-            await self.attempt(entry)

@@ -219,5 +219,9 @@ class SpoolEntry:
             os.close(self._fd)
             self._fd = -1
 
+    def waits(self) -> bool:
+        """Whether it waits for the spool's queue (not while open for writing)."""
+        return self.state != EDITING
+
     def poke(self) -> None:
         self.changed.notify()

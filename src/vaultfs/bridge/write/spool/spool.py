@@ -62,6 +62,7 @@ from vaultfs.bridge.write.spool.interface import (
     StartFrom,
     start_from,
 )
+from vaultfs.bridge.write.spool.queue import JobKind, WorkQueue
 from vaultfs.bridge.write.spool.worker import SpoolWorker
 from vaultfs.client import CHECK_INS, VaultApi
 from vaultfs.errors import VaultError
@@ -89,6 +90,7 @@ class Spool:
         client: VaultApi,
         *,
         leases: Leases | None = None,
+        queue: WorkQueue | None = None,
         user_id: int | None = None,
         retry_initial: float = CHECK_INS.base_delay,
         retry_max: float = CHECK_INS.max_delay,
@@ -97,25 +99,25 @@ class Spool:
         on_checked_in: CheckedIn | None = None,
         uploads: Uploads | None = None,
     ) -> None:
+        retry = dataclasses.replace(CHECK_INS, base_delay=retry_initial, max_delay=retry_max)
         if leases is None:  # a spool of its own (tests): its check-outs are its alone
-            retry = dataclasses.replace(CHECK_INS, base_delay=retry_initial, max_delay=retry_max)
             leases = Leases(directory, client, user_id=user_id, retry=retry, run_sync=run_sync)
+        if queue is None:  # and so is its queue
+            queue = WorkQueue(retry)
         books = self._books = SpoolBookkeeping(
             directory,
             client,
             leases,
-            retry_initial=retry_initial,
-            retry_max=retry_max,
+            queue,
             run_sync=run_sync,
             on_checked_in=on_checked_in,
             uploads=uploads,
         )
         self._check_in = SpoolCheckIn(books)
-        self._worker = SpoolWorker(books, self._check_in, keepalive_interval=keepalive_interval)
+        queue.kinds[JobKind.CHECK_IN] = self._check_in.attempt
+        self._worker = SpoolWorker(books, keepalive_interval=keepalive_interval)
         #: one check-out at a time per document, so that two opens make one entry
         self._beginning: KeyedLocks[int] = KeyedLocks()
-        if uploads is not None:
-            uploads.on_change.append(books.notify)
         durable.ensure_private_dir(directory)
         for record in lost.usable_entries(directory):
             self._load(record)
@@ -130,7 +132,7 @@ class Spool:
             store.write_record(self.directory, record)
         path = store.data_path(self.directory, record.doc_id)
         entry = SpoolEntry(self.directory, record, os.open(path, os.O_RDWR))
-        self._books.entries[record.doc_id] = entry
+        self._books.add(entry)
         self._books.leases.adopt(record.doc_id, Reason.SAVE)  # the lock its daemon took
         log.info(
             "spool: doc %d found %s (%d tries so far)", record.doc_id, record.state, record.attempts
@@ -258,8 +260,7 @@ class Spool:
                 await leases.drop_quietly(doc_id, Reason.SAVE)
             raise
         entry = SpoolEntry(self.directory, record, fd, md5)
-        self._books.entries[doc_id] = entry
-        self._books.notify()
+        self._books.add(entry)
         log.info(
             "spool: doc %d checked out (%s)", doc_id, "locked" if took_lock else "lock was ours"
         )

@@ -6,14 +6,16 @@ copied, fsynced, then its record) before anything is sent, uploaded once
 (``POST``/``PUT .../renditions/{type}`` or ``POST .../attachments``), retried with
 the spool's backoff while the vault is away, moved to lost+found when the vault
 refuses it for good, and replayed by the next start after a crash. ``spool.Spool``
-holds it (status, ``wait_idle``, ``flush_now``, its worker); what a name in the tree
+holds it (status); what a name in the tree
 means is ``write.files_in``'s. The behaviour is described for users in
 docs/writing.md ("Uploads").
 
 An entry's record and files, and the layout of ``<spool>/uploads/``, are
 ``upload_files``'; the record type and its targets are imported from there.
 
-An entry is never ``editing``: it is made when the file is closed, whole. It is
+Every entry is a job of the spool's one queue (``queue``: its kind ``upload``), which
+tries it, retries it with the one backoff and flushes it; this module says what a try
+does. An entry is never ``editing``: it is made when the file is closed, whole. It is
 ``pending`` (nothing sent, or the vault said it did nothing) or ``uploading`` (sent,
 outcome unknown). Sending one again is harmless either way: the vault ignores an
 attachment with the name and checksum of its latest version, a rendition PUT is
@@ -22,11 +24,8 @@ idempotent, and a rendition POST refused as existing is sent again as a PUT.
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
 import logging
 import math
-import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
@@ -35,12 +34,12 @@ from typing import Any
 
 import trio
 
-from vaultfs.bridge.tree.locks import Changes
 from vaultfs.bridge.write.spool import durable, lost, upload_files
-from vaultfs.bridge.write.spool.failures import NOT_PROCESSED, PERMANENT, describe, schedule_retry
+from vaultfs.bridge.write.spool.failures import NOT_PROCESSED, PERMANENT, describe
+from vaultfs.bridge.write.spool.queue import JobKind, WorkQueue
 from vaultfs.bridge.write.spool.states import UploadState
 from vaultfs.bridge.write.spool.upload_files import ATTACHMENT, RENDITION, UploadRecord
-from vaultfs.client import CHECK_INS, VaultApi
+from vaultfs.client import VaultApi
 from vaultfs.errors import (
     InvalidData,
     MalformedUrl,
@@ -55,15 +54,19 @@ log = logging.getLogger(__name__)
 _BACKGROUND = 4
 
 
-@dataclass
+@dataclass(eq=False)
 class Upload:
-    """An entry in memory: its record and what the worker knows of it."""
+    """An entry in memory: its record and what the queue knows of it."""
 
     record: UploadRecord
     path: Path
     lock: trio.Lock = field(default_factory=trio.Lock)
     next_attempt: float = 0.0
     failures: int = 0
+
+    def waits(self) -> bool:
+        """Always: made whole at close(), it waits until the vault has it."""
+        return True
 
 
 #: Told of every upload the vault took (its record), whoever sent it, so the tree
@@ -79,21 +82,17 @@ class Uploads:
         spool_dir: Path,
         client: VaultApi,
         *,
+        queue: WorkQueue,
         on_uploaded: Uploaded | None = None,
-        retry_initial: float = CHECK_INS.base_delay,
-        retry_max: float = CHECK_INS.max_delay,
     ) -> None:
         self.spool_dir = spool_dir
         self.directory = spool_dir / upload_files.UPLOADS
         self.client = client
         self._on_uploaded = on_uploaded
-        #: the check-ins' policy, with this mount's waits
-        self._retry = dataclasses.replace(CHECK_INS, base_delay=retry_initial, max_delay=retry_max)
-        self._rng = random.Random()
+        #: the spool's one queue of work: every entry is an upload in it
+        self._queue = queue
+        queue.kinds[JobKind.UPLOAD] = self._attempt
         self._entries: dict[int, Upload] = {}
-        self._changed = Changes()
-        #: called on every change of an entry (the spool's ``wait_idle`` listens)
-        self.on_change: list[Callable[[], None]] = []
         durable.ensure_private_dir(spool_dir)
         durable.ensure_private_dir(self.directory)
         records, unusable = upload_files.scan(self.directory)
@@ -105,15 +104,18 @@ class Uploads:
                 record.doc_id,
                 record.state,
             )
-            self._entries[record.number] = Upload(
-                record, upload_files.data_path(self.directory, record.number)
-            )
+            self._add(Upload(record, upload_files.data_path(self.directory, record.number)))
         self._next = max(self._entries, default=0) + 1
 
-    # --- queries -----------------------------------------------------------------
+    def _add(self, entry: Upload) -> None:
+        self._entries[entry.record.number] = entry
+        self._queue.add(JobKind.UPLOAD, entry.record.number, entry)
 
-    def busy(self) -> bool:
-        return bool(self._entries)
+    def _drop(self, entry: Upload) -> None:
+        self._entries.pop(entry.record.number, None)
+        self._queue.remove(JobKind.UPLOAD, entry.record.number, entry)
+
+    # --- queries -----------------------------------------------------------------
 
     def pending(self) -> list[dict[str, Any]]:
         now = time.time()
@@ -145,7 +147,7 @@ class Uploads:
         entry = Upload(
             record, upload_files.data_path(self.directory, record.number), next_attempt=math.inf
         )
-        self._entries[record.number] = entry
+        self._add(entry)
         log.info("uploads: %s of doc %d spooled (%s)", record.where(), record.doc_id, record.md5)
         if unless_md5 is not None and record.md5 == unless_md5:
             log.info("uploads: %s of doc %d unchanged; nothing sent", record.where(), record.doc_id)
@@ -162,7 +164,7 @@ class Uploads:
         finally:
             if entry.next_attempt == math.inf:
                 entry.next_attempt = 0.0
-                self._notify()
+                self._queue.notify()
 
     # --- sending -----------------------------------------------------------------
 
@@ -219,18 +221,12 @@ class Uploads:
 
     async def _failed(self, entry: Upload, exc: BaseException) -> None:
         entry.record.last_error = describe(exc)
-        delay = schedule_retry(entry, exc, self._retry, self._rng)
+        record = entry.record
+        self._queue.failed(entry, exc, f"upload of {record.where()} of doc {record.doc_id}")
         try:
             await self._save(entry)
         except OSError as disk:
             log.error("uploads: the failure could not be recorded: %s", disk)
-        log.warning(
-            "uploads: %s of doc %d failed (%s); retry in %.1fs",
-            entry.record.where(),
-            entry.record.doc_id,
-            entry.record.last_error,
-            delay,
-        )
 
     async def _to_lost_and_found(self, entry: Upload, exc: VaultError) -> None:
         record = entry.record
@@ -243,8 +239,7 @@ class Uploads:
                 record.filename, why,
             )  # fmt: skip
             await trio.to_thread.run_sync(upload_files.remove, self.directory, record.number)
-        self._entries.pop(record.number, None)
-        self._notify()
+        self._drop(entry)
         log.error(
             "uploads: %s of doc %d refused (%s); content kept in %s",
             record.where(),
@@ -255,60 +250,9 @@ class Uploads:
 
     async def _save(self, entry: Upload) -> None:
         await trio.to_thread.run_sync(upload_files.write_record, self.directory, entry.record)
-        self._notify()
+        self._queue.notify()
 
     async def _forget(self, entry: Upload) -> None:
         with trio.CancelScope(shield=True):
             await trio.to_thread.run_sync(upload_files.remove, self.directory, entry.record.number)
-        self._entries.pop(entry.record.number, None)
-        self._notify()
-
-    def _notify(self) -> None:
-        self._changed.notify()
-        for callback in self.on_change:
-            callback()
-
-    # --- the worker --------------------------------------------------------------
-
-    async def run(self) -> None:
-        """Send what is due (entries found at start at once), until cancelled."""
-        limiter = trio.CapacityLimiter(_BACKGROUND)
-        running: set[int] = set()
-
-        async def attempt(entry: Upload) -> None:
-            try:
-                async with limiter:
-                    with contextlib.suppress(VaultError, OSError):  # recorded and logged
-                        await self._attempt(entry)
-            finally:
-                running.discard(entry.record.number)
-                self._notify()
-
-        async with trio.open_nursery() as nursery:
-            while True:
-                seen = self._changed.count
-                now = trio.current_time()
-                wake = math.inf
-                for number, entry in list(self._entries.items()):
-                    if number in running or entry.lock.locked():
-                        continue
-                    if entry.next_attempt <= now:
-                        running.add(number)
-                        nursery.start_soon(attempt, entry)
-                    else:
-                        wake = min(wake, entry.next_attempt)
-                with trio.move_on_at(wake):
-                    await self._changed.wait_since(seen)
-
-    async def flush_now(self) -> None:
-        """Try every entry now (failures stay for the worker)."""
-        for entry in self._entries.values():
-            entry.next_attempt = 0.0
-        self._notify()
-        async with trio.open_nursery() as nursery:
-            for entry in list(self._entries.values()):
-                nursery.start_soon(self._attempt_quietly, entry)
-
-    async def _attempt_quietly(self, entry: Upload) -> None:
-        with contextlib.suppress(VaultError, OSError):
-            await self._attempt(entry)
+        self._drop(entry)
