@@ -22,7 +22,7 @@ from vaultfs import errors
 from vaultfs.bridge.fs.attributes import Attr
 from vaultfs.bridge.fs.filesystem import FileSystem
 from vaultfs.bridge.fs.inodes import ROOT_INODE
-from vaultfs.bridge.tree.keys import NodeKey, SourceKey
+from vaultfs.bridge.tree.keys import Kind, NodeKey, SourceKey
 
 __all__ = ["Entry", "PathFileSystem", "split"]
 
@@ -119,6 +119,31 @@ class PathFileSystem:
     async def stat(self, path: str) -> Attr:
         async with self._held(split(path)) as (_, attr):
             return attr
+
+    async def hold_new(self, path: str) -> NodeKey | None:
+        """A client's lock on ``path``, a new file not yet a document (or a file
+        dropped in a document's directory): it becomes one when ``let_go_new`` ends
+        the hold, not at its writes' close (``NewDocuments.hold``). Its key, or None
+        when ``path`` is no such file (nothing held)."""
+        async with self._held(split(path)) as (ino, _):
+            key = self.fs.inodes.key(ino)
+            held = key is not None and self.fs.parts.write.new_documents.hold(key)
+            return key if held else None
+
+    async def let_go_new(self, key: NodeKey) -> None:
+        """The end of a hold of ``hold_new`` (the lock's end)."""
+        await self.fs.parts.write.new_documents.let_go(key)
+
+    async def set_new_file_mtime(self, path: str, mtime_ns: int | None) -> bool:
+        """Whether ``path`` is a new file not yet a document (a scratch file), its
+        mtime then set to ``mtime_ns`` (unless None); a document's is the vault's."""
+        async with self._held(split(path)) as (ino, _):
+            key = self.fs.inodes.key(ino)
+            if key is None or self.fs.overlay.resolve(key).kind != Kind.SCRATCH:
+                return False
+            if mtime_ns is not None:
+                await self.fs.setattr(ino, None, None, mtime_ns=mtime_ns)
+            return True
 
     async def source_document(self, path: str) -> int | None:
         """The document whose latest source file ``path`` is, None for anything else."""

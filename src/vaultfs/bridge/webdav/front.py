@@ -167,6 +167,9 @@ async def open_front(
         # A WebDAV client learns of another's check-out from LOCK (423, the holder
         # named) and never reads LibreOffice's lock files; Explorer would show them.
         lock_files=False,
+        # Explorer and Finder copy a file in with a PUT of 0 bytes, a LOCK, the content
+        # under the lock and UNLOCK, asking for the name they wrote all along.
+        keep_names=True,
     )
     pfs = PathFileSystem(daemon.filesystem)
     locks = VaultLocks(pfs, daemon.filesystem.parts.write.editor_locks)
@@ -177,5 +180,7 @@ async def open_front(
     await nursery.start(daemon.index.run, config.poll_interval)
     if spool is not None:
         await nursery.start(spool.run)
+    if daemon.drops is not None:
+        await nursery.start(daemon.drops.run)
     await nursery.start(locks.sweep)
     return UserFront(wsgi_app(provider, locks), core.client, daemon, locks)
