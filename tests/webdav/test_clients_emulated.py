@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import os
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
 from urllib.parse import quote
 
 import httpx
@@ -218,3 +219,98 @@ def test_win32_times_show_on_a_new_file_and_are_taken_on_a_document(
         unlock(dav, source, token, EXPLORER)
     assert propfind(dav, source, ["{DAV:}getlastmodified"], depth="0")[source] == before
     assert version_count(api, 4) == versions
+
+
+def test_explorer_drops_a_file_into_a_documents_folder(
+    dav: httpx.Client, api: httpx.Client
+) -> None:
+    """A file copied into a document's folder becomes its attachment once its lock
+    ended and the drop's grace is over; until then it answers as Explorer wrote it."""
+    folder = source_path(dav, 6).rsplit("/", 1)[0]
+    before = documents(api)
+    content = b"minutes of the meeting\n" * 100
+    explorer_copies_in(dav, f"{folder}/minutes.txt", content)
+    assert made_since(api, before) == []
+
+    def attached() -> bool:
+        listed = api.get("/objects/documents/6/attachments").json().get("data") or []
+        return any(a.get("filename__v") == "minutes.txt" for a in listed)
+
+    wait_until(attached, timeout=GRACE * 6, what="the dropped file to be attached")
+    assert dav.get(quote(f"{folder}/attachments/minutes.txt")).content == content
+    assert record(api, 6)["document"]["locked__v"] is False
+
+
+def test_explorer_and_finder_junk_never_becomes_a_document(
+    dav: httpx.Client, api: httpx.Client
+) -> None:
+    before = documents(api)
+    folder = source_path(dav, 7).rsplit("/", 1)[0]
+    for path in (
+        "/General/desktop.ini",
+        "/General/Thumbs.db",
+        f"{folder}/Thumbs.db",
+        "/General/.DS_Store",
+        "/General/._Junk.docx",
+        f"{folder}/._minutes.txt",
+    ):
+        headers = FINDER if "/." in path else EXPLORER
+        content = os.urandom(4096)
+        assert dav.put(quote(path), content=b"", headers=headers).status_code in (201, 204)
+        token = lock(dav, path, headers)
+        r = dav.put(quote(path), content=content, headers={**headers, "If": f"(<{token}>)"})
+        assert r.status_code in (200, 201, 204), (path, r.text)
+        unlock(dav, path, token, headers)
+        answers_as_written(dav, path, content)
+    wait_until(
+        lambda: dav.get(quote(f"{folder}/Thumbs.db")).status_code == 200,
+        what="junk still there",
+    )
+    assert made_since(api, before) == []
+    listed = api.get("/objects/documents/7/attachments").json().get("data") or []
+    assert not [a for a in listed if a.get("filename__v") in ("Thumbs.db", "._minutes.txt")]
+
+
+# --- Finder ---------------------------------------------------------------------------
+
+
+def chunked(content: bytes, size: int = 16_384) -> Iterator[bytes]:
+    for start in range(0, len(content), size):
+        yield content[start : start + size]
+
+
+def finder_writes(dav: httpx.Client, path: str, content: bytes, *, new: bool) -> None:
+    """webdavfs writing ``path``: a new file is made with a PUT of 0 bytes first; then
+    LOCK, the content chunked with ``X-Expected-Entity-Length``, UNLOCK."""
+    if new:
+        r = dav.request("PROPFIND", quote(path), headers={**FINDER, "Depth": "0"})
+        assert r.status_code == 404
+        assert dav.put(quote(path), content=b"", headers=FINDER).status_code == 201
+        answers_as_written(dav, path, b"")
+    token = lock(dav, path, FINDER)
+    headers = {**FINDER, "If": f"(<{token}>)", "X-Expected-Entity-Length": str(len(content))}
+    r = dav.put(quote(path), content=chunked(content), headers=headers)
+    assert r.status_code in (200, 201, 204), r.text
+    answers_as_written(dav, path, content)
+    unlock(dav, path, token, FINDER)
+    answers_as_written(dav, path, content)
+
+
+def test_finder_copies_a_file_in_with_its_appledouble_file(
+    dav: httpx.Client, api: httpx.Client
+) -> None:
+    before = documents(api)
+    content = os.urandom(200_000) + b"copied by Finder"
+    finder_writes(dav, "/General/Copied by Finder.bin", content, new=True)
+    apple_double = b"\x00\x05\x16\x07" + os.urandom(4092)
+    finder_writes(dav, "/General/._Copied by Finder.bin", apple_double, new=True)
+    finder_writes(dav, "/General/.DS_Store", os.urandom(6148), new=False)
+    doc_id = one_new_document(api, before, content)
+    # Finder overwrites the file (Replace): its lock, the whole content, UNLOCK.
+    again = os.urandom(150_000) + b"replaced by Finder"
+    finder_writes(dav, "/General/Copied by Finder.bin", again, new=False)
+    assert version_count(api, doc_id) == 2
+    assert latest_bytes(api, doc_id) == again
+    assert record(api, doc_id)["document"]["locked__v"] is False
+    assert made_since(api, before) == [doc_id]
+    assert dav.get(quote("/General/._Copied by Finder.bin")).content == apple_double
