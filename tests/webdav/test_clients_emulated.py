@@ -237,7 +237,10 @@ def test_explorer_drops_a_file_into_a_documents_folder(
         return any(a.get("filename__v") == "minutes.txt" for a in listed)
 
     wait_until(attached, timeout=GRACE * 6, what="the dropped file to be attached")
-    assert dav.get(quote(f"{folder}/attachments/minutes.txt")).content == content
+    kept = f"{folder}/attachments/minutes.txt"
+    wait_until(lambda: dav.get(quote(kept)).status_code == 200, what="the attachment shown")
+    assert dav.get(quote(kept)).content == content
+    assert dav.get(quote(f"{folder}/minutes.txt")).status_code == 404
     assert record(api, 6)["document"]["locked__v"] is False
 
 
@@ -314,3 +317,143 @@ def test_finder_copies_a_file_in_with_its_appledouble_file(
     assert record(api, doc_id)["document"]["locked__v"] is False
     assert made_since(api, before) == [doc_id]
     assert dav.get(quote("/General/._Copied by Finder.bin")).content == apple_double
+
+
+def test_explorer_copies_a_file_out(dav: httpx.Client, api: httpx.Client) -> None:
+    """A copy out: PROPFIND of the file (Depth 0), then GET; nothing changes."""
+    path = source_path(dav, 8)
+    versions = version_count(api, 8)
+    r = dav.request("PROPFIND", quote(path), headers={**EXPLORER, "Depth": "0"})
+    assert r.status_code == 207, r.text
+    assert dav.get(quote(path), headers=EXPLORER).content == latest_bytes(api, 8)
+    assert version_count(api, 8) == versions
+    assert record(api, 8)["document"]["locked__v"] is False
+
+
+def test_explorer_makes_a_new_folder_renames_it_and_copies_a_file_into_it(
+    dav: httpx.Client, api: httpx.Client
+) -> None:
+    """Explorer's New → Folder: MKCOL of "New folder", MOVE to the name typed; a file
+    copied into it then makes the document, named after the folder."""
+    before = documents(api)
+    assert dav.request("MKCOL", quote("/General/New folder"), headers=EXPLORER).status_code == 201
+    r = dav.request(
+        "MOVE",
+        quote("/General/New folder"),
+        headers={
+            **EXPLORER,
+            "Destination": dav.base_url.join(quote("/General/Board Minutes")).__str__(),
+            "Overwrite": "F",
+        },
+    )
+    assert r.status_code == 201, r.text
+    content = b"the board met\n" * 1000
+    explorer_copies_in(dav, "/General/Board Minutes/minutes.txt", content)
+    doc_id = one_new_document(api, before, content)
+    assert record(api, doc_id)["document"]["name__v"] == "Board Minutes"
+
+
+def test_explorer_renames_a_document_and_deletes_its_junk(
+    dav: httpx.Client, api: httpx.Client
+) -> None:
+    """Rename (F2): a MOVE of the document's folder to the new name, Overwrite F;
+    delete: DELETE, here of what Explorer left in the folder (a document itself stays:
+    the front deletes documents only with --allow-delete, answered 403)."""
+    path = source_path(dav, 15)
+    folder = path.rsplit("/", 1)[0]
+    parent = folder.rsplit("/", 1)[0]
+    renamed = f"{parent}/Renamed by Explorer"
+    r = dav.request(
+        "MOVE",
+        quote(folder + "/"),
+        headers={**EXPLORER, "Destination": quote(renamed + "/"), "Overwrite": "F"},
+    )
+    assert r.status_code in (201, 204), r.text
+    assert record(api, 15)["document"]["name__v"] == "Renamed by Explorer"
+    assert dav.get(quote(f"{renamed}/{path.rsplit('/', 1)[1]}")).status_code == 200
+    assert dav.put(quote(f"{renamed}/desktop.ini"), content=b"[.ShellClassInfo]").status_code == 201
+    assert dav.delete(quote(f"{renamed}/desktop.ini"), headers=EXPLORER).status_code == 204
+    assert dav.get(quote(f"{renamed}/desktop.ini")).status_code == 404
+    # Refused: 403, or WsgiDAV's 207 naming the refused members.
+    assert dav.delete(quote(renamed + "/"), headers=EXPLORER).status_code in (207, 403)
+    assert record(api, 15)["document"]["name__v"] == "Renamed by Explorer"
+
+
+def test_explorer_overwrites_a_document(dav: httpx.Client, api: httpx.Client) -> None:
+    """A copy over an existing file (Replace): the sequence of a copy in on a name that
+    is there, without the first PUT of 0 bytes (the file exists): one version."""
+    path = source_path(dav, 16)
+    versions = version_count(api, 16)
+    content = os.urandom(40_000) + b"replaced by Explorer"
+    token = lock(dav, path, EXPLORER)
+    win32_proppatch(dav, path, token, ("Win32CreationTime", "Win32LastModifiedTime"))
+    assert dav.head(quote(path), headers=EXPLORER).status_code == 200
+    r = dav.put(quote(path), content=content, headers={**EXPLORER, "If": f"(<{token}>)"})
+    assert r.status_code in (200, 204), r.text
+    win32_proppatch(dav, path, token, ("Win32LastModifiedTime", "Win32FileAttributes"))
+    unlock(dav, path, token, EXPLORER)
+    answers_as_written(dav, path, content)
+    assert version_count(api, 16) == versions + 1
+    assert latest_bytes(api, 16) == content
+    assert record(api, 16)["document"]["locked__v"] is False
+
+
+# --- Office ---------------------------------------------------------------------------
+
+
+def test_office_opens_a_url_and_saves_twice(dav: httpx.Client, api: httpx.Client) -> None:
+    """Word opening ``http://…/report.docx`` (File → Open, a link): Protocol Discovery
+    (OPTIONS of the folder), Existence Discovery (HEAD), LOCK, a PUT per save with a
+    tagged If header, UNLOCK at close: one version per save, checked in between."""
+    path = source_path(dav, 17)
+    folder = path.rsplit("/", 1)[0] + "/"
+    versions = version_count(api, 17)
+    r = dav.request("OPTIONS", quote(folder), headers=DISCOVERY)
+    assert r.status_code == 200 and "PROPFIND" in r.headers["Allow"]
+    assert r.headers["MS-Author-Via"] == "DAV"
+    assert dav.head(quote(path), headers=WORD).status_code == 200
+    token = lock(dav, path, WORD)
+    assert record(api, 17)["document"]["locked__v"] is True
+    url = str(dav.base_url.join(quote(path)))
+    for n in range(2):
+        content = os.urandom(20_000) + f"save {n} by Word".encode()
+        r = dav.put(quote(path), content=content, headers={**WORD, "If": f"<{url}> (<{token}>)"})
+        assert r.status_code in (200, 204), r.text
+        assert version_count(api, 17) == versions + n + 1
+        assert latest_bytes(api, 17) == content
+        assert record(api, 17)["document"]["locked__v"] is True
+    unlock(dav, path, token, WORD)
+    assert record(api, 17)["document"]["locked__v"] is False
+
+
+def test_word_saves_through_a_mapped_drive(dav: httpx.Client, api: httpx.Client) -> None:
+    """Word saving a document opened from a drive letter mapped to the front (the
+    Mini-Redirector carries Word's file calls): its owner file ``~$NAME`` while the
+    document is open (the check-out, as on the mount), the new content written to a
+    temporary file, then the rename dance: the document to ``~WRL0001.tmp``, the
+    temporary file to the document's name, ``~WRL0001.tmp`` deleted; at close the owner
+    file deleted. One version, the exact bytes, checked in at the end."""
+    path = source_path(dav, 18)
+    folder, name = path.rsplit("/", 1)
+    versions = version_count(api, 18)
+    owner = f"{folder}/~${name}"
+    explorer_copies_in(dav, owner, b"\x0cWord User" + b"\x00" * 150)
+    assert record(api, 18)["document"]["locked__v"] is True  # the owner file's check-out
+    content = os.urandom(30_000) + b"saved by Word"
+    temporary = f"{folder}/~WRD0000.tmp"
+    explorer_copies_in(dav, temporary, content)
+
+    def move(old: str, new: str) -> None:
+        r = dav.request(
+            "MOVE", quote(old), headers={**EXPLORER, "Destination": quote(new), "Overwrite": "T"}
+        )
+        assert r.status_code in (201, 204), (old, new, r.text)
+
+    move(path, f"{folder}/~WRL0001.tmp")
+    move(temporary, path)
+    assert dav.delete(quote(f"{folder}/~WRL0001.tmp"), headers=EXPLORER).status_code == 204
+    answers_as_written(dav, path, content)
+    assert dav.delete(quote(owner), headers=EXPLORER).status_code == 204
+    assert version_count(api, 18) == versions + 1
+    assert latest_bytes(api, 18) == content
+    assert record(api, 18)["document"]["locked__v"] is False
