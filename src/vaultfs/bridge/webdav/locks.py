@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote
 
@@ -69,6 +70,8 @@ class VaultLocks(LockStorageDict):
         self._documents: dict[str, int] = {}
         #: lock token -> the new file it holds (``hold_new``)
         self._new_files: dict[str, NodeKey] = {}
+        #: called when a lock expired (what a listing showed of it changed)
+        self.on_expired: list[Callable[[], None]] = []
 
     def _document(self, path: str) -> int | None:
         try:
@@ -150,6 +153,9 @@ class VaultLocks(LockStorageDict):
         for token in expired:
             log.info("webdav: a WebDAV lock expired (%s)", self._dict.get(token, {}).get("root"))
             self.delete(token)
+        if expired:
+            for callback in self.on_expired:
+                callback()
 
     async def sweep(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """``purge_expired`` every ``SWEEP_INTERVAL`` seconds, until cancelled."""

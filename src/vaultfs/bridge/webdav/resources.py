@@ -35,7 +35,7 @@ from vaultfs.bridge.fs.attributes import Attr
 from vaultfs.bridge.fs.by_path import Entry, PathFileSystem
 from vaultfs.bridge.webdav.calls import core
 
-__all__ = ["FIELDS_NS", "VaultProvider"]
+__all__ = ["FIELDS_NS", "VaultProvider", "etag_of", "resource_of"]
 
 #: the namespace of the documents' fields as WebDAV properties
 FIELDS_NS = "urn:vaultfs:fields"
@@ -280,9 +280,7 @@ class File(_Node, DAVNonCollection):
         return None if self.attr is None else self.attr.mtime_ns / 1e9
 
     def get_etag(self) -> str | None:
-        if self.attr is None:
-            return None
-        return f"{self.attr.mtime_ns:x}-{self.attr.size:x}"
+        return None if self.attr is None else etag_of(self.attr)
 
     def support_etag(self) -> bool:
         return True
@@ -317,6 +315,11 @@ class File(_Node, DAVNonCollection):
                 writer.close()
         finally:
             source.close()
+
+
+def etag_of(attr: Attr) -> str:
+    """The etag of a file of attributes ``attr`` (its mtime and size)."""
+    return f"{attr.mtime_ns:x}-{attr.size:x}"
 
 
 def _http_date_ns(text: str | None) -> int:
