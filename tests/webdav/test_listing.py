@@ -75,11 +75,13 @@ def test_each_member_is_answered_as_on_its_own(dav: httpx.Client, props: list[st
     folder = source_path(dav, 2).rsplit("/", 1)[0] + "/"
     new = folder + "desktop.ini"
     assert dav.put(quote(new), content=b"[.ShellClassInfo]").status_code in (201, 204)
+    odd = folder + "._Résumé & <€> (1).docx"  # escaped in the href, the name not
+    assert dav.put(quote(odd), content=b"\x00\x05\x16\x07").status_code in (201, 204)
     token = lock(dav, new, EXPLORER)
     try:
         win32_proppatch(dav, new, token, ("Win32CreationTime", "Win32FileAttributes"))
         listed = answers(propfind(dav, folder, props, "1").content)
-        assert new in listed and folder in listed and len(listed) >= 5
+        assert {new, odd, folder} <= listed.keys() and len(listed) >= 6
         for href, values in listed.items():
             alone = answers(propfind(dav, href, props, "0").content)
             assert alone == {href: values}, href

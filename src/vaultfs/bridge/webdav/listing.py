@@ -35,7 +35,7 @@ import tempfile
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -210,13 +210,17 @@ def _keeping(
     file = listings.new_file()
     size = 0
     whole = False
+    made = answer.chunks()
     try:
-        for chunk in answer:
+        for chunk in made:
             file.write(chunk)
             size += len(chunk)
             yield chunk
         whole = True
     finally:
+        # Closed here, in the request's thread: its listing is closed in the core now
+        # (a client gone in the middle), not whenever it is collected.
+        made.close()
         file.close()
         if whole and not answer.cut:
             listings.keep(key, Path(file.name), size, stamp)
@@ -259,7 +263,7 @@ class _Answer:
         self.asked = asked
         self.cut = False
 
-    def __iter__(self) -> Iterator[bytes]:
+    def chunks(self) -> Generator[bytes, None, None]:
         pfs, environ, path, asked = self.provider.pfs, self.environ, self.path, self.asked
         pending = [_HEAD, _response(environ, path, "", self.top, asked)]
         size = sum(map(len, pending))
