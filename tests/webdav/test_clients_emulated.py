@@ -16,17 +16,25 @@ Sources:
   the PUT of the content, a PROPPATCH of the last-modified time and attributes, UNLOCK:
   the trace in WsgiDAV's issue 112 (github.com/mar10/wsgidav/issues/112, "Last
   modified timestamp not preserved in Windows"), the PROPPATCH body as Explorer sends it
-  in copyparty's issue 910 (github.com/9001/copyparty/issues/910), and MS-WDV 2.2.1
-  (the Win32 properties, their namespace ``urn:schemas-microsoft-com:``).
+  in copyparty's issue 910 (github.com/9001/copyparty/issues/910). Microsoft's MS-WDV
+  (WebDAV: Client Extensions) names the Win32 properties and their namespace.
 - Office opening a URL: an OPTIONS of the folder (Protocol Discovery, user agent
   ``Microsoft Office Protocol Discovery``), a HEAD of the document (Existence
-  Discovery), LOCK, each save a PUT with a tagged ``If`` (``<url> (<token>)``), UNLOCK:
-  MS-OFFDI (Office File Open Discovery) and MS-WDV 3.2.5.1 (the If header of a PUT).
+  Discovery), LOCK, each save a PUT with a tagged ``If`` (``<url> (<token>)``, RFC 4918
+  10.4), UNLOCK: the sequence the issue this tier was made for names, as Office's
+  open of a URL is described in Microsoft's Office protocol documentation.
+- Word saving through a mapped drive: Microsoft's "Description of how Word creates
+  temporary files" (the owner file ``~$NAME``, the new content in ``~WRD####.tmp``,
+  the document renamed to ``~WRL####.tmp``, the temporary file renamed to the
+  document's name, ``~WRL####.tmp`` deleted), each file call as the Mini-Redirector
+  sends it (a new file as in the copy in above, a rename as MOVE, a delete as DELETE).
 - Finder (webdavfs 3.0) copying a file in: a PUT of 0 bytes, LOCK, the content PUT with
   ``Transfer-Encoding: chunked`` and ``X-Expected-Entity-Length`` (Apple's open-source
   webdavfs; what servers do about it, e.g. cs3org/reva's ``handleMacOSFinder``), its
   AppleDouble ``._NAME`` file put beside it the same way, ``.DS_Store`` of the folder,
   UNLOCK.
+- The overwrites (Explorer's Replace, Finder's) are not from a trace: the copy in on a
+  name that exists, without the first PUT of 0 bytes (the file is there).
 """
 
 from __future__ import annotations

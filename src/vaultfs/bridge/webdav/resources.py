@@ -11,7 +11,7 @@ are properties in the ``urn:vaultfs:fields`` namespace, named as the mount's ext
 attributes (``user.vault.<field>``); a PROPPATCH of one is a setfattr.
 
 Explorer sets the times and attributes of each file it copies in with a PROPPATCH of
-its Win32 properties (``urn:schemas-microsoft-com:``, MS-WDV 2.2.1): they are taken
+its Win32 properties (``urn:schemas-microsoft-com:``, Microsoft's MS-WDV): they are taken
 (200 each) on any file. On a new file not yet a document (a scratch file) they are
 kept, as dead properties, and ``Win32LastModifiedTime`` is its modification time,
 so the drive shows the times Explorer gave it while it is one; a document's times are
@@ -40,7 +40,7 @@ __all__ = ["FIELDS_NS", "VaultProvider", "etag_of", "resource_of"]
 #: the namespace of the documents' fields as WebDAV properties
 FIELDS_NS = "urn:vaultfs:fields"
 _PREFIX = "{" + FIELDS_NS + "}"
-#: Explorer's properties of a file (MS-WDV 2.2.1), taken on any file
+#: Explorer's properties of a file (MS-WDV), taken on any file
 _WIN32 = frozenset(
     "{urn:schemas-microsoft-com:}" + name
     for name in (
