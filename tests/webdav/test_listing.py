@@ -16,6 +16,7 @@ import pytest
 
 from tests.webdav.test_clients_emulated import EXPLORER, lock, unlock, win32_proppatch
 from tests.webdav.test_webdav_front import ID, api_calls, lock_body, source_path
+from vaultfs.bridge.webdav.listing import _KEPT, Listings
 from vaultfs.testing.vault_process import VaultProcess
 from vaultfs.testing.webdav_process import WebdavProcess
 
@@ -160,3 +161,31 @@ def test_the_answers_size_against_explorers_limit(
         assert sizes["common"] <= 450, sizes
         # So Explorer's default limit reads a folder of about 1,500 such documents.
         assert 1400 <= EXPLORER_LIMIT / sizes["allprop"] <= 2000, sizes
+
+
+def test_what_is_kept_goes_at_a_change(tmp_path: Path) -> None:
+    """``Listings`` alone: an answer is given again until a change; one made while a
+    change came is not kept; at most ``_KEPT`` are, and what goes leaves no file."""
+    listings = Listings(tmp_path)
+
+    def made(text: bytes) -> Path:
+        file = listings.new_file()
+        file.write(text)
+        file.close()
+        return Path(file.name)
+
+    stamp = listings.stamp
+    listings.keep(("/a",), made(b"a"), 1, stamp)
+    kept = listings.kept(("/a",))
+    assert kept is not None and kept.path.read_bytes() == b"a"
+    listings.changed()
+    assert listings.kept(("/a",)) is None
+    assert not kept.path.exists()
+    late = made(b"late")
+    listings.keep(("/b",), late, 4, stamp)  # made before the change: not kept
+    assert listings.kept(("/b",)) is None and not late.exists()
+    for n in range(_KEPT + 3):
+        listings.keep((f"/{n}",), made(b"x"), 1, listings.stamp)
+    assert listings.kept(("/0",)) is None
+    assert listings.kept((f"/{_KEPT + 2}",)) is not None
+    assert len(list(tmp_path.iterdir())) == _KEPT

@@ -157,26 +157,28 @@ def streamed_listing(
         stamp = listings.stamp
         try:
             path = util.normalize_path(util.re_encode_wsgi(environ.get("PATH_INFO") or "/"))
-            key = (path.rstrip("/") or "/", *asked)
-            kept = listings.kept(key)
-            if kept is not None:
-                answer: Iterator[bytes] | None = _from_file(kept.path)
-            else:
-                attr = core(provider.pfs.stat, path)
-                if not stat.S_ISDIR(attr.mode):
-                    return app(environ, start_response)
-                answer = None
         except DAVError:
-            return app(environ, start_response)  # WsgiDAV answers it (404, 400...)
-        except FileNotFoundError:
-            answer = None  # a kept answer went meanwhile
+            return app(environ, start_response)  # WsgiDAV answers it
+        key = (path.rstrip("/") or "/", *asked)
         headers = [
             ("Content-Type", "application/xml; charset=utf-8"),
             ("Date", util.get_rfc1123_time()),
         ]
-        if answer is not None and kept is not None:
-            start_response("207 Multi-Status", [*headers, ("Content-Length", str(kept.size))])
-            return answer
+        kept = listings.kept(key)
+        if kept is not None:
+            try:
+                answer = _from_file(kept.path)
+            except FileNotFoundError:
+                pass  # dropped meanwhile: listed again
+            else:
+                start_response("207 Multi-Status", [*headers, ("Content-Length", str(kept.size))])
+                return answer
+        try:
+            attr = core(provider.pfs.stat, path)
+        except DAVError:
+            return app(environ, start_response)  # WsgiDAV answers it (404...)
+        if not stat.S_ISDIR(attr.mode):
+            return app(environ, start_response)
         environ = {
             **environ,
             "PATH_INFO": path,
