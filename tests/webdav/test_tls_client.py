@@ -2,7 +2,7 @@
 CA made here signed, the CA trusted by davfs2 only (its ``trust_ca_cert``, as
 docs/user-guide.md says): ``cp`` over a document's source file is one version with
 the exact bytes; without the CA davfs2 refuses the front's certificate. (cadaver has
-no way to trust a CA of its own: its neon, on GnuTLS, reads the system's store only.)"""
+no way to trust a CA of its own: its neon, on GnuTLS, does not read ``SSL_CERT_FILE``.)"""
 
 from __future__ import annotations
 
