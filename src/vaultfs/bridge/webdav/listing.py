@@ -3,16 +3,16 @@
 Owns the answer to a PROPFIND with ``Depth: 1`` of a folder asking for named
 properties or all of them. WsgiDAV builds the whole multistatus of such a request in
 memory (every member's resource, an element tree of every property, then the bytes of
-all of it) before it sends a byte: a folder of 100,000 documents took minutes and
-hundreds of MiB. Here the folder is listed a readdir batch at a time
-(``PathFileSystem.open_listing``: from the index, as the mount lists it), and each
-batch's ``<response>`` elements are written and sent before the next is read. Each
-property's value is the resource's own (``resources``: what WsgiDAV would answer,
-through the same methods), written as text: the common live properties (kind, size,
-times, etag, name, type) straight from the listing's attributes, any other through
-the resource's ``get_property_value`` (fields, locks, dead properties), so only what
-the client asked for is computed. The answer is chunked (its length is not known
-before its end).
+all of it) before it sends a byte: a folder of 10,000 documents took 3 s and 95 MiB
+of front here, and the time and memory grow with the folder. Here the folder is
+listed a readdir batch at a time (``PathFileSystem.open_listing``: from the index, as
+the mount lists it), and each batch's ``<response>`` elements are written and sent
+before the next is read. Each property's value is the resource's own (``resources``:
+what WsgiDAV would answer, through the same methods), written as text: the common
+live properties (kind, size, modification time, etag, name) straight from the
+listing's attributes, any other through the resource's ``get_property_value``
+(fields, locks, dead properties), so only what the client asked for is computed. The
+answer is chunked (its length is not known before its end).
 
 The front keeps what it listed, as the mount's kernel keeps a listing: each answer is
 written, as it is sent, to a private file of the front's cache (``Listings``), and the
