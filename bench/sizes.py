@@ -24,6 +24,8 @@ class Sizes:
     repeats: int
     #: documents of the big vault of the ``scale`` workload
     scale_docs: int = 100_000
+    #: the folders the ``webdav`` workload lists through the front (documents each)
+    webdav_folders: tuple[int, ...] = (10_000, 100_000)
 
 
 FULL = Sizes(
@@ -43,4 +45,5 @@ QUICK = Sizes(
     cp_bytes=16 * MiB,
     repeats=3,
     scale_docs=2_000,
+    webdav_folders=(2_000,),
 )

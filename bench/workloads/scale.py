@@ -35,13 +35,13 @@ from ..context import Context
 from ..measure import median, rss_kib, timed_run
 from ..results import Aim, Row, seconds
 
-__all__ = ["run"]
+__all__ = ["FOLDER", "SERVER_ARGS", "build", "run", "session"]
 
-_SERVER_ARGS = [
+SERVER_ARGS = [
     "--session-timeout", "1440", "--burst-limit", "100000000", "--daily-limit", "1000000000",
 ]  # fmt: skip
 _WHERE = ("promotional_piece__c", "advertisement__c", "general_lifecycle__c")
-_FOLDER = Path("Promotional Piece/Advertisement")
+FOLDER = Path("Promotional Piece/Advertisement")
 _BATCH = 500
 _SORT = "version_modified_date__v desc"
 #: documents a new local vault holds before the workload makes its own (the demo's)
@@ -53,7 +53,7 @@ _LOGIN = "POST /auth"
 _MOUNT_TIMEOUT = 3600.0
 
 
-def _session(server: VaultProcess) -> httpx.Client:
+def session(server: VaultProcess) -> httpx.Client:
     api = f"{server.url}/api/{API_VERSION}"
     body = httpx.post(f"{api}/auth", data={"username": ADMIN, "password": DEMO_PASSWORD}).json()
     return httpx.Client(base_url=api, headers={"Authorization": body["sessionId"]}, timeout=600)
@@ -154,11 +154,11 @@ def _on_postgresql(ctx: Context, count: int, repeats: int) -> list[Row]:
     with PostgresCluster() as cluster:
         server = VaultProcess(
             ctx.workdir / "scale-server-postgresql",
-            extra_args=[*_SERVER_ARGS, "--database", cluster.create_database()],
+            extra_args=[*SERVER_ARGS, "--database", cluster.create_database()],
             env=cluster.env,
         )
         server.log_path = ctx.workdir / "scale-server-postgresql.log"
-        with server, _session(server) as client:
+        with server, session(server) as client:
             built = build(client, count)
             page_first, page_again, total = last_page_seconds(client, repeats)
     return [
@@ -210,13 +210,13 @@ def run(ctx: Context) -> list[Row]:
     count = ctx.sizes.scale_docs
     repeats = ctx.sizes.repeats
     data_dir = ctx.scale_vault or ctx.workdir / "scale-server"
-    server = VaultProcess(data_dir, extra_args=_SERVER_ARGS)
+    server = VaultProcess(data_dir, extra_args=SERVER_ARGS)
     server.log_path = ctx.workdir / "scale-server.log"
     cache = ctx.workdir / "scale-cache"
     cache.mkdir(mode=0o700)
     try:
         server.start()
-        with _session(server) as client:
+        with session(server) as client:
             # A kept vault (--scale-vault) is topped up from what earlier runs made.
             marker = data_dir / "scale-documents"
             have = int(marker.read_text()) if marker.exists() else 0
@@ -233,9 +233,9 @@ def run(ctx: Context) -> list[Row]:
             mount = _mount(ctx, server.url, cache)
             try:
                 ctx.drop_caches()
-                starts.append(_Started(mount, mount.mountpoint / _FOLDER, count).run())
+                starts.append(_Started(mount, mount.mountpoint / FOLDER, count).run())
                 if len(starts) == 2:
-                    folder = mount.mountpoint / _FOLDER
+                    folder = mount.mountpoint / FOLDER
                     # After the names-only listing the kernel knows no entry: each is
                     # looked up (one request each).
                     first_ls_l = timed_run(["ls", "-l", str(folder)])
@@ -272,7 +272,7 @@ def run(ctx: Context) -> list[Row]:
         aim_calls = (pages + _METADATA_CALLS) if name == "first" else 5
         rows += [
             Row(
-                f"scale: {name} mount, until {_FOLDER} ({count} documents) lists whole",
+                f"scale: {name} mount, until {FOLDER} ({count} documents) lists whole",
                 seconds(start.listed),
                 "aim: 2 s" if name == "second" else "floor: the index's build",
                 start.listed if name == "second" else None,

@@ -1,5 +1,10 @@
 """The WebDAV front (``vaultfs webdav``) against the FUSE mount, in the same run: a
-PROPFIND (Depth 1) of the folder of many small documents, and a GET of the big one.
+PROPFIND (Depth 1) of the folder of many small documents, and a GET of the big one;
+and PROPFINDs of big folders (``Sizes.webdav_folders``: 10,000 and 100,000
+documents) of a vault of their own made with the bulk create (as the ``scale``
+workload makes its), against the mount's warm ``ls -l`` of the same folder, with the
+front's memory after them. Cold: the front's first PROPFIND of the folder after its
+start (its index built, the page cache dropped); warm: the same again (the median).
 
 Both sides start cold: a new front and a new mount, each with a fresh cache, its index
 built before anything is timed, the page cache dropped before each cold run. The
@@ -21,12 +26,14 @@ from urllib.parse import quote
 
 import httpx
 
-from vaultfs.testing.vault_process import wait_until
+from vaultfs.testing.mount_process import MountProcess
+from vaultfs.testing.vault_process import VaultProcess, wait_until
 from vaultfs.testing.webdav_process import WebdavProcess
 
 from ..context import Context
-from ..measure import median, read_file, timed_run
-from ..results import Row, seconds, throughput
+from ..measure import median, read_file, rss_kib, timed_run
+from ..results import Aim, Row, seconds, throughput
+from . import scale
 
 __all__ = ["run"]
 
@@ -91,6 +98,84 @@ def _get(url: str, size: int) -> float:
 
 
 def run(ctx: Context) -> list[Row]:
+    return _small_and_big(ctx) + _big_folders(ctx)
+
+
+def _big_folders(ctx: Context) -> list[Row]:
+    """The PROPFIND of each big folder, cold and warm, against the mount's warm
+    ``ls -l`` (aim: within 2x), and the front's memory after it."""
+    repeats = ctx.sizes.repeats
+    server = VaultProcess(ctx.workdir / "webdav-big-server", extra_args=scale.SERVER_ARGS)
+    server.log_path = ctx.workdir / "webdav-big-server.log"
+    folder = scale.FOLDER
+    url = "/" + quote(str(folder)) + "/"
+    rows = []
+    made = 0
+    try:
+        server.start()
+        for count in ctx.sizes.webdav_folders:
+            with scale.session(server) as client:
+                scale.build(client, count, start=made)
+            made = count
+            mount = MountProcess(
+                server.url,
+                ctx.workdir,
+                options="poll_interval=3600",
+                cache_dir=ctx.scratch(f"webdav-big-cache-{count}"),
+                log_level="INFO",
+                mountpoint=ctx.workdir / "webdav-big-mnt",
+            )
+            try:
+                mount.start(timeout=600)
+                timed_run(["ls", "-l", str(mount.mountpoint / folder)])  # into the kernel
+                ls_l = median(
+                    [
+                        timed_run(["ls", "-l", str(mount.mountpoint / folder)])
+                        for _ in range(repeats)
+                    ]
+                )
+            finally:
+                mount.stop()
+            root = ctx.scratch(f"webdav-big-{count}")
+            root.mkdir()
+            with _Front(server.url, root) as front:
+                ctx.drop_caches()
+                cold, listed = _propfind(front.address + url)
+                warm = median([_propfind(front.address + url)[0] for _ in range(repeats)])
+                assert front.proc is not None
+                rss_mib = rss_kib(front.proc.pid) / 1024
+            if listed - 1 < count:
+                raise RuntimeError(f"the front listed {listed - 1} of {count} documents")
+            reference = f"mount, ls -l, warm: {seconds(ls_l)}"
+            rows += [
+                Row(
+                    f"PROPFIND Depth 1 of a folder of {count} documents through the front, cold",
+                    seconds(cold),
+                    reference,
+                    cold / ls_l,
+                    None,
+                ),
+                Row(
+                    f"PROPFIND Depth 1 of a folder of {count} documents through the front, warm",
+                    seconds(warm),
+                    reference,
+                    warm / ls_l,
+                    Aim(False, 2),
+                ),
+                Row(
+                    f"front's memory (VmRSS) after PROPFINDs of {count} documents",
+                    f"{rss_mib:.0f} MiB",
+                    "—",
+                    None,
+                    None,
+                ),
+            ]
+    finally:
+        server.stop()
+    return rows
+
+
+def _small_and_big(ctx: Context) -> list[Row]:
     data, repeats = ctx.data, ctx.sizes.repeats
     size = data.big_size
     folder_url = "/" + quote(str(data.listing_dir)) + "/"

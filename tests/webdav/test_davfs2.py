@@ -34,9 +34,10 @@ MAX_CALLS_A_SAVE = 30
 
 
 @contextlib.contextmanager
-def davfs(front: WebdavProcess, root: Path) -> Iterator[Path]:
+def davfs(front: WebdavProcess, root: Path, conf_extra: str = "") -> Iterator[Path]:
     """The front mounted by davfs2 at a new directory; unmounted (every upload of
-    davfs2 done: umount waits for it) when the block ends."""
+    davfs2 done: umount waits for it) when the block ends. ``conf_extra``: lines
+    added to davfs2's configuration."""
     mountpoint, conf = root / "mnt", root / "davfs2.conf"
     mountpoint.mkdir()
     # davfs2 keeps its cache as its own user and group: a directory it can reach (the
@@ -49,6 +50,7 @@ def davfs(front: WebdavProcess, root: Path) -> Iterator[Path]:
     secrets.chmod(0o600)
     conf.write_text(
         f"secrets {secrets}\ncache_dir {cache}\nuse_locks 1\ndelay_upload 0\nbuf_size 64\n"
+        + conf_extra
     )
     try:
         mounted = subprocess.run(

@@ -178,6 +178,7 @@ def build_daemon(
     name_events: NameEvents | None = None,
     index_store: IndexStore | None = None,
     lock_files: bool = True,
+    keep_names: bool = False,
 ) -> Daemon:
     """The daemon of a mount over ``client``; without a ``spool`` nothing can be
     written (a read-only mount). ``status_extra``: what the mount adds to the status
@@ -187,7 +188,9 @@ def build_daemon(
     without a kernel); ``index_store``: where the document index is kept (None: in
     memory); ``lock_files``: a document checked out elsewhere lists LibreOffice's lock
     file naming the holder (the mount; a WebDAV front's clients learn of a check-out
-    from LOCK instead)."""
+    from LOCK instead); ``keep_names``: a new file's name stays its writer's until
+    the writer's lock on it ends and a grace after (a WebDAV front:
+    ``write.new_documents``)."""
     started = time.time()
     index = DocumentIndex(client, store=index_store)
     catalog = TypeCatalog(client)
@@ -222,7 +225,14 @@ def build_daemon(
     overlay = Overlay(tree, scratch, allow_delete=options.allow_delete)
     fields = FieldEditor(tree, client)
     new_documents = NewDocuments(
-        tree, editing, overlay, NewFields(), creator=creator, files_in=files_in, fields=fields
+        tree,
+        editing,
+        overlay,
+        NewFields(),
+        creator=creator,
+        files_in=files_in,
+        fields=fields,
+        keep_names=keep_names,
     )
     inodes = InodeTable(ROOT)
     handles = HandleTable()

@@ -5,9 +5,10 @@ system's operations on it, through the very code the FUSE layer calls: each name
 looked up in its parent by ``FileSystem.lookup`` (the overlay, the node families,
 the names' rules), so a path names exactly what the mount shows at that path. A
 lookup takes a reference to an inode, as the kernel's does; every reference taken
-here is given back before the operation returns, so a front holds no inode between
-requests. Paths are split on '/' only after the front decoded them; '.', '..' and
-empty names are refused, so no path leaves the tree whatever its encoding.
+here is given back before the operation returns (a folder listed a page at a time,
+when its listing is closed), so a front holds no inode between requests. Paths are
+split on '/' only after the front decoded them; '.', '..' and empty names are
+refused, so no path leaves the tree whatever its encoding.
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ from vaultfs import errors
 from vaultfs.bridge.fs.attributes import Attr
 from vaultfs.bridge.fs.filesystem import FileSystem
 from vaultfs.bridge.fs.inodes import ROOT_INODE
-from vaultfs.bridge.tree.keys import NodeKey, SourceKey
+from vaultfs.bridge.tree.keys import Kind, NodeKey, SourceKey
 
-__all__ = ["Entry", "PathFileSystem", "split"]
+__all__ = ["Entry", "Listing", "PathFileSystem", "split"]
 
 #: links followed in one path at most (Linux's limit)
 _MAX_LINKS = 40
@@ -68,6 +69,22 @@ class Entry:
     @property
     def is_dir(self) -> bool:
         return stat.S_ISDIR(self.attr.mode)
+
+
+#: a page of a listing (``PathFileSystem.next_page``)
+Page = list[Entry]
+
+
+@dataclass
+class Listing:
+    """A folder opened for listing by ``PathFileSystem.open_listing``."""
+
+    names: list[str]
+    fh: int
+    #: the inodes its path holds until it is closed
+    held: list[int]
+    #: where the next page starts (the readdir position the last one ended at)
+    position: int = 0
 
 
 class PathFileSystem:
@@ -120,6 +137,31 @@ class PathFileSystem:
         async with self._held(split(path)) as (_, attr):
             return attr
 
+    async def hold_new(self, path: str) -> NodeKey | None:
+        """A client's lock on ``path``, a new file not yet a document (or a file
+        dropped in a document's directory): it becomes one when ``let_go_new`` ends
+        the hold, not at its writes' close (``NewDocuments.hold``). Its key, or None
+        when ``path`` is no such file (nothing held)."""
+        async with self._held(split(path)) as (ino, _):
+            key = self.fs.inodes.key(ino)
+            held = key is not None and self.fs.parts.write.new_documents.hold(key)
+            return key if held else None
+
+    async def let_go_new(self, key: NodeKey) -> None:
+        """The end of a hold of ``hold_new`` (the lock's end)."""
+        await self.fs.parts.write.new_documents.let_go(key)
+
+    async def set_new_file_mtime(self, path: str, mtime_ns: int | None) -> bool:
+        """Whether ``path`` is a new file not yet a document (a scratch file), its
+        mtime then set to ``mtime_ns`` (unless None); a document's is the vault's."""
+        async with self._held(split(path)) as (ino, _):
+            key = self.fs.inodes.key(ino)
+            if key is None or self.fs.overlay.resolve(key).kind != Kind.SCRATCH:
+                return False
+            if mtime_ns is not None:
+                await self.fs.setattr(ino, None, None, mtime_ns=mtime_ns)
+            return True
+
     async def source_document(self, path: str) -> int | None:
         """The document whose latest source file ``path`` is, None for anything else."""
         async with self._held(split(path)) as (ino, _):
@@ -128,28 +170,55 @@ class PathFileSystem:
             return key.doc_id if isinstance(key, SourceKey) else None
 
     async def list(self, path: str) -> list[Entry]:
-        """The entries of the folder at ``path``; a link is shown as what it leads
-        to (and left out when it leads nowhere)."""
+        """The entries of the folder at ``path``, whole (``open_listing`` reads it a
+        page at a time)."""
+        listing = await self.open_listing(path)
+        try:
+            entries: Page = []
+            while page := await self.next_page(listing):
+                entries += page
+            return entries
+        finally:
+            self.close_listing(listing)
+
+    async def open_listing(self, path: str) -> Listing:
+        """The folder at ``path`` opened for listing a page at a time (``next_page``),
+        as the kernel lists it; ``close_listing`` ends it (it holds the folder's inode
+        and those on its path till then)."""
         names = split(path)
-        entries: list[tuple[int, str, NodeKey, Attr]] = []
-        async with self._held(names) as (ino, _):
+        held: list[int] = []
+        try:
+            ino, _ = await self._walk(names, held, follow=True)
             fh = await self.fs.opendir(ino)
-            try:
-                # A batch at a time, from where the last ended, as the kernel asks.
-                while batch := await self.fs.readdir(fh, entries[-1][0] if entries else 0):
-                    self.fs.entries_not_returned(batch)  # nothing keeps them
-                    entries += batch
-            finally:
-                self.fs.releasedir(fh)
-        listed = []
-        for _, name, _, attr in entries:
+        except BaseException:
+            for taken in held:
+                self.fs.forget(taken, 1)
+            raise
+        return Listing(names, fh, held)
+
+    async def next_page(self, listing: Listing) -> Page:
+        """The next page of ``listing`` (a readdir batch), empty at its end; a link is
+        shown as what it leads to (and left out when it leads nowhere)."""
+        batch = await self.fs.readdir(listing.fh, listing.position)
+        self.fs.entries_not_returned(batch)  # nothing keeps them
+        if not batch:
+            return []
+        listing.position = batch[-1][0]
+        page = []
+        for _, name, _, attr in batch:
             if stat.S_ISLNK(attr.mode):
                 try:
-                    attr = await self.stat("/".join([*names, name]))
+                    attr = await self.stat("/".join([*listing.names, name]))
                 except errors.VaultError:
                     continue
-            listed.append(Entry(name, attr))
-        return listed
+            page.append(Entry(name, attr))
+        return page
+
+    def close_listing(self, listing: Listing) -> None:
+        self.fs.releasedir(listing.fh)
+        held, listing.held = listing.held, []
+        for taken in held:
+            self.fs.forget(taken, 1)
 
     # --- content -------------------------------------------------------------------
 

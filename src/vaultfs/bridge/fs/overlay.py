@@ -98,7 +98,10 @@ class Overlay:
         if self.scratch is not None:
             found = self.scratch.lookup(parent, name)
             if found is not None:
-                return found
+                # A new document's file under its writer's name (a WebDAV front keeps
+                # it a while: ``new_documents``) is the document's source file.
+                source = self.resolve(found)
+                return None if source != found and self.hidden(source) else source
         child = await self.tree.lookup(parent, name)
         if child is None or self.hidden(child):
             return None
@@ -109,6 +112,9 @@ class Overlay:
         folder of a million documents) when nothing in it is hidden or added."""
         listing = await self.tree.children(parent)
         scratch = self.scratch.names_in(parent) if self.scratch is not None else {}
+        if scratch and self.aliases:
+            resolved = ((name, self.resolve(key)) for name, key in scratch.items())
+            scratch = {name: key for name, key in resolved if not self.hidden(key)}
         if not self._hidden and not scratch:
             return listing
         return _Shown(listing, scratch, self.hidden)

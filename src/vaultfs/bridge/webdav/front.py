@@ -25,8 +25,10 @@ from vaultfs.bridge.core.build import Daemon, build_daemon
 from vaultfs.bridge.core.start import start_core
 from vaultfs.bridge.fs.by_path import PathFileSystem
 from vaultfs.bridge.webdav.config import WebdavConfig
+from vaultfs.bridge.webdav.listing import Listings, streamed_listing
 from vaultfs.bridge.webdav.locks import VaultLocks
 from vaultfs.bridge.webdav.resources import VaultProvider
+from vaultfs.bridge.write.scratch import empty_private_dir
 from vaultfs.client import VaultClient
 
 __all__ = ["UserFront", "open_front", "wsgi_app"]
@@ -95,31 +97,29 @@ def _asks_property_names(body: bytes) -> bool:
     )
 
 
-def wsgi_app(provider: VaultProvider, locks: VaultLocks) -> Any:
+def wsgi_app(provider: VaultProvider, locks: VaultLocks, listings: Listings) -> Any:
     """WsgiDAV over ``provider``: anonymous to WsgiDAV (who may reach it is settled
     before: loopback, or the sign-in of ``users``), WebDAV locks kept by ``locks``,
-    other dead properties in memory."""
-    return finite_depth(
-        property_names(
-            WsgiDAVApp(
-                {
-                    "provider_mapping": {"/": provider},
-                    "simple_dc": {"user_mapping": {"*": True}},
-                    "http_authenticator": {"accept_basic": True, "accept_digest": False},
-                    "lock_storage": locks,
-                    "property_manager": True,
-                    "add_header_MS_Author_Via": True,
-                    "hotfixes": {"emulate_win32_lastmod": True},
-                    "dir_browser": {"enable": False},
-                    "logging": {"enable": False},
-                    "verbose": 0,
-                    # Each read and write of a body crosses into the core once a block: 1 MiB,
-                    # not WsgiDAV's 8 KiB (a 64 MiB GET took 5.5 s, now 1 s).
-                    "block_size": 1 << 20,
-                }
-            )
-        )
+    other dead properties in memory; a folder's PROPFIND streamed, and kept in
+    ``listings`` (``listing``)."""
+    dav = WsgiDAVApp(
+        {
+            "provider_mapping": {"/": provider},
+            "simple_dc": {"user_mapping": {"*": True}},
+            "http_authenticator": {"accept_basic": True, "accept_digest": False},
+            "lock_storage": locks,
+            "property_manager": True,
+            "add_header_MS_Author_Via": True,
+            "hotfixes": {"emulate_win32_lastmod": True},
+            "dir_browser": {"enable": False},
+            "logging": {"enable": False},
+            "verbose": 0,
+            # Each read and write of a body crosses into the core once a block: 1 MiB,
+            # not WsgiDAV's 8 KiB (a 64 MiB GET took 5.5 s, now 1 s).
+            "block_size": 1 << 20,
+        }
     )
+    return finite_depth(property_names(streamed_listing(dav, provider, dav.config, listings)))
 
 
 @dataclass
@@ -167,6 +167,9 @@ async def open_front(
         # A WebDAV client learns of another's check-out from LOCK (423, the holder
         # named) and never reads LibreOffice's lock files; Explorer would show them.
         lock_files=False,
+        # Explorer and Finder copy a file in with a PUT of 0 bytes, a LOCK, the content
+        # under the lock and UNLOCK, asking for the name they wrote all along.
+        keep_names=True,
     )
     pfs = PathFileSystem(daemon.filesystem)
     locks = VaultLocks(pfs, daemon.editor_locks)
@@ -177,5 +180,13 @@ async def open_front(
     await nursery.start(daemon.index.run, config.poll_interval)
     if spool is not None:
         await nursery.start(spool.run)
+    if daemon.drops is not None:
+        await nursery.start(daemon.drops.run)
     await nursery.start(locks.sweep)
-    return UserFront(wsgi_app(provider, locks), core.client, daemon, locks)
+    # What the front keeps of its listings goes at any change the core learns of.
+    listings = Listings(empty_private_dir(config.cache_dir / "listings"))
+    daemon.index.on_change.append(listings.changed)
+    daemon.blobs.on_size.append(listings.changed)
+    daemon.filesystem.parts.write.new_documents.on_drop_taken.append(listings.changed)
+    locks.on_expired.append(listings.changed)
+    return UserFront(wsgi_app(provider, locks, listings), core.client, daemon, locks)

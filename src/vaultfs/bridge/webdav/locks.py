@@ -21,6 +21,12 @@ the holder, which the resource adds to its ``lockdiscovery`` as an active lock w
 a token (RFC 4918 14.1 makes the token optional), where a client looks after a LOCK
 answered 423 (LibreOffice does, to name who edits the document).
 
+A lock on a new file's name (not a document yet: Explorer's and Finder's copy locks
+the name it just put empty, then puts the content under the lock), or on a file
+dropped in a document's directory, holds that file as it is
+(``PathFileSystem.hold_new``): it becomes a document (or an attachment) when the
+lock ends, with what was put last, never at each PUT.
+
 WsgiDAV purges an expired lock only when a request touches it; ``purge_expired``,
 run every ``SWEEP_INTERVAL`` seconds by the front, ends the check-out of a lock whose
 client went away without UNLOCK (a crashed editor) once its timeout is over.
@@ -30,6 +36,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote
 
@@ -37,7 +44,9 @@ import trio
 from wsgidav.dav_error import DAVError
 from wsgidav.lock_man.lock_storage import LockStorageDict
 
+from vaultfs import errors
 from vaultfs.bridge.fs.by_path import PathFileSystem
+from vaultfs.bridge.tree.keys import NodeKey
 from vaultfs.bridge.webdav.calls import core
 from vaultfs.bridge.write.editor_locks import EditorLocks
 from vaultfs.bridge.write.lease import Reason
@@ -60,6 +69,10 @@ class VaultLocks(LockStorageDict):
         self.holds = holds
         #: lock token -> the document whose check-out it holds
         self._documents: dict[str, int] = {}
+        #: lock token -> the new file it holds (``hold_new``)
+        self._new_files: dict[str, NodeKey] = {}
+        #: called when a lock expired (what a listing showed of it changed)
+        self.on_expired: list[Callable[[], None]] = []
 
     def _document(self, path: str) -> int | None:
         try:
@@ -86,7 +99,19 @@ class VaultLocks(LockStorageDict):
             raise
         if doc_id is not None:
             self._documents[made["token"]] = doc_id
+        else:
+            self._hold_new(path, made["token"])
         return made
+
+    def _hold_new(self, path: str, token: str) -> None:
+        try:
+            key = core(self.pfs.hold_new, unquote(path).rstrip("/") or "/")
+        except DAVError as exc:
+            if exc.value in (404, 409):
+                return  # nothing there to hold
+            raise
+        if key is not None:
+            self._new_files[token] = key
 
     def delete(self, token: Any) -> bool:
         deleted: bool = super().delete(token)
@@ -96,6 +121,9 @@ class VaultLocks(LockStorageDict):
             # (a save still being checked in then unlocks it with its own check-in).
             core(self.holds.let_go, doc_id, Reason.WEBDAV)
             log.info("webdav: document %d: its WebDAV lock ended", doc_id)
+        key = self._new_files.pop(token, None)
+        if key is not None:
+            core(self.pfs.let_go_new, key)  # it becomes its document now
         return deleted
 
     def held_elsewhere(self, path: str) -> str | None:
@@ -124,18 +152,28 @@ class VaultLocks(LockStorageDict):
         for token in expired:
             log.info("webdav: a WebDAV lock expired (%s)", self._dict.get(token, {}).get("root"))
             self.delete(token)
+        if expired:
+            for callback in self.on_expired:
+                callback()
 
     async def sweep(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """``purge_expired`` every ``SWEEP_INTERVAL`` seconds, until cancelled."""
         task_status.started()
         while True:
             await trio.sleep(SWEEP_INTERVAL)
-            if self._documents:
+            if self._documents or self._new_files:
                 await trio.to_thread.run_sync(self.purge_expired)
 
     async def release_all(self) -> None:
-        """The front stops: every check-out its WebDAV locks hold ends."""
+        """The front stops: every check-out its WebDAV locks hold ends, and every new
+        file they hold becomes what it would at its lock's end."""
         documents, self._documents = list(self._documents.values()), {}
+        new_files, self._new_files = list(self._new_files.values()), {}
+        for key in new_files:
+            try:
+                await self.pfs.let_go_new(key)
+            except (errors.VaultError, OSError) as exc:
+                log.warning("webdav: a new file held by a lock not made at the stop: %s", exc)
         for doc_id in documents:
             await self.holds.let_go(doc_id, Reason.WEBDAV)
 

@@ -9,11 +9,19 @@ of the mount (durable in the spool before the answer, checked in as one version)
 names the desktops write beside documents stay scratch files, as in the mount. Fields
 are properties in the ``urn:vaultfs:fields`` namespace, named as the mount's extended
 attributes (``user.vault.<field>``); a PROPPATCH of one is a setfattr.
+
+Explorer sets the times and attributes of each file it copies in with a PROPPATCH of
+its Win32 properties (``urn:schemas-microsoft-com:``, Microsoft's MS-WDV): they are taken
+(200 each) on any file. On a new file not yet a document (a scratch file) they are
+kept, as dead properties, and ``Win32LastModifiedTime`` is its modification time,
+so the drive shows the times Explorer gave it while it is one; a document's times are
+the vault's (its versions'), so on a document's file they are taken and not kept.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import email.utils
 import io
 import stat
 from collections.abc import Callable
@@ -27,11 +35,22 @@ from vaultfs.bridge.fs.attributes import Attr
 from vaultfs.bridge.fs.by_path import Entry, PathFileSystem
 from vaultfs.bridge.webdav.calls import core
 
-__all__ = ["FIELDS_NS", "VaultProvider"]
+__all__ = ["FIELDS_NS", "VaultProvider", "etag_of", "resource_of"]
 
 #: the namespace of the documents' fields as WebDAV properties
 FIELDS_NS = "urn:vaultfs:fields"
 _PREFIX = "{" + FIELDS_NS + "}"
+#: Explorer's properties of a file (MS-WDV), taken on any file
+_WIN32 = frozenset(
+    "{urn:schemas-microsoft-com:}" + name
+    for name in (
+        "Win32CreationTime",
+        "Win32LastModifiedTime",
+        "Win32LastAccessTime",
+        "Win32FileAttributes",
+    )
+)
+_WIN32_MTIME = "{urn:schemas-microsoft-com:}Win32LastModifiedTime"
 #: what one read from the core asks for (a GET streams in pieces of this size)
 _CHUNK = 1 << 20
 
@@ -121,8 +140,27 @@ class _Node(_DAVResource):
         return super().get_property_value(name) if value is None else value
 
     def set_property_value(self, name: str, value: Any, *, dry_run: bool = False) -> None:
-        if not self.set_field(name, value, dry_run):
+        if name in _WIN32:
+            self.set_win32(name, value, dry_run)
+        elif not self.set_field(name, value, dry_run):
             super().set_property_value(name, value, dry_run=dry_run)
+
+    def set_win32(self, name: str, value: Any, dry_run: bool) -> None:
+        """One of Explorer's Win32 properties: kept on a new file (its modification
+        time set from ``Win32LastModifiedTime``), taken and not kept on a document's."""
+        if dry_run or self.provider.read_only:
+            return
+        pfs = self.provider.pfs
+        mtime_ns = _http_date_ns(value.text) if name == _WIN32_MTIME and value is not None else 0
+        if not core(pfs.set_new_file_mtime, self.path, mtime_ns or None):
+            return
+        manager = self.provider.prop_manager
+        if manager is not None:
+            if value is None:
+                manager.remove_property(self.get_ref_url(), name, False, self.environ)
+            else:
+                text = etree.tostring(value)
+                manager.write_property(self.get_ref_url(), name, text, False, self.environ)
 
     def delete(self) -> None:
         core(self.provider.pfs.delete, self.path)
@@ -242,9 +280,7 @@ class File(_Node, DAVNonCollection):
         return None if self.attr is None else self.attr.mtime_ns / 1e9
 
     def get_etag(self) -> str | None:
-        if self.attr is None:
-            return None
-        return f"{self.attr.mtime_ns:x}-{self.attr.size:x}"
+        return None if self.attr is None else etag_of(self.attr)
 
     def support_etag(self) -> bool:
         return True
@@ -279,6 +315,19 @@ class File(_Node, DAVNonCollection):
                 writer.close()
         finally:
             source.close()
+
+
+def etag_of(attr: Attr) -> str:
+    """The etag of a file of attributes ``attr`` (its mtime and size)."""
+    return f"{attr.mtime_ns:x}-{attr.size:x}"
+
+
+def _http_date_ns(text: str | None) -> int:
+    """An HTTP date (Explorer's Win32 times) in nanoseconds; 0 when not one."""
+    try:
+        return int(email.utils.parsedate_to_datetime(text or "").timestamp() * 1e9)
+    except (TypeError, ValueError):
+        return 0
 
 
 def _foreign_lock(href: str, holder: str) -> Any:

@@ -73,9 +73,11 @@ class NewDocuments:
         creator: Creator | None,
         files_in: FilesIn | None,
         fields: FieldEditor | None = None,
+        keep_names: bool = False,
     ) -> None:
         """``creator``, ``files_in``: None on a read-only mount; ``fields`` sets the
-        fields given while a create was on its way on the document it made."""
+        fields given while a create was on its way on the document it made;
+        ``keep_names``: a new file's name stays its writer's a while (a WebDAV front)."""
         self.tree = tree
         self.editing = editing
         self.overlay = overlay
@@ -83,11 +85,12 @@ class NewDocuments:
         self.creator = creator
         self.files_in = files_in
         self.fields = fields
+        self.keep_names = keep_names
         #: new documents (or uploads) a last close started making, not done yet
         self.in_flight = 0
         #: files dropped into documents' directories, waiting out their grace (None
         #: on a read-only mount); its ``run`` is the mount's to start
-        self.drops = Drops(self.take_drop) if files_in is not None else None
+        self.drops = Drops(self.take_drop, self._waits) if files_in is not None else None
         #: called with each dropped file once it is the document's attachment (its
         #: name left the document's directory: the builder has the folder's watchers
         #: told, ``Freshness.name_gone``)
@@ -98,21 +101,24 @@ class NewDocuments:
         if self.overlay.scratch is not None:
             self.overlay.scratch.closed(scratch)
 
-    async def make_document(self, scratch: ScratchFile) -> None:
+    async def make_document(self, scratch: ScratchFile, *, waited: bool = False) -> None:
         """The last writer closed ``scratch``: create the document it stands for, or,
         when it became one already, check in what was written since as a draft of it
         (a handle kept open across the create: never dropped). One written into
-        renditions/ or attachments/ is uploaded instead (``files_in``)."""
+        renditions/ or attachments/ is uploaded instead (``files_in``). ``waited``:
+        nothing more is waited for (a client's lock on its name ended, or its grace)."""
         self.in_flight += 1
         try:
             # One at a time per file: a writer that reopened it during the create (a
             # shell's ``> f; >> f``) is checked in as a draft of what the create made.
             async with scratch.writers.taken():
-                await self._make_document(scratch)
+                await self._make_document(scratch, waited)
         finally:
             self.in_flight -= 1
 
-    async def _make_document(self, scratch: ScratchFile) -> None:
+    async def _make_document(self, scratch: ScratchFile, waited: bool) -> None:
+        if scratch.holds and scratch.linked:
+            return  # a client's lock on its name: made when the lock ends (``let_go``)
         if scratch.linked and is_upload(scratch.parent, scratch.name):
             await self.upload(scratch)
             return
@@ -124,6 +130,10 @@ class NewDocuments:
             await self.editing.check_in_file(scratch.became, scratch.path)
             return
         if not scratch.linked or not makes_document(scratch.parent, scratch.name):
+            return
+        if self.keep_names and not waited and scratch.size() == 0 and self.drops is not None:
+            # A copy's first PUT (0 bytes): its LOCK and content come within the grace.
+            self.drops.closed(scratch)
             return
         store = self.overlay.store()
         assert self.creator is not None
@@ -166,7 +176,10 @@ class NewDocuments:
             raise
         self.overlay.aliases[scratch.key] = keys.source(doc_id)
         scratch.became = doc_id
-        store.unname(scratch.key)
+        if self.keep_names and self.drops is not None:
+            self.drops.closed(scratch)  # the writer's name, for the grace (``take_drop``)
+        else:
+            store.unname(scratch.key)
         if folder is not None:
             # The folder is the document now: its other files stay its scratch files.
             self.overlay.aliases[folder.key] = keys.document(doc_id)
@@ -292,10 +305,58 @@ class NewDocuments:
         if became is not None:
             self.overlay.aliases[scratch.key] = became
 
+    # --- the grace of ``drops``, and the holds of a client's locks ------------------
+
+    def _waits(self, scratch: ScratchFile) -> bool:
+        """Whether ``scratch`` still waits out a grace of ``drops``: a file dropped in a
+        document's directory, or (``keep_names``) a new file put empty in a folder or
+        a new document's file under the name its writer gave it."""
+        if not scratch.linked:
+            return False
+        if scratch.became is not None:
+            return self.keep_names
+        return is_drop(scratch.parent, scratch.name) or (
+            self.keep_names and makes_document(scratch.parent, scratch.name)
+        )
+
+    def hold(self, key: NodeKey) -> bool:
+        """A client's lock on the name of ``key``: a new file (not a document yet), or
+        a file dropped in a document's directory, made nothing of until ``let_go``.
+        Whether ``key`` is such a file (else nothing is held)."""
+        scratch = self.overlay.scratch.file(key) if self.overlay.scratch is not None else None
+        if scratch is None or scratch.became is not None:
+            return False
+        if not (
+            makes_document(scratch.parent, scratch.name) or is_drop(scratch.parent, scratch.name)
+        ):
+            return False
+        scratch.holds += 1
+        return True
+
+    async def let_go(self, key: NodeKey) -> None:
+        """The end of a hold of ``hold``; at the last, the file is what its closes
+        would have made it (a new document now; a drop after its grace)."""
+        scratch = self.overlay.scratch.file(key) if self.overlay.scratch is not None else None
+        if scratch is None or scratch.holds == 0:
+            return
+        scratch.holds -= 1
+        if scratch.holds == 0 and scratch.writers.count == 0 and scratch.linked:
+            await self.make_document(scratch, waited=True)
+
     async def take_drop(self, scratch: ScratchFile) -> None:
-        """A file left in a document's directory past its grace (``drops``): uploaded
-        as an attachment of that document under its name (the next version of an
-        attachment of that name), unless it is the source file's name now."""
+        """A file whose grace is over (``drops``). Dropped in a document's directory:
+        uploaded as an attachment of that document under its name (the next version of
+        an attachment of that name), unless it is the source file's name now. On a
+        front keeping its clients' names: a new file put empty becomes its (empty)
+        document, and a new document's file the name its writer gave it goes."""
+        if scratch.became is not None:
+            self.overlay.store().unname(scratch.key)
+            for taken in self.on_drop_taken:
+                taken(scratch)
+            return
+        if makes_document(scratch.parent, scratch.name):
+            await self.make_document(scratch, waited=True)
+            return
         doc_id = scratch.parent.doc_id
         if scratch.name == await self.overlay.source_name(doc_id):
             return

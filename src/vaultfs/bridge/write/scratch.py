@@ -126,6 +126,9 @@ class ScratchFile:
     #: the document this file became (a new file in a folder), once created: what is
     #: written through handles still open after that is a draft of that document
     became: int | None = None
+    #: holds on its name (a WebDAV client's lock on it, ``new_documents.hold``): while
+    #: one stands, closing it makes nothing yet; the end of the last one does
+    holds: int = 0
     #: fields the user gave a new document before it is made (``new_fields``)
     fields: dict[str, str] = field(default_factory=dict)
     #: required fields the create still lacks (None: no create tried yet), and what
