@@ -159,7 +159,8 @@ def streamed_listing(
             path = util.normalize_path(util.re_encode_wsgi(environ.get("PATH_INFO") or "/"))
         except DAVError:
             return app(environ, start_response)  # WsgiDAV answers it
-        key = (path.rstrip("/") or "/", *asked)
+        folder = path.rstrip("/") or "/"
+        key = (folder, *asked)
         headers = [
             ("Content-Type", "application/xml; charset=utf-8"),
             ("Date", util.get_rfc1123_time()),
@@ -186,7 +187,7 @@ def streamed_listing(
             "wsgidav.config": config,
         }
         start_response("207 Multi-Status", headers)
-        made = _Answer(provider, environ, key[0], Entry("", attr), asked)
+        made = _Answer(provider, environ, folder, Entry("", attr), asked)
         return _keeping(made, listings, key, stamp)
 
     return listing

@@ -44,7 +44,7 @@ import trio
 
 from vaultfs.bridge.write.spool.durable import DIR_MODE, FILE_MODE, fsync_dir
 from vaultfs.bridge.write.spool.failures import PERMANENT, describe
-from vaultfs.bridge.write.spool.states import IllegalTransition
+from vaultfs.bridge.write.spool.states import Machine
 from vaultfs.client import Attempt, RetryPolicy, VaultApi, retrying, surely_not_sent
 from vaultfs.errors import InvalidDocument, LockedByOther, VaultError
 
@@ -79,12 +79,16 @@ L = LeaseState
 #: The moves of a lease. A lock refused (or a take cancelled) goes back to free; a
 #: release that failed for a while leaves the lease held (its mark stays, the lock is
 #: released again later); a release refused for good frees it all the same.
-LEASE_MOVES: dict[LeaseState, frozenset[LeaseState]] = {
-    L.FREE: frozenset({L.TAKING}),
-    L.TAKING: frozenset({L.HELD, L.FREE}),
-    L.HELD: frozenset({L.RELEASING, L.FREE}),
-    L.RELEASING: frozenset({L.FREE, L.HELD}),
-}
+LEASE_MOVES: Machine[LeaseState] = Machine(
+    "lease",
+    L.FREE,
+    {
+        L.FREE: frozenset({L.TAKING}),
+        L.TAKING: frozenset({L.HELD, L.FREE}),
+        L.HELD: frozenset({L.RELEASING, L.FREE}),
+        L.RELEASING: frozenset({L.FREE, L.HELD}),
+    },
+)
 
 
 class Reason(enum.StrEnum):
@@ -110,14 +114,7 @@ class Lease:
 
     def move(self, new: LeaseState) -> None:
         """Move to ``new`` through the table (``IllegalTransition`` for a move it lacks)."""
-        if new not in LEASE_MOVES[self.state]:
-            message = (
-                f"lease of document {self.doc_id}: no move from {self.state.value} "
-                f"({self.state.message}) to {new.value} ({new.message})"
-            )
-            log.error("%s", message)
-            raise IllegalTransition(message)
-        self.state = new
+        self.state = LEASE_MOVES.move(self.state, new, what=f"of document {self.doc_id}")
         self.moved.unpark_all()
 
 

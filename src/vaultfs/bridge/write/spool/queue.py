@@ -108,12 +108,13 @@ class WorkQueue:
         cancelled."""
         limiter = trio.CapacityLimiter(_BACKGROUND)
 
-        async def attempt(key: tuple[JobKind, object], job: Job) -> None:
+        async def attempt(slot: tuple[JobKind, object], job: Job) -> None:
+            kind, _ = slot
             try:
                 async with limiter:
-                    await self._try(key[0], job)
+                    await self._try(kind, job)
             finally:
-                self._running.discard(key)
+                self._running.discard(slot)
                 self.notify()
 
         async with trio.open_nursery() as nursery:

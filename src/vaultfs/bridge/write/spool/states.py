@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Mapping
-from typing import Generic, TypeVar
+from collections.abc import Hashable, Mapping
+from typing import Generic, Protocol, TypeVar
 
 __all__ = [
     "ENTRY_MOVES",
@@ -26,6 +26,7 @@ __all__ = [
     "EntryState",
     "IllegalTransition",
     "Machine",
+    "State",
     "UploadState",
 ]
 
@@ -79,12 +80,23 @@ _UPLOAD_MESSAGES = {
     UploadState.UPLOADING: "sent, its outcome unknown",
 }
 
-S = TypeVar("S", EntryState, UploadState)
+class State(Hashable, Protocol):
+    """A member of a state ``Enum``: its value (on disk) and what it means."""
+
+    @property
+    def value(self) -> str: ...
+
+    @property
+    def message(self) -> str: ...
+
+
+S = TypeVar("S", bound=State)
 
 
 class IllegalTransition(RuntimeError):
-    """A move its state machine's table does not have: a bug in the spool, never a
-    failure of the vault or the disk."""
+    """A move its state machine's table does not have: a bug in the spool (or the
+    lease, ``write.lease``, whose table is a ``Machine`` too), never a failure of the
+    vault or the disk."""
 
 
 class Machine(Generic[S]):
