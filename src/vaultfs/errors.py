@@ -51,6 +51,7 @@ __all__ = [
     "UsernameOrPasswordIncorrect",
     "VaultError",
     "VaultUnavailable",
+    "WalkShareSpent",
     "errno_for",
     "error_for_type",
 ]
@@ -281,6 +282,14 @@ class InvalidName(BridgeError):
     """A new name the vault cannot take (bytes that are not UTF-8)."""
 
 
+class WalkShareSpent(BridgeError):
+    """A listing only a walk needs (a document's ``versions/``, ``renditions/``,
+    ``attachments/``, ``relationships/`` nobody read) would spend more than the
+    mount's share for walks of the vault's API budget (``bridge.tree.walks``): refused,
+    never answered as empty. The share refills with time; what a person asks for
+    directly (open, read, save, the vault's search) is never refused."""
+
+
 # --- the errno table --------------------------------------------------------------
 
 #: By class; a class not in it answers as its nearest base class that is (the most
@@ -310,6 +319,9 @@ _ERRNO: dict[type[VaultError], int] = {
     NoSuchAttribute: _errno.ENODATA,
     NameTooLong: _errno.ENAMETOOLONG,
     InvalidName: _errno.EINVAL,
+    # "Disk quota exceeded": the mount's quota of API calls for walks; a program
+    # reports it and goes on (find, GNOME Files' search, rsync skip the folder).
+    WalkShareSpent: _errno.EDQUOT,
     ParameterRequired: _errno.EINVAL,
     InvalidData: _errno.EINVAL,
     MethodNotSupported: _errno.EINVAL,

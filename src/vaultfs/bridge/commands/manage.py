@@ -177,6 +177,24 @@ def _lost_lines(lost: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def _walks_line(walks: dict[str, Any]) -> str:
+    """The walks' share: what is left, and the program stopped or the biggest spender."""
+    if not walks:
+        return "?"
+    line = (
+        f"{walks.get('left')} of {walks.get('burst')} calls left "
+        f"({walks.get('calls_per_day')} a day), {walks.get('spent', 0)} spent"
+    )
+    stopped = walks.get("stopped")
+    if stopped:
+        return f"{line}; {stopped.get('program')} stopped at {stopped.get('calls')} calls"
+    programs = walks.get("programs") or []
+    if programs:
+        top = programs[0]
+        return f"{line}, most by {top.get('program')} ({top.get('calls')})"
+    return line
+
+
 def format_status(status: dict[str, Any]) -> str:
     """The human form of one mount's status."""
     if "error" in status:
@@ -214,6 +232,7 @@ def format_status(status: dict[str, Any]) -> str:
             f"burst {budget.get('burst', '?')}, daily {budget.get('daily', '?')} "
             f"({status.get('api_calls', 0)} calls made)",
         ),
+        ("walks", _walks_line(status.get("walks") or {})),
         ("pending uploads", str(len(pending)) if pending else "none"),
     ]
     lines = [f"{status.get('mountpoint')}  (daemon pid {status.get('pid')})"]

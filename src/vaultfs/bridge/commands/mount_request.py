@@ -10,7 +10,13 @@ import argparse
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vaultfs.bridge.daemon.config import MAX_INODES, MountConfig, default_cache_dir
+from vaultfs.bridge.daemon.config import (
+    MAX_INODES,
+    WALK_BURST,
+    WALK_CALLS,
+    MountConfig,
+    default_cache_dir,
+)
 from vaultfs.profiles import load_profile, names_profile
 
 __all__ = [
@@ -32,6 +38,8 @@ _VALUED = {
     "poll_interval",
     "attr_timeout",
     "max_inodes",
+    "walk_calls",
+    "walk_burst",
     "retries",
     "notify",
 }
@@ -42,6 +50,7 @@ OPTIONS_HELP = (
     "cache_dir=DIR, "
     "cache_size=SIZE (default 1G), poll_interval=SECONDS (default 30), "
     "attr_timeout=SECONDS (default 3600), max_inodes=N (default 200000), "
+    "walk_calls=N (a day, default 5000), walk_burst=N (per 5 minutes, default 200), "
     "retries=N (default 6), notify=on|off (desktop "
     "notifications, default on), username=NAME, password_file=FILE"
 )
@@ -153,6 +162,8 @@ def config_of(request: MountRequest) -> MountConfig:
         poll_interval=_number("poll_interval", str(options.get("poll_interval", 30))),
         attr_timeout=_number("attr_timeout", str(options.get("attr_timeout", 3600))),
         max_inodes=int(_number("max_inodes", str(options.get("max_inodes", MAX_INODES)), int)),
+        walk_calls=int(_number("walk_calls", str(options.get("walk_calls", WALK_CALLS)), int)),
+        walk_burst=int(_number("walk_burst", str(options.get("walk_burst", WALK_BURST)), int)),
         retries=int(_number("retries", str(options.get("retries", 6)), int)),
         read_only=bool(options.get("ro")),
         allow_other=bool(options.get("allow_other")),

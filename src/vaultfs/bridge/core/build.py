@@ -59,6 +59,7 @@ from vaultfs.bridge.tree.index_store import IndexStore
 from vaultfs.bridge.tree.keys import ROOT
 from vaultfs.bridge.tree.search_results import SearchResults
 from vaultfs.bridge.tree.tree import Tree
+from vaultfs.bridge.tree.walks import WalkShare
 from vaultfs.bridge.write.creating import Creator
 from vaultfs.bridge.write.deletions import Deletions
 from vaultfs.bridge.write.drops import Drops
@@ -196,7 +197,11 @@ def build_daemon(
     catalog = TypeCatalog(client)
     # A search's answer is kept for the index's poll interval, while the index is
     # unchanged.
-    searches = SearchResults(client, lambda: index.generation, ttl=options.poll_interval)
+    # What only a walk needs of the vault is paid from a share of its budget.
+    walks = WalkShare(options.walk_calls, options.walk_burst)
+    searches = SearchResults(
+        client, lambda: index.generation, ttl=options.poll_interval, walks=walks
+    )
     # Every check-out of this client, whatever takes it (a save, an editor's lock
     # file, a WebDAV lock): one owner, which the spool and the families ask.
     leases = None
@@ -209,7 +214,7 @@ def build_daemon(
         leases.held_here if leases is not None else None,
         lock_files=lock_files,
     )
-    tree = Tree(client, index, catalog, registry)
+    tree = Tree(client, index, catalog, registry, walks)
     blobs = BlobCache(content_dir, cache_size)
     contents = Contents(tree, client)
     the_spool = None
@@ -272,6 +277,7 @@ def build_daemon(
         new_documents,
         inodes,
         paths,
+        walks,
         started=started,
         extra=status_extra,
     )

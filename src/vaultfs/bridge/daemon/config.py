@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["MAX_INODES", "MountConfig", "default_cache_dir"]
+from vaultfs.bridge.tree.walks import WALK_BURST, WALK_CALLS
+
+__all__ = ["MAX_INODES", "WALK_BURST", "WALK_CALLS", "MountConfig", "default_cache_dir"]
 
 #: inodes the kernel may hold of a mount before the oldest names are let go (a walk of
 #: a million documents would otherwise hold five million, 1.6 GiB of the daemon)
@@ -38,6 +40,9 @@ class MountConfig:
     #: inodes the kernel may hold of the mount before it is asked to forget the names
     #: of the documents it was given longest ago (``fs.freshness``)
     max_inodes: int = MAX_INODES
+    #: the walks' share of the vault's API budget: calls a day, calls per 5 minutes
+    walk_calls: int = WALK_CALLS
+    walk_burst: int = WALK_BURST
     #: retries of one API call before it fails (an outage longer than that gives EIO)
     retries: int = 6
     read_only: bool = False

@@ -66,6 +66,8 @@ async def run_mount(config: MountConfig, ready: Callable[[], None] | None = None
             nonempty=config.nonempty,
             attr_timeout=config.attr_timeout,
             max_inodes=config.max_inodes,
+            walk_calls=config.walk_calls,
+            walk_burst=config.walk_burst,
         )
         client, options = core.client, core.options
         events = NameEvents(str(config.mountpoint.absolute()), fuse.forget_entry, fuse.delete_entry)

@@ -4,7 +4,8 @@ Owns turning the status document (``fs.status``) into freedesktop notifications 
 user's session bus (``org.freedesktop.Notifications``, through jeepney, which speaks
 D-Bus from trio): a save that went to lost+found, a new document waiting for fields, a
 save or upload that keeps failing, a sign-in the vault or the identity provider
-refused, a delete refused because the mount does not allow deleting. One notification
+refused, a delete refused because the mount does not allow deleting, a program
+stopped from walking the whole vault (``tree.walks``). One notification
 per file and kind of event while it lasts (a thing that goes and comes back is told
 again), at most ``PER_MINUTE`` a minute (the rest wait and go as one summary), each
 naming the file and what to do. Nothing without a session bus
@@ -108,6 +109,17 @@ def notices(status: dict[str, Any]) -> Iterator[Notice]:
                 "undone, so it is off unless the drive is mounted with -o allow_delete "
                 f"(vaultfs umount {mountpoint}, then vaultfs mount ... -o allow_delete).",
             )
+    stopped = (status.get("walks") or {}).get("stopped")
+    if stopped:
+        # Once for a whole walk: each of its refusals keeps the same notice alive.
+        yield Notice(
+            ("walk", "stopped"),
+            "A program is walking the whole vault",
+            f"{stopped.get('program')} is walking the whole vault; vaultfs stopped it at "
+            f"{stopped.get('calls')} calls to keep the vault's budget for everyone. "
+            "Documents and their files are still there; to find documents, use the "
+            f"vault's search: vaultfs search {mountpoint} WORDS, or {mountpoint}/.search/.",
+        )
     for entry in status.get("pending_uploads") or []:
         attempts = int(entry.get("attempts") or 0)
         age = float(entry.get("age_seconds") or 0.0)

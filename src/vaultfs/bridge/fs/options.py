@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from vaultfs.bridge.tree.walks import WALK_BURST, WALK_CALLS
+
 __all__ = ["Options"]
 
 
@@ -28,5 +30,9 @@ class Options:
     #: inodes the kernel may hold before the names it was given longest ago are let go
     #: (``fs.freshness``)
     max_inodes: int = 200_000
+    #: the walks' share of the vault's API budget: calls a day and per 5 minutes
+    #: (``tree.walks``)
+    walk_calls: int = WALK_CALLS
+    walk_burst: int = WALK_BURST
     uid: int = field(default_factory=os.getuid)
     gid: int = field(default_factory=os.getgid)

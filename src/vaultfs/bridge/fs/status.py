@@ -37,6 +37,7 @@ from vaultfs.bridge.tree import keys
 from vaultfs.bridge.tree.index import DocumentIndex
 from vaultfs.bridge.tree.keys import typed
 from vaultfs.bridge.tree.nodes import CONTROL_DIR, LOST_AND_FOUND
+from vaultfs.bridge.tree.walks import WalkShare
 from vaultfs.bridge.write.editing import Editing
 from vaultfs.bridge.write.new_documents import NewDocuments
 from vaultfs.bridge.write.scratch import is_drop, is_upload, makes_document
@@ -56,6 +57,7 @@ class StatusReport:
         new_documents: NewDocuments,
         inodes: InodeTable,
         paths: DisplayPaths,
+        walks: WalkShare,
         *,
         started: float,
         extra: Callable[[], dict[str, Any]] = dict,
@@ -71,6 +73,7 @@ class StatusReport:
         self._scratch = new_documents.overlay.scratch
         self._inodes = inodes
         self._extra = extra
+        self._walks = walks
         self.paths = paths
         self.started = started
 
@@ -103,6 +106,8 @@ class StatusReport:
             "api_calls": budget.calls,
             "api_calls_by_endpoint": dict(budget.by_endpoint),
             "budget_remaining": {"burst": budget.burst_remaining, "daily": budget.daily_remaining},
+            # the walks' share of the budget, and the programs that spent it
+            "walks": self._walks.status(),
             "pending_uploads": [self._with_path(e) for e in self._editing.pending()],
             "new_files": self._new_files(),
             "lost_and_found": [self._lost_with_paths(r) for r in self._editing.lost_records()],

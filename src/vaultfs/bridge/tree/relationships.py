@@ -47,6 +47,7 @@ from vaultfs.bridge.tree.index import DocumentIndex, Record
 from vaultfs.bridge.tree.keys import RelationshipKey, typed
 from vaultfs.bridge.tree.locks import KeyedLocks
 from vaultfs.bridge.tree.nodes import ROOT, Kind, NodeKey
+from vaultfs.bridge.tree.walks import WalkShare
 from vaultfs.client import VaultApi
 
 __all__ = ["Link", "Relationships", "target_of"]
@@ -128,6 +129,7 @@ class TreeView(Protocol):
     tree imports this module, not the other way round)."""
 
     index: DocumentIndex
+    walks: WalkShare
 
     def record(self, doc_id: int) -> Record: ...
 
@@ -165,6 +167,7 @@ class Relationships:
             cached = self._types.get(type_name)
             if cached is None or time.monotonic() - cached[0] >= _METADATA_TTL:
                 try:
+                    self._tree.walks.spend(f"the relationship types of {type_name}")
                     types = await self._client.relationship_types(type_name)
                 except (errors.InvalidData, errors.MalformedUrl, errors.InvalidDocument) as exc:
                     log.info("no relationship types for %s: %s", type_name, exc)
@@ -213,6 +216,7 @@ class Relationships:
             start = 0
             try:
                 while True:
+                    self._tree.walks.spend("the vault's relationships")
                     page = await self._client.list_all_relationships(start=start, limit=_PAGE)
                     for record in page.records:
                         source = _int(record.get("source_doc_id__v"))
@@ -242,6 +246,7 @@ class Relationships:
             versions = (await self._tree.details(doc_id)).versions
             records: list[Record] = []
             for major, minor in versions:
+                self._tree.walks.spend(f"the relationships of document {doc_id}")
                 for record in await self._client.list_relationships(doc_id, major, minor):
                     if _int(record.get("source_doc_id__v")) == doc_id and _source_version(
                         record

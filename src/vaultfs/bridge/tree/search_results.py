@@ -29,6 +29,7 @@ from typing import Any
 
 import trio
 
+from vaultfs.bridge.tree.walks import WalkShare
 from vaultfs.client import VaultApi
 from vaultfs.wire import PAGE_LIMIT
 
@@ -117,10 +118,14 @@ class SearchResults:
         *,
         ttl: float = 30.0,
         clock: Callable[[], float] = time.monotonic,
+        walks: WalkShare | None = None,
     ) -> None:
         """``generation``: the index's change counter (an answer is dropped when it
-        moves); ``ttl``: how long an answer is kept (the poll interval)."""
+        moves); ``ttl``: how long an answer is kept (the poll interval); ``walks``:
+        what a walk listing a view may spend (a search is asked for by name, never
+        walked into)."""
         self._client = client
+        self._walks = walks if walks is not None else WalkShare()
         self._generation = generation
         self.ttl = ttl
         self._clock = clock
@@ -139,7 +144,9 @@ class SearchResults:
 
     async def view(self, named_filter: str) -> Answer:
         """The documents of a named filter (``Favorites`` …), latest versions."""
-        return await self._answer(("view", named_filter), dict(named_filter=named_filter), None)
+        return await self._answer(
+            ("view", named_filter), dict(named_filter=named_filter), None, view=True
+        )
 
     def kept(self, *key: str) -> Answer | None:
         """The answer kept for a search (``"search", scope, words``) or a view
@@ -160,7 +167,7 @@ class SearchResults:
         return self._clock() - kept.asked < self.ttl and kept.generation == self._generation()
 
     async def _answer(
-        self, key: tuple[str, ...], params: dict[str, str], words: str | None
+        self, key: tuple[str, ...], params: dict[str, str], words: str | None, *, view: bool = False
     ) -> Answer:
         kept = self._kept.get(key)
         if kept is not None and self._fresh(kept):
@@ -171,7 +178,7 @@ class SearchResults:
             if kept is not None and self._fresh(kept):
                 return kept.answer  # asked by another task meanwhile
             generation, asked = self._generation(), self._clock()
-            records, cut = await self._rows(params)
+            records, cut = await self._rows(params, view)
             answer = Answer(tuple(hits_of(records, words)), time.time(), cut)
             log.debug("%s: %d document(s) from %d row(s)", " ".join(key), len(answer.hits),
                       len(records))  # fmt: skip
@@ -182,10 +189,13 @@ class SearchResults:
                 self._locks.pop(old, None)
             return answer
 
-    async def _rows(self, params: dict[str, str]) -> tuple[list[dict[str, Any]], bool]:
-        """Every row of the list call (pages of 200), and whether they were cut."""
+    async def _rows(self, params: dict[str, str], view: bool) -> tuple[list[dict[str, Any]], bool]:
+        """Every row of the list call (pages of 200), and whether they were cut; each
+        page of a ``view`` is a walk's when a walk lists it (the root lists the views)."""
         records: list[dict[str, Any]] = []
-        for _ in range(_MAX_PAGES):
+        for number in range(_MAX_PAGES):
+            if view:
+                self._walks.spend(f"page {number + 1} of the view {params['named_filter']}")
             page = await self._client.list_documents(start=len(records), limit=PAGE_LIMIT, **params)
             records += page.documents
             total = page.total

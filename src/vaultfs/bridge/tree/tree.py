@@ -37,6 +37,7 @@ from vaultfs.bridge.tree.nodes import (
 )
 from vaultfs.bridge.tree.relationships import Relationships
 from vaultfs.bridge.tree.versions import latest_version, parse_version
+from vaultfs.bridge.tree.walks import WalkShare
 from vaultfs.client import VaultApi
 from vaultfs.wire import format_datetime
 
@@ -109,10 +110,17 @@ class Lister(Protocol):
 
 class Tree:
     def __init__(
-        self, client: VaultApi, index: DocumentIndex, catalog: TypeCatalog, lister: Lister
+        self,
+        client: VaultApi,
+        index: DocumentIndex,
+        catalog: TypeCatalog,
+        lister: Lister,
+        walks: WalkShare | None = None,
     ) -> None:
         self._client = client
         self.index = index
+        #: what the calls only a walk needs may spend (asked before each)
+        self.walks = walks if walks is not None else WalkShare()
         self._lister = lister
         self.catalog = catalog
         # Bounded, as the listings are: a walk of a million documents reads the
@@ -179,6 +187,7 @@ class Tree:
             cached = self._details.get(doc_id)
             if cached is not None and cached.stamp == stamp:
                 return cached
+            self.walks.spend(f"the details of document {doc_id}")
             try:
                 response = await self._client.get_document(doc_id)
             except errors.InvalidDocument:
@@ -275,6 +284,7 @@ class Tree:
         refs = [a for a in response.get("attachments") or [] if isinstance(a, dict)]
         if refs and not all("filename__v" in a for a in refs):
             # get_document names attachments by id only: one more call for their files.
+            self.walks.spend(f"the attachments of document {doc_id}")
             refs = await self._client.list_attachments(doc_id)
         for attachment in refs:
             try:
@@ -291,6 +301,7 @@ class Tree:
         key = (doc_id, major, minor)
         cached = self._versions.get(key)
         if cached is None:
+            self.walks.spend(f"version {major}.{minor} of document {doc_id}")
             response = await self._client.get_version(doc_id, major, minor)
             cached = response.get("document") or {}
             self._versions[key] = cached
@@ -311,6 +322,7 @@ class Tree:
             await self.version_record(doc_id, major, minor)
             cached = details.version_renditions.get((major, minor))
         if cached is None:
+            self.walks.spend(f"the renditions of version {major}.{minor} of document {doc_id}")
             cached = await self._client.list_renditions(doc_id, major, minor)
             details.version_renditions[(major, minor)] = cached
         return cached

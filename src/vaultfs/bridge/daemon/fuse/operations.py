@@ -40,6 +40,10 @@ from vaultfs.bridge.fs.filesystem import FileSystem
 __all__ = ["FuseOps", "capabilities"]
 
 
+def _pid(ctx: pyfuse3.RequestContext | None) -> int | None:
+    return None if ctx is None else ctx.pid
+
+
 def capabilities() -> Capabilities:
     """What of the installed pyfuse3 the mount uses (see ``capabilities``)."""
     offered = set(getattr(pyfuse3, "features", ()))
@@ -77,6 +81,8 @@ class FuseOps(pyfuse3.Operations):
         self.errors = RequestErrors(core)
         #: without OPENDIR: the listings being read, by directory inode
         self.by_inode = ListingsByInode(core, self.errors)
+        #: open directory handle -> the process that opened it (its walk's share)
+        self._listers: dict[int, int] = {}
 
     # --- names and attributes ----------------------------------------------------
 
@@ -89,8 +95,13 @@ class FuseOps(pyfuse3.Operations):
                 raise pyfuse3.FUSEError(errno.ENOENT)  # then the mkdir that raises IN_CREATE
             # then the unlink (rmdir) that raises IN_DELETE
             return stand_in(event.stand_in, event.sort is not Sort.DELETE_FILE, ctx)
-        with self.errors.handling("lookup", parent_inode, name):
-            return entry_attributes(await self.core.lookup(parent_inode, os.fsdecode(name)))
+        # What only a walk needs of the vault is paid from the walks' share
+        # (``tree.walks``): of a listing, and of a lookup or stat by a process that lists.
+        walks, pid = self.core.tree.walks, _pid(ctx)
+        with self.errors.handling("lookup", parent_inode, name), walks.naming(pid):
+            attr = await self.core.lookup(parent_inode, os.fsdecode(name))
+            walks.looked_at(attr.ino, pid)
+            return entry_attributes(attr)
 
     async def forget(self, inode_list: Sequence[tuple[int, int]]) -> None:
         count("forget")
@@ -104,7 +115,9 @@ class FuseOps(pyfuse3.Operations):
     async def getattr(
         self, inode: int, ctx: pyfuse3.RequestContext | None = None
     ) -> pyfuse3.EntryAttributes:
-        with self.errors.handling("getattr", inode):
+        walks, pid = self.core.tree.walks, _pid(ctx)
+        with self.errors.handling("getattr", inode), walks.naming(pid):
+            walks.looked_at(inode, pid)
             return entry_attributes(await self.core.getattr(inode))
 
     async def setattr(
@@ -135,10 +148,12 @@ class FuseOps(pyfuse3.Operations):
     async def opendir(self, inode: int, ctx: pyfuse3.RequestContext) -> int | pyfuse3.FileInfo:
         if self.using.no_opendir:
             raise pyfuse3.FUSEError(errno.ENOSYS)
-        with self.errors.handling("opendir", inode):
+        walks = self.core.tree.walks
+        with self.errors.handling("opendir", inode), walks.listing(ctx.pid):
             # Opened as before (the listing is built, refusals are the open's), so
             # that the kernel holding a listing changes nothing else.
             fh = await self.core.opendir(inode)
+            self._listers[fh] = ctx.pid
             key = self.core.inodes.key(inode)
             if not self.using.cache_readdir or key is None or self.core.registry.is_local(key):
                 # The mount's own directories (and the search folders) change with
@@ -149,6 +164,14 @@ class FuseOps(pyfuse3.Operations):
             return pyfuse3.FileInfo(fh=fh, keep_cache=True, cache_readdir=True)
 
     async def readdir(self, fh: int, start_id: int, token: pyfuse3.ReaddirToken) -> None:
+        # READDIR names no process: the one that opened the directory, or (without
+        # OPENDIR, ``fh`` is the directory's inode) the one taken to list it.
+        walks = self.core.tree.walks
+        pid = walks.lister_of(fh) if self.using.no_opendir else self._listers.get(fh)
+        with walks.listing(pid):
+            await self._readdir(fh, start_id, token)
+
+    async def _readdir(self, fh: int, start_id: int, token: pyfuse3.ReaddirToken) -> None:
         if self.using.no_opendir:
             await self.by_inode.readdir(fh, start_id, token)
             return
@@ -160,6 +183,7 @@ class FuseOps(pyfuse3.Operations):
 
     async def releasedir(self, fh: int) -> None:
         count("releasedir")
+        self._listers.pop(fh, None)
         self.core.releasedir(fh)
 
     async def mkdir(

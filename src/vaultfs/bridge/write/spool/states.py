@@ -80,6 +80,7 @@ _UPLOAD_MESSAGES = {
     UploadState.UPLOADING: "sent, its outcome unknown",
 }
 
+
 class State(Hashable, Protocol):
     """A member of a state ``Enum``: its value (on disk) and what it means."""
 

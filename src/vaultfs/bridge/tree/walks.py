@@ -1,0 +1,241 @@
+"""The walks' share of the vault's API budget.
+
+The vault's budget (by default 2,000 calls per 5 minutes and 100,000 a day) is shared
+by every user and integration of the vault. Most of what a program walking the tree
+sees costs nothing (the folders, the documents' folders, their source files: the
+index holds them), but a document's ``versions/``, ``renditions/``, ``attachments/``
+and ``relationships/`` need its details: one call or more per document, which at
+100,000 documents is the vault's day. Owns the share of the budget such listings may
+spend (``WalkShare``): ``per_day`` calls a day for the mount, and ``burst`` calls per
+burst window (5 minutes) for each program, each a bucket that refills evenly over its
+window.
+
+A call is a walk's when the request that needs it lists a directory, or names or looks
+at a node (a lookup, a stat) for a process that listed a directory within the last
+minute (``find``, a file manager; ``cat PATH`` lists nothing and is never a walk): the
+FUSE front says which with ``WalkShare.listing`` and ``WalkShare.naming``, and the
+tree asks ``spend`` before each call (the details of a document, a version's record,
+a version's renditions, relationships). The read-ahead a walk starts is the walk's
+too (trio's tasks inherit the context).
+Past the share such a call is refused (``errors.WalkShareSpent``, EDQUOT), never
+answered as empty, and the status names the program that spent it. What a person
+asks of a document directly (open, read, save, fields, the vault's search) never asks
+the share.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from cachetools import LRUCache, TTLCache
+
+from vaultfs import errors
+
+__all__ = ["WALK_BURST", "WALK_CALLS", "WalkShare"]
+
+#: calls a day the walks of one mount may spend: 5% of the spec's default daily limit
+WALK_CALLS = 5_000
+#: calls the walks of one mount may spend in a burst window: 10% of the spec's default
+#: burst limit (2,000 calls per 5 minutes)
+WALK_BURST = 200
+#: seconds a refusal is shown in the status (and the desktop told once while it lasts)
+_STOPPED_SHOWN = 600.0
+#: programs kept in the status, the biggest spenders first (and remembered at most)
+_PROGRAMS_SHOWN = 5
+_PROGRAMS_KEPT = 64
+_DAY = 86_400.0
+#: the vault's burst window (the spec's default)
+_BURST_WINDOW = 300.0
+#: a process that listed a directory this recently is walking: its lookups and stats
+#: are the walk's too
+_LISTED_LATELY = 60.0
+
+
+@dataclass(frozen=True)
+class _Walker:
+    """The process whose request needs the call (the kernel tells its pid)."""
+
+    pid: int
+
+
+_walker: contextvars.ContextVar[_Walker | None] = contextvars.ContextVar(
+    "vaultfs_walker", default=None
+)
+
+
+@contextlib.contextmanager
+def _walk_of(pid: int | None) -> Iterator[None]:
+    token = _walker.set(_Walker(pid or 0))
+    try:
+        yield
+    finally:
+        _walker.reset(token)
+
+
+def _program(pid: int) -> str:
+    """The process's name as the kernel tells it (``find``, ``nautilus``)."""
+    if pid <= 0:
+        return "a program"  # a READDIR of a directory the kernel opened itself
+    try:
+        with open(f"/proc/{pid}/comm", encoding="utf-8", errors="replace") as file:
+            return file.read().strip() or f"pid {pid}"
+    except OSError:
+        return f"pid {pid}"
+
+
+class _Bucket:
+    """``size`` calls that come back evenly over ``window`` seconds."""
+
+    def __init__(self, size: int, window: float, now: float) -> None:
+        self.size, self._rate = size, size / window
+        self._tokens, self._filled = float(size), now
+
+    def left(self, now: float) -> float:
+        return min(float(self.size), self._tokens + (now - self._filled) * self._rate)
+
+    def take(self, now: float) -> None:
+        self._tokens, self._filled = self.left(now) - 1.0, now
+
+
+@dataclass
+class _Spender:
+    """One program's walks: its own burst, what it spent and was refused."""
+
+    program: str
+    pid: int
+    burst: _Bucket
+    calls: int = 0
+    refused: int = 0
+
+
+class WalkShare:
+    """The calls walks may spend, and who spent them."""
+
+    def __init__(
+        self,
+        per_day: int = WALK_CALLS,
+        burst: int = WALK_BURST,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.per_day = per_day
+        self.burst = burst
+        self._clock = clock
+        now = clock()
+        #: the mount's walks' calls of the day, whatever program makes them
+        self._day = _Bucket(per_day, _DAY, now)
+        #: program name -> its burst, what it spent and was refused (each program has
+        #: a burst of its own: ``ls versions/`` typed while ``find`` walks goes through)
+        self._spenders: dict[str, _Spender] = {}
+        self.spent = 0
+        self.refused = 0
+        #: (program, calls it had spent, wall time) of the last refusal
+        self._stopped: tuple[str, int, float] | None = None
+        #: processes that listed a directory lately
+        self._listers: TTLCache[int, bool] = TTLCache(maxsize=4096, ttl=_LISTED_LATELY)
+        #: node (inode) -> the process that last named or looked at it: READDIR names
+        #: no process, and the one listing a directory looked it up first...
+        self._lookers: LRUCache[int, int] = LRUCache(maxsize=4096)
+        #: ... unless the kernel had it from a listing with attributes (READDIRPLUS):
+        #: then the process that listed last is taken for it
+        self._last_lister: int | None = None
+
+    def listing(self, pid: int | None) -> contextlib.AbstractContextManager[None]:
+        """The calls made inside list a directory for ``pid`` (None: a process the
+        kernel did not name): a walk's."""
+        if pid:
+            self._listers[pid] = True
+            self._last_lister = pid
+        return _walk_of(pid)
+
+    def looked_at(self, node: int, pid: int | None) -> None:
+        """``pid`` named or looked at ``node``."""
+        if pid:
+            self._lookers[node] = pid
+
+    def lister_of(self, node: int) -> int | None:
+        """The process taken to list ``node`` when the kernel does not say: the one
+        that last named or looked at it, else the one that listed last."""
+        return self._lookers.get(node, self._last_lister)
+
+    def naming(self, pid: int | None) -> contextlib.AbstractContextManager[None]:
+        """The calls made inside name or look at a node for ``pid``: a walk's when that
+        process listed a directory lately, else asked for directly."""
+        if pid and pid in self._listers:
+            return _walk_of(pid)
+        return contextlib.nullcontext()
+
+    def left(self, program: str | None = None) -> int:
+        """Calls a walk (of ``program``; None: of a program that spent nothing yet) may
+        make now."""
+        now = self._clock()
+        spender = self._spenders.get(program) if program is not None else None
+        burst = spender.burst.left(now) if spender is not None else float(self.burst)
+        return int(min(self._day.left(now), burst))
+
+    def spend(self, what: str) -> None:
+        """One call for ``what`` (a log's words: "the details of document 12") is
+        about to be made: a walk's is taken from the share, or refused."""
+        walker = _walker.get()
+        if walker is None:
+            return  # asked for directly
+        spender = self._spender(walker.pid)
+        if self.left(spender.program) >= 1:
+            now = self._clock()
+            self._day.take(now)
+            spender.burst.take(now)
+            spender.calls += 1
+            self.spent += 1
+            return
+        spender.refused += 1
+        self.refused += 1
+        self._stopped = (spender.program, spender.calls, time.time())
+        raise errors.WalkShareSpent(
+            f"{spender.program} (pid {walker.pid}) is walking the vault: {what} would "
+            f"spend more than the mount's share for walks ({self.burst} calls per 5 "
+            f"minutes a program, {self.per_day} a day: -o walk_burst, walk_calls); the vault's "
+            "search (.search/, vaultfs search) finds documents at no such cost"
+        )
+
+    def _spender(self, pid: int) -> _Spender:
+        program = _program(pid)
+        spender = self._spenders.pop(program, None) or _Spender(
+            program, pid, _Bucket(self.burst, _BURST_WINDOW, self._clock())
+        )
+        spender.pid = pid
+        self._spenders[program] = spender  # the latest last
+        if len(self._spenders) > _PROGRAMS_KEPT:
+            del self._spenders[next(iter(self._spenders))]
+        return spender
+
+    def status(self) -> dict[str, Any]:
+        """The share, what is left of it (``left``: for a program that spent nothing
+        yet) and who spent it (``.vaultfs/status``)."""
+        spenders = sorted(self._spenders.values(), key=lambda s: -(s.calls + s.refused))
+        stopped = None
+        if self._stopped is not None and time.time() - self._stopped[2] < _STOPPED_SHOWN:
+            program, calls, at = self._stopped
+            stopped = {"program": program, "calls": calls, "at": at}
+        return {
+            "burst": self.burst,
+            "calls_per_day": self.per_day,
+            "left": self.left(),
+            "spent": self.spent,
+            "refused": self.refused,
+            "programs": [
+                {
+                    "program": s.program,
+                    "pid": s.pid,
+                    "calls": s.calls,
+                    "refused": s.refused,
+                    "left": self.left(s.program),
+                }
+                for s in spenders[:_PROGRAMS_SHOWN]
+            ],
+            "stopped": stopped,
+        }
