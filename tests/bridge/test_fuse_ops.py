@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from pathlib import Path
 from types import SimpleNamespace
 
 import pyfuse3
@@ -22,6 +23,7 @@ from vaultfs.bridge.daemon.name_events import STAND_IN_INODES, Event, NameEvents
 from vaultfs.bridge.fs.filesystem import FileSystem
 from vaultfs.bridge.fs.inodes import ROOT_INODE
 from vaultfs.bridge.fs.opening import Opened
+from vaultfs.testing.vault_process import wait_until
 
 from .fakevault import FakeVault
 
@@ -281,3 +283,44 @@ async def test_a_warm_read_only_open_is_kept_unless_an_invalidation_came_meanwhi
         assert ino not in kept_opens  # the next open reaches the mount
     finally:
         kept_opens.pop(ino, None)
+
+
+def test_the_calls_that_raise_name_events_come_from_a_process_of_their_own(
+    tmp_path: Path,
+) -> None:
+    """A daemon SIGKILLed while one of its own threads waited on a call through its own
+    mount stayed a zombie holding /dev/fuse: the mount hung every program touching it.
+    The calls come from a helper process instead, which the kill does not hold up:
+    here over a plain directory, the helper's mkdir and unlink are made, and the
+    requests a mount would see come from its pid, no thread of the daemon's."""
+    (tmp_path / "Folder").mkdir()
+    (tmp_path / "Folder" / "gone.txt").write_bytes(b"")
+    forgotten: list[tuple[int, str, int]] = []
+    events = NameEvents(
+        str(tmp_path),
+        forget=lambda parent, name: None,
+        delete=lambda parent, name, ino: forgotten.append((parent, name, ino)),
+    )
+    try:
+        events.created(1, "Folder", "New Document")
+        events.deleted(1, "Folder", "gone.txt", 77, is_dir=False)
+        wait_until(
+            lambda: (
+                (tmp_path / "Folder" / "New Document").is_dir()
+                and not (tmp_path / "Folder" / "gone.txt").exists()
+            ),
+            timeout=10,
+            what="the helper's calls",
+        )
+        assert forgotten == [(1, "gone.txt", 77)]
+        helper = events._tid
+        assert helper not in (0, os.getpid())
+        assert not os.path.exists(f"/proc/{os.getpid()}/task/{helper}")  # not a thread
+        with open(f"/proc/{helper}/status") as status:
+            assert f"PPid:\t{os.getpid()}" in status.read()
+        # No descriptor of this process's (a daemon's /dev/fuse) went with it.
+        assert sorted(os.listdir(f"/proc/{helper}/fd")) == ["0", "1", "2"]
+        assert events.own(helper) and not events.own(os.getpid())
+    finally:
+        events.close()
+    wait_until(lambda: not os.path.exists(f"/proc/{helper}/fd/0"), timeout=10, what="its end")

@@ -6,11 +6,11 @@ inotify's IN_CREATE and IN_DELETE (in the watches of the parent directory) are r
 by the kernel's VFS when a mkdir(2), create(2), unlink(2) or rmdir(2) through it
 succeeds. FUSE has no notification that raises either: ``invalidate_entry`` forgets a
 name, and with ``deleted`` raises only IN_DELETE_SELF, to the watchers of the node
-itself (tested on Linux 6.18). So the daemon makes the VFS raise them: a thread of
-its own calls mkdir(2), unlink(2) or rmdir(2) on the name through the mount (this
-module never imports pyfuse3: the ``fuse`` package answers the requests), and the
-file system answers that thread, and only that thread (a request's pid is the calling
-thread's id), so that nothing changes:
+itself (tested on Linux 6.18). So the daemon makes the VFS raise them: a small helper
+process of its own calls mkdir(2), unlink(2) or rmdir(2) on the name through the
+mount (this module never imports pyfuse3: the ``fuse`` package answers the requests),
+and the file system answers that process, and only that process (a request's pid),
+so that nothing changes:
 
 - a create: the lookup for the mkdir is answered ENOENT, and the mkdir with the
   existing directory's entry. The kernel raises IN_CREATE (with IN_ISDIR) in the
@@ -24,9 +24,17 @@ thread's id), so that nothing changes:
   done. The kernel raises IN_DELETE (with IN_ISDIR for a directory) in the parent's
   watches, drops the stand-in and forgets its number.
 
-The thread is never the trio loop's: its calls wait for the loop to answer them.
-While one runs the kernel holds the parent directory's lock, so no other process's
-lookup of the name through the parent reaches the daemon in between. Any failure
+The calls wait for the trio loop to answer them, so they are never the loop's: a
+thread of the daemon hands them to the helper one at a time and waits for its word.
+They are not made by that thread itself: a request the daemon has read is waited
+for by its caller without end, even by a caller SIGKILL ended (the kernel waits out
+what it sent), so a daemon killed while its own thread had a call on its own mount
+would stay a zombie holding ``/dev/fuse``, its connection never ended, and every
+program touching the mount would hang (seen in the kill tests). A daemon killed
+while the helper has a call under way exits; the kernel ends the connection, the
+call fails and the helper, finding its pipe closed, exits too. While a call runs the
+kernel holds the parent directory's lock, so no other process's lookup of the name
+through the parent reaches the daemon in between. Any failure
 (another program looked the name up in between: EEXIST; the name went: ENOENT; a user
 who may not write in the folder: EACCES) only means no event: logged at debug.
 """
@@ -39,6 +47,8 @@ import itertools
 import logging
 import os
 import queue
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -50,6 +60,23 @@ log = logging.getLogger(__name__)
 #: the first inode number of the stand-ins a delete's lookup is answered with (far
 #: above any number the mount's inode table gives)
 STAND_IN_INODES = 1 << 62
+
+
+#: the helper: each line read is a call and a path (hex of its bytes), each line
+#: written the call's errno (0: done); it ends when its input does
+_HELPER = """
+import os, sys
+calls = {"mkdir": os.mkdir, "rmdir": os.rmdir, "unlink": os.unlink}
+for line in sys.stdin:
+    call, path = line.split()
+    try:
+        calls[call](bytes.fromhex(path))
+        done = 0
+    except OSError as exc:
+        done = exc.errno or 5
+    sys.stdout.write(f"{done}\\n")
+    sys.stdout.flush()
+"""
 
 
 class Sort(enum.Enum):
@@ -103,8 +130,9 @@ class NameEvents:
         self._delete = delete
         self._queue: queue.SimpleQueue[Event | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
+        self._helper: subprocess.Popen[str] | None = None
         self._stand_ins = itertools.count(STAND_IN_INODES)
-        #: the thread id of the thread that makes the calls (0: not started)
+        #: the pid of the process that makes the calls (0: not started)
         self._tid = 0
         #: the event its call is about, while one is under way
         self._pending: Event | None = None
@@ -121,7 +149,7 @@ class NameEvents:
         self._put(Event(sort, parent, parent_path, name, ino, next(self._stand_ins)))
 
     def own(self, pid: int) -> bool:
-        """Whether a request comes from the thread that raises the events."""
+        """Whether a request comes from the process that raises the events."""
         return self._tid != 0 and pid == self._tid
 
     def pending(self, pid: int, parent: int, name: str) -> Event | None:
@@ -133,7 +161,8 @@ class NameEvents:
         return event
 
     def close(self) -> None:
-        """Ends the thread (not waited for: its call may wait for a loop that ended)."""
+        """Ends the thread and the helper (not waited for: a call may wait for a loop
+        that ended; the helper ends when its pipe closes)."""
         if self._thread is not None:
             self._queue.put(None)
             self._thread = None
@@ -145,7 +174,28 @@ class NameEvents:
         self._queue.put(event)
 
     def _run(self) -> None:
-        self._tid = threading.get_native_id()
+        try:
+            # Isolated, no site: a start of a few milliseconds. No descriptor of the
+            # daemon's goes with it (``/dev/fuse`` least of all).
+            helper = subprocess.Popen(
+                [sys.executable, "-I", "-S", "-c", _HELPER],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+                close_fds=True,
+            )
+        except OSError as exc:
+            log.warning("no events for names that appear or go: %s", exc)
+            return
+        self._helper, self._tid = helper, helper.pid
+        try:
+            self._serve()
+        finally:
+            if helper.stdin is not None:
+                helper.stdin.close()  # the helper ends; it is waited for by nobody
+            self._tid = 0
+
+    def _serve(self) -> None:
         while (event := self._queue.get()) is not None:
             self._pending = event
             try:
@@ -156,10 +206,23 @@ class NameEvents:
             finally:
                 self._pending = None
 
+    def _call(self, sort: Sort, path: str) -> None:
+        """The helper's ``sort`` of ``path`` through the mount; OSError as it failed."""
+        helper = self._helper
+        assert helper is not None and helper.stdin is not None and helper.stdout is not None
+        helper.stdin.write(f"{sort.value} {os.fsencode(path).hex()}\n")
+        helper.stdin.flush()
+        answer = helper.stdout.readline()
+        if not answer:
+            raise OSError(errno.EPIPE, "the helper that raises name events is gone")
+        number = int(answer)
+        if number:
+            raise OSError(number, os.strerror(number), path)
+
     def _raise(self, event: Event) -> None:
         path = os.path.join(self._mountpoint, event.path)
         if event.creates:
-            os.mkdir(path)
+            self._call(Sort.CREATE_DIR, path)
             return
         try:
             self._delete(event.parent, event.name, event.ino)
@@ -174,7 +237,4 @@ class NameEvents:
             except OSError as again:
                 if again.errno != errno.ENOENT:
                     raise
-        if event.sort is Sort.DELETE_DIR:
-            os.rmdir(path)
-        else:
-            os.unlink(path)
+        self._call(event.sort, path)

@@ -149,11 +149,11 @@ class FuseOps(pyfuse3.Operations):
         if self.using.no_opendir:
             raise pyfuse3.FUSEError(errno.ENOSYS)
         walks = self.core.tree.walks
-        with self.errors.handling("opendir", inode), walks.listing(ctx.pid):
+        with self.errors.handling("opendir", inode), walks.listing(_pid(ctx)):
             # Opened as before (the listing is built, refusals are the open's), so
             # that the kernel holding a listing changes nothing else.
             fh = await self.core.opendir(inode)
-            self._listers[fh] = ctx.pid
+            self._listers[fh] = _pid(ctx) or 0
             key = self.core.inodes.key(inode)
             if not self.using.cache_readdir or key is None or self.core.registry.is_local(key):
                 # The mount's own directories (and the search folders) change with
