@@ -6,8 +6,12 @@ enough that nothing waits for the burst window) and mounts it twice on one cache
 directory. Rows: for each mount, the time until the big folder lists whole, the time
 until the mount says its index is ready, and the API calls it made (logins left out);
 the daemon's memory after ``ls -l`` of the big folder; warm ``ls`` and ``ls -l`` of it
-against a local directory of the same names; the server's list page at the last
-offset (sorted as mounts sort), the first time and again. Each row names its floor:
+against a local directory of the same names; ``find MOUNT -name PATTERN`` from the top
+of the second mount at the default walks' share (``tree.walks``): its time against
+the same ``find`` over a local tree of the same shape (a folder per document with its
+four sub-folders), the calls it cost against the share, what the share refused, and
+the daemon's memory after it; the server's list page at the last offset (sorted as
+mounts sort), the first time and again. Each row names its floor:
 a first mount cannot cost less than one call per started page of 200 documents (plus
 a few metadata calls), a second mount on the same cache needs next to none.
 """
@@ -19,6 +23,7 @@ import io
 import math
 import os
 import shutil
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -26,6 +31,7 @@ from typing import Any
 
 import httpx
 
+from vaultfs.bridge.tree.walks import WALK_BURST
 from vaultfs.testing.mount_process import MountProcess
 from vaultfs.testing.postgres import PostgresCluster
 from vaultfs.testing.vault_process import ADMIN, DEMO_PASSWORD, VaultProcess, wait_until
@@ -195,6 +201,47 @@ def _local_copy(folder: Path, target: Path) -> None:
                 (target / entry.name).touch()
 
 
+#: the sub-folders of a document's folder, as the mount shows them
+_DOCUMENT_DIRS = ("versions", "renditions", "attachments", "relationships")
+
+
+def _local_tree(folder: Path, target: Path) -> None:
+    """The shape of a mount's big folder as a local tree: a folder per document, with
+    its four sub-folders (the scale documents have no file)."""
+    target.mkdir(parents=True)
+    for name in os.listdir(folder):
+        for sub in _DOCUMENT_DIRS:
+            (target / name / sub).mkdir(parents=True)
+
+
+class _Walk:
+    """``find ROOT -name PATTERN`` from the top of a mount: seconds, calls (logins left
+    out), what the walks' share spent and refused, the daemon's memory after."""
+
+    def __init__(self, mount: MountProcess, pattern: str) -> None:
+        before = mount.status()
+        started = time.perf_counter()
+        found = subprocess.run(
+            ["find", str(mount.mountpoint), "-name", pattern],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        self.seconds = time.perf_counter() - started
+        after = mount.status()
+        self.found = found.stdout.splitlines()
+        logins = int(after["api_calls_by_endpoint"].get(_LOGIN, 0)) - int(
+            before["api_calls_by_endpoint"].get(_LOGIN, 0)
+        )
+        self.calls = int(after["api_calls"]) - int(before["api_calls"]) - logins
+        self.spent = int(after["walks"]["spent"]) - int(before["walks"]["spent"])
+        self.refused = int(after["walks"]["refused"]) - int(before["walks"]["refused"])
+        self.rss_mib = rss_kib(mount.pid) / 1024
+
+    def found_name(self, name: str) -> bool:
+        return any(line.endswith(f"/{name}") for line in self.found)
+
+
 def _mount(ctx: Context, url: str, cache: Path) -> MountProcess:
     return MountProcess(
         url,
@@ -244,6 +291,12 @@ def run(ctx: Context) -> list[Row]:
                     ls_l = [timed_run(["ls", "-l", str(folder)]) for _ in range(repeats)]
                     local = ctx.scratch("scale-local")
                     _local_copy(folder, local)
+                    # A search by name from the top, as a user's find or a file
+                    # manager's search walks it, at the default walks' share.
+                    pattern = f"S{count // 2:07d}*"
+                    walk = _Walk(mount, pattern)
+                    local_tree = ctx.scratch("scale-local-tree")
+                    _local_tree(folder, local_tree)
             finally:
                 mount.stop()
     finally:
@@ -254,6 +307,9 @@ def run(ctx: Context) -> list[Row]:
     ls_local = [timed_run(["ls", str(local)]) for _ in range(repeats)]
     ls_l_local = [timed_run(["ls", "-l", str(local)]) for _ in range(repeats)]
     shutil.rmtree(local, ignore_errors=True)
+    ctx.drop_caches()
+    walk_local = timed_run(["find", str(local_tree), "-name", pattern])
+    shutil.rmtree(local_tree, ignore_errors=True)
     first, second = starts
     floor = f"floor: {pages} pages of {PAGE_LIMIT} + ~{_METADATA_CALLS} metadata calls"
     rows = [
@@ -323,6 +379,30 @@ def run(ctx: Context) -> list[Row]:
             f"local ls -l: {seconds(median(ls_l_local))}",
             median(ls_l) / median(ls_l_local),
             Aim(False, 2),
+        ),
+        Row(
+            f"scale: find -name over the whole second mount ({count} documents; "
+            f"{'found' if walk.found_name(pattern[:-1]) else 'NOT found'})",
+            seconds(walk.seconds),
+            f"local find -name of the same shape, cold: {seconds(walk_local)}",
+            walk.seconds / walk_local,
+            None,
+            f"{walk.calls}",
+        ),
+        Row(
+            "scale: that find's calls against the walks' share (a program's burst)",
+            f"{walk.spent} spent, {walk.refused} refused (EDQUOT)",
+            f"share: {WALK_BURST} per 5 minutes a program",
+            walk.calls / WALK_BURST,
+            Aim(False, 1.1),
+            f"{walk.calls}",
+        ),
+        Row(
+            "scale: daemon memory (VmRSS) after that find",
+            f"{walk.rss_mib:.0f} MiB",
+            "aim: 200 MiB",
+            walk.rss_mib,
+            Aim(False, 200),
         ),
         Row(
             f"scale: server list page at the last offset ({total} documents, sorted), first",

@@ -17,6 +17,7 @@ import trio
 
 from vaultfs import errors
 from vaultfs.bridge.content.blobcache import BlobHandle
+from vaultfs.bridge.content.sources import Content
 from vaultfs.bridge.fs.dir_entries import DirEntries
 from vaultfs.bridge.write.editing import EditHandle, Editing
 from vaultfs.bridge.write.new_documents import NewDocuments
@@ -25,6 +26,7 @@ from vaultfs.bridge.write.scratch import ScratchFile
 __all__ = [
     "CachedContent",
     "HandleTable",
+    "LatestSource",
     "LostFile",
     "OpenFile",
     "ScratchOpen",
@@ -95,16 +97,77 @@ class CachedContent(_ReadOnly):
             self._blob.close()
 
 
+class LatestSource(_ReadOnly):
+    """A document's latest source file read through the cache, following the latest
+    version: a descriptor held open across a save (this mount's, or another client's
+    the index learned of) reads the save's bytes, as a file changed in place does, and
+    never the bytes before it under the save's size (the inode stays the document's
+    source file, and its size is the latest's). ``edit(offset, size)``: the bytes of a
+    save not checked in yet (its spool entry), None when there is none; ``latest``: the
+    vault's content now; ``open_content``: its blob opened; ``blob`` of ``content``:
+    opened already."""
+
+    def __init__(
+        self,
+        edit: Callable[[int, int], bytes | None],
+        latest: Callable[[], Awaitable[Content]],
+        open_content: Callable[[Content], Awaitable[BlobHandle]],
+        content: Content,
+        blob: BlobHandle | None = None,
+    ) -> None:
+        self._edit = edit
+        self._latest = latest
+        self._open_content = open_content
+        self._key = content.key
+        self._blob = blob
+
+    async def read(self, offset: int, size: int) -> bytes:
+        edited = self._edit(offset, size)
+        if edited is not None:
+            return edited
+        try:
+            content = await self._latest()
+        except errors.InvalidDocument:
+            if self._blob is None:
+                raise
+            # Gone from the vault: what was open stays readable, as a deleted file's
+            # descriptor does.
+            return await self._blob.read(offset, size)
+        if self._blob is None or content.key != self._key:
+            blob = await self._open_content(content)
+            if self._blob is not None and self._key == content.key:
+                blob.close()  # another read opened it meanwhile
+            else:
+                old, self._blob, self._key = self._blob, blob, content.key
+                if old is not None:
+                    old.close()
+        assert self._blob is not None
+        return await self._blob.read(offset, size)
+
+    async def release(self) -> None:
+        if self._blob is not None:
+            self._blob.close()
+
+
 class SharedContent(_ReadOnly):
     """Vault content whose one handle every read-only open of an inode shares
     (``Opened.shared``): the kernel keeps its pages, so a read reaches it only for a
     page the kernel dropped since. No release says when the last of those opens ends,
-    so the cache file is opened for each such read rather than held."""
+    so the cache file is opened for each such read rather than held. ``edit``, for a
+    latest source file: the bytes of a save not checked in yet, as ``LatestSource``."""
 
-    def __init__(self, open_blob: Callable[[], Awaitable[BlobHandle]]) -> None:
+    def __init__(
+        self,
+        open_blob: Callable[[], Awaitable[BlobHandle]],
+        edit: Callable[[int, int], bytes | None] | None = None,
+    ) -> None:
         self._open_blob = open_blob
+        self._edit = edit
 
     async def read(self, offset: int, size: int) -> bytes:
+        edited = self._edit(offset, size) if self._edit is not None else None
+        if edited is not None:
+            return edited
         blob = await self._open_blob()
         try:
             return await blob.read(offset, size)

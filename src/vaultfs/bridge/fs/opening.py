@@ -17,11 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vaultfs.bridge.content.blobcache import BlobCache, BlobHandle
-from vaultfs.bridge.content.sources import Contents
+from vaultfs.bridge.content.sources import Content, Contents
 from vaultfs.bridge.fs.freshness import Freshness
 from vaultfs.bridge.fs.handles import (
     CachedContent,
     HandleTable,
+    LatestSource,
     OpenFile,
     ScratchOpen,
     SharedContent,
@@ -101,11 +102,15 @@ class Opener:
         sized: Callable[[int], None] | None = None,
         *,
         share: bool = False,
+        follow: bool = False,
     ) -> Opened:
         """The vault's content of file ``key`` read through the cache; ``sized`` is told
         its exact size when known at open. ``share``: what this inode's read-only opens
         get stays the same until the mount invalidates its attributes (the family's
-        word): once the kernel keeps its pages, they share one handle (``Opened.shared``)."""
+        word): once the kernel keeps its pages, they share one handle (``Opened.shared``).
+        ``follow``: ``key``'s content changes (a document's latest source file), and a
+        descriptor held open reads the content of the moment it reads
+        (``handles.LatestSource``)."""
         content = await self._contents.of(key)
         if self._page_keys.get(ino) == content.key and self._blobs.is_cached(content.key):
             size = self._blobs.exact_size(content.key)
@@ -113,9 +118,16 @@ class Opener:
                 # The kernel keeps this inode's pages of this content (``keep_cache``):
                 # only a page it dropped since is read here, so the cache file is opened
                 # at the first read that comes, not at every open of a warm walk.
-                open_blob = functools.partial(self._blobs.open, content.key, content.fetch)
+                open_blob = (
+                    self.vault_reader(key)
+                    if follow
+                    else functools.partial(self._blobs.open, content.key, content.fetch)
+                )
                 if share:
-                    fh = self._shared_handle(ino, content.key, open_blob)
+                    edit = self._edit_of(key) if follow else None
+                    fh = self._shared_handle(ino, content.key, open_blob, edit)
+                elif follow:
+                    fh = self._handles.add_file(self._latest(key, content))
                 else:
                     fh = self._handles.add_file(CachedContent(open_blob=open_blob))
                 if sized is not None:
@@ -131,21 +143,50 @@ class Opener:
             except BaseException:
                 blob.close()
                 raise
-        fh = self._handles.add_file(CachedContent(blob))
+        fh = self._handles.add_file(
+            self._latest(key, content, blob) if follow else CachedContent(blob)
+        )
         size = self._blobs.exact_size(content.key)
         if sized is not None and size is not None:
             sized(size)
         return self._opened_content(ino, fh, content.key, size)
 
+    def _latest(
+        self, key: NodeKey, content: Content, blob: BlobHandle | None = None
+    ) -> LatestSource:
+        """A handle of ``key``'s content that follows it as it changes."""
+
+        async def latest() -> Content:
+            return await self._contents.of(key)
+
+        async def open_content(now: Content) -> BlobHandle:
+            return await self._blobs.open(now.key, now.fetch)
+
+        return LatestSource(self._edit_of(key), latest, open_content, content, blob)
+
     def _shared_handle(
-        self, ino: int, content_key: str, open_blob: Callable[[], Awaitable[BlobHandle]]
+        self,
+        ino: int,
+        content_key: str,
+        open_blob: Callable[[], Awaitable[BlobHandle]],
+        edit: Callable[[int, int], bytes | None] | None,
     ) -> int:
         """The one handle of ``ino``'s read-only opens of ``content_key``."""
         handles = self._shared.setdefault(ino, {})
         fh = handles.get(content_key)
         if fh is None:
-            fh = handles[content_key] = self._handles.add_shared(SharedContent(open_blob))
+            shared = SharedContent(open_blob, edit)
+            fh = handles[content_key] = self._handles.add_shared(shared)
         return fh
+
+    def _edit_of(self, key: NodeKey) -> Callable[[int, int], bytes | None]:
+        """Reads the bytes of ``key``'s document's save not checked in yet, if any."""
+        editing, doc_id = self._new_documents.editing, key.doc_id
+
+        def edit(offset: int, size: int) -> bytes | None:
+            return editing.read_edit(doc_id, offset, size)
+
+        return edit
 
     async def exact_size_known(self, key: NodeKey) -> BlobHandle | None:
         """The vault's content of ``key`` opened, when its exact size is not known yet

@@ -79,6 +79,8 @@ class Sources(Family):
             ino,
             lambda size: parts.prefetch.source_opened(doc_id, size),
             share=editing.writers(doc_id) == 0,
+            # A descriptor held open across a save reads the save (the same inode).
+            follow=True,
         )
 
     async def _open_for_writing(self, parts: Parts, key: NodeKey, ino: int, flags: int) -> Opened:

@@ -136,7 +136,12 @@ class Editing:
     def read(self, handle: EditHandle, offset: int, size: int) -> bytes | None:
         """Bytes of the edit under way (this handle's, or another writer's), None when
         the document is not checked out: the vault's content is what to read then."""
-        entry = self.entry(handle.doc_id)
+        return self.read_edit(handle.doc_id, offset, size)
+
+    def read_edit(self, doc_id: int, offset: int, size: int) -> bytes | None:
+        """Bytes of ``doc_id``'s edit under way or waiting to be checked in (its spool
+        entry), None when there is none."""
+        entry = self.entry(doc_id)
         return None if entry is None else bytes(entry.pread(offset, size))
 
     async def open(self, doc_id: int, *, truncate: bool, append: bool = False) -> EditHandle:

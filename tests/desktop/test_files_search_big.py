@@ -1,0 +1,69 @@
+"""A search in GNOME Files from the top of a mount of 20,000 documents: its walk into
+every document's folder spends no more than the walks' share of the vault's budget
+(docs/user-guide.md, "The vault's budget"), the search finishes and finds the
+document by name, and the status names GNOME Files as the walker."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.bridge.test_index_mount import bulk_create
+from tests.conftest import API, login
+from tests.desktop.conftest import MARKS
+from tests.desktop.test_files_search import calls
+from vaultfs.testing.mount_process import MountProcess, can_mount
+from vaultfs.testing.vault_process import VaultProcess
+
+pytestmark = MARKS
+
+#: documents made in bulk: without the share, the search would cost a call each
+COUNT = 20_000
+#: the share the mount is given: calls per 5 minutes a program, calls a day
+BURST, DAY = 40, 60
+
+
+@pytest.fixture
+def big_mount(fresh_vault: VaultProcess, tmp_path: Path) -> Iterator[MountProcess]:
+    if not can_mount():
+        pytest.skip("needs /dev/fuse and fusermount3")
+    headers = {"Authorization": login(fresh_vault.url)}
+    with httpx.Client(base_url=fresh_vault.url + API, headers=headers, timeout=120) as api:
+        bulk_create(api, COUNT, "walked")
+    process = MountProcess(
+        fresh_vault.url, tmp_path / "mount", options=f"walk_burst={BURST},walk_calls={DAY}"
+    )
+    try:
+        yield process.start()
+    finally:
+        process.stop()
+
+
+def test_a_search_of_the_whole_big_mount_spends_the_share_and_finds_by_name(
+    big_mount: MountProcess, desktop: Any
+) -> None:
+    before = big_mount.status()
+    files = desktop(big_mount.mountpoint)
+    assert "General" in files.wait_for(lambda v: bool(v.rows), timeout=60).names
+    files.type_keys("ctrl+f", text="walked 19999")
+    shown = files.wait_for(
+        lambda v: v.title == "Search for “walked 19999”" and not v.searching and bool(v.rows),
+        timeout=600,
+    )
+    results = {row[0]: row[1] for row in shown.rows}
+    print("the search shows:", shown.rows)
+    assert results == {"walked 19999": "General/"}
+    after = big_mount.status()
+    walks = after["walks"]
+    print("the search's walk:", walks)
+    assert walks["spent"] <= DAY
+    assert walks["programs"][0]["program"] == "nautilus"
+    # What the walk needed past its share was refused; besides the share (a document's
+    # details, the views' pages) and the mount's own polls, a few metadata calls.
+    assert walks["refused"] > 0 and walks["stopped"]["program"] == "nautilus"
+    spent = calls(after) - calls(before)
+    assert spent <= DAY + 5, after["api_calls_by_endpoint"]
