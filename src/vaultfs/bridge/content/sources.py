@@ -69,6 +69,11 @@ class Contents:
         self._tree = tree
         self._client = client
 
+    def generation(self) -> int:
+        """Moves whenever the index learns a change: a file's content is the same while
+        it stays (``fs.handles.LatestSource`` asks again only then)."""
+        return self._tree.index.generation
+
     def _source(self, doc_id: int, record: dict[str, Any]) -> Content:
         major, minor = latest_version(record) or (0, 0)
         client = self._client

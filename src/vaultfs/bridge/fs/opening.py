@@ -154,10 +154,17 @@ class Opener:
     def _latest(
         self, key: NodeKey, content: Content, blob: BlobHandle | None = None
     ) -> LatestSource:
-        """A handle of ``key``'s content that follows it as it changes."""
+        """A handle of ``key``'s content that follows it as it changes: asked again
+        only when the index learned a change (a big read is thousands of reads)."""
+        contents = self._contents
+        seen = (contents.generation(), content)
 
         async def latest() -> Content:
-            return await self._contents.of(key)
+            nonlocal seen
+            if contents.generation() != seen[0]:
+                generation = contents.generation()
+                seen = (generation, await contents.of(key))
+            return seen[1]
 
         async def open_content(now: Content) -> BlobHandle:
             return await self._blobs.open(now.key, now.fetch)

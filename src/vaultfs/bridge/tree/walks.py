@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import logging
+import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -37,6 +39,8 @@ from cachetools import LRUCache, TTLCache
 from vaultfs import errors
 
 __all__ = ["WALK_BURST", "WALK_CALLS", "WalkShare"]
+
+log = logging.getLogger(__name__)
 
 #: calls a day the walks of one mount may spend: 5% of the spec's default daily limit
 WALK_CALLS = 5_000
@@ -160,8 +164,13 @@ class WalkShare:
 
     def lister_of(self, node: int) -> int | None:
         """The process taken to list ``node`` when the kernel does not say: the one
-        that last named or looked at it, else the one that listed last."""
-        return self._lookers.get(node, self._last_lister)
+        that last named or looked at it while it still runs (an ``ls -l`` that ended
+        is no walker, and its name would be a program of its own), else the one that
+        listed last."""
+        pid = self._lookers.get(node)
+        if pid is not None and os.path.exists(f"/proc/{pid}"):
+            return pid
+        return self._last_lister
 
     def naming(self, pid: int | None) -> contextlib.AbstractContextManager[None]:
         """The calls made inside name or look at a node for ``pid``: a walk's when that
@@ -194,6 +203,13 @@ class WalkShare:
             return
         spender.refused += 1
         self.refused += 1
+        if spender.refused == 1:
+            # Once per program: each of its refusals is EDQUOT, not logged again.
+            log.warning(
+                "%s (pid %d) is walking the vault: stopped at %d calls (the walks' share: "
+                "%d per 5 minutes a program, %d a day); first refused: %s",
+                spender.program, walker.pid, spender.calls, self.burst, self.per_day, what,
+            )  # fmt: skip
         self._stopped = (spender.program, spender.calls, time.time())
         raise errors.WalkShareSpent(
             f"{spender.program} (pid {walker.pid}) is walking the vault: {what} would "

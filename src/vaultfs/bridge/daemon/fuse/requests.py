@@ -31,9 +31,19 @@ log = logging.getLogger(__name__)
 #: seconds between two log lines about the same unreachable-vault failure
 _REPEAT_LOG_AFTER = 60.0
 #: answers a file system gives in ordinary use (a name probed that does not exist, an
-#: attribute it does not have): not worth a log line
+#: attribute it does not have), or whose cause is logged once where it is decided (a
+#: walk stopped past its share: ``tree.walks``, hundreds of thousands of listings):
+#: not worth a log line each
 _ORDINARY = frozenset(
-    {errno.ENOENT, errno.ENODATA, errno.ENOTSUP, errno.ENOTDIR, errno.EISDIR, errno.EEXIST}
+    {
+        errno.ENOENT,
+        errno.ENODATA,
+        errno.ENOTSUP,
+        errno.ENOTDIR,
+        errno.EISDIR,
+        errno.EEXIST,
+        errno.EDQUOT,
+    }
 )
 
 #: requests that reached Python, by operation: what a walk costs (``.vaultfs/status``)
