@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import errno
 import os
-import subprocess
 
 import pytest
 import trio
@@ -121,21 +120,3 @@ async def test_tasks_a_walk_starts_spend_its_share() -> None:
         nursery.start_soon(read_ahead)  # started outside the walk: asked for directly
     assert sorted(outcomes) == ["refused", "spent", "spent"]
     assert share.status()["spent"] == 1
-
-
-def test_a_listing_the_kernel_names_no_process_for_is_a_live_lookers_or_the_last_listers() -> None:
-    """READDIR names no process: the one that looked the directory up, while it runs;
-    one that ended (an ``ls -l`` before the walk) is no walker, and the process that
-    listed last is taken instead (a walk's READDIRPLUS hands out its sub-folders with
-    no lookup of their own)."""
-    share = WalkShare(clock=_Clock())
-    ended = subprocess.Popen(["true"])
-    ended.wait()
-    share.looked_at(5, ended.pid)
-    share.looked_at(6, os.getpid())
-    assert share.lister_of(6) == os.getpid()
-    assert share.lister_of(5) is None  # nobody listed yet
-    with share.listing(1):
-        pass
-    assert share.lister_of(5) == 1 and share.lister_of(7) == 1
-    assert share.lister_of(6) == os.getpid()

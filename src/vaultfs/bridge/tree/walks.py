@@ -15,8 +15,8 @@ at a node (a lookup, a stat) for a process that listed a directory within the la
 minute (``find``, a file manager; ``cat PATH`` lists nothing and is never a walk): the
 FUSE front says which with ``WalkShare.listing`` and ``WalkShare.naming``, and the
 tree asks ``spend`` before each call (the details of a document, a version's record,
-a version's renditions, relationships). The read-ahead a walk starts is the walk's
-too (trio's tasks inherit the context).
+a version's renditions, relationships, a page of a view: ``search_results``). The
+read-ahead a walk starts is the walk's too (trio's tasks inherit the context).
 Past the share such a call is refused (``errors.WalkShareSpent``, EDQUOT), never
 answered as empty, and the status names the program that spent it. What a person
 asks of a document directly (open, read, save, fields, the vault's search) never asks
@@ -28,13 +28,12 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import logging
-import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from cachetools import LRUCache, TTLCache
+from cachetools import TTLCache
 
 from vaultfs import errors
 
@@ -44,8 +43,8 @@ log = logging.getLogger(__name__)
 
 #: calls a day the walks of one mount may spend: 5% of the spec's default daily limit
 WALK_CALLS = 5_000
-#: calls the walks of one mount may spend in a burst window: 10% of the spec's default
-#: burst limit (2,000 calls per 5 minutes)
+#: calls the walks of each program may spend in a burst window: 10% of the spec's
+#: default burst limit (2,000 calls per 5 minutes)
 WALK_BURST = 200
 #: seconds a refusal is shown in the status (and the desktop told once while it lasts)
 _STOPPED_SHOWN = 600.0
@@ -142,35 +141,13 @@ class WalkShare:
         self._stopped: tuple[str, int, float] | None = None
         #: processes that listed a directory lately
         self._listers: TTLCache[int, bool] = TTLCache(maxsize=4096, ttl=_LISTED_LATELY)
-        #: node (inode) -> the process that last named or looked at it: READDIR names
-        #: no process, and the one listing a directory looked it up first...
-        self._lookers: LRUCache[int, int] = LRUCache(maxsize=4096)
-        #: ... unless the kernel had it from a listing with attributes (READDIRPLUS):
-        #: then the process that listed last is taken for it
-        self._last_lister: int | None = None
 
     def listing(self, pid: int | None) -> contextlib.AbstractContextManager[None]:
-        """The calls made inside list a directory for ``pid`` (None: a process the
-        kernel did not name): a walk's."""
+        """The calls made inside list a directory for ``pid`` (None or 0: a process
+        the kernel did not name, one program for all of them): a walk's."""
         if pid:
             self._listers[pid] = True
-            self._last_lister = pid
         return _walk_of(pid)
-
-    def looked_at(self, node: int, pid: int | None) -> None:
-        """``pid`` named or looked at ``node``."""
-        if pid:
-            self._lookers[node] = pid
-
-    def lister_of(self, node: int) -> int | None:
-        """The process taken to list ``node`` when the kernel does not say: the one
-        that last named or looked at it while it still runs (an ``ls -l`` that ended
-        is no walker, and its name would be a program of its own), else the one that
-        listed last."""
-        pid = self._lookers.get(node)
-        if pid is not None and os.path.exists(f"/proc/{pid}"):
-            return pid
-        return self._last_lister
 
     def naming(self, pid: int | None) -> contextlib.AbstractContextManager[None]:
         """The calls made inside name or look at a node for ``pid``: a walk's when that

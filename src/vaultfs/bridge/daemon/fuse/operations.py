@@ -97,11 +97,9 @@ class FuseOps(pyfuse3.Operations):
             return stand_in(event.stand_in, event.sort is not Sort.DELETE_FILE, ctx)
         # What only a walk needs of the vault is paid from the walks' share
         # (``tree.walks``): of a listing, and of a lookup or stat by a process that lists.
-        walks, pid = self.core.tree.walks, _pid(ctx)
-        with self.errors.handling("lookup", parent_inode, name), walks.naming(pid):
-            attr = await self.core.lookup(parent_inode, os.fsdecode(name))
-            walks.looked_at(attr.ino, pid)
-            return entry_attributes(attr)
+        walks = self.core.tree.walks
+        with self.errors.handling("lookup", parent_inode, name), walks.naming(_pid(ctx)):
+            return entry_attributes(await self.core.lookup(parent_inode, os.fsdecode(name)))
 
     async def forget(self, inode_list: Sequence[tuple[int, int]]) -> None:
         count("forget")
@@ -115,9 +113,8 @@ class FuseOps(pyfuse3.Operations):
     async def getattr(
         self, inode: int, ctx: pyfuse3.RequestContext | None = None
     ) -> pyfuse3.EntryAttributes:
-        walks, pid = self.core.tree.walks, _pid(ctx)
-        with self.errors.handling("getattr", inode), walks.naming(pid):
-            walks.looked_at(inode, pid)
+        walks = self.core.tree.walks
+        with self.errors.handling("getattr", inode), walks.naming(_pid(ctx)):
             return entry_attributes(await self.core.getattr(inode))
 
     async def setattr(
@@ -164,11 +161,11 @@ class FuseOps(pyfuse3.Operations):
             return pyfuse3.FileInfo(fh=fh, keep_cache=True, cache_readdir=True)
 
     async def readdir(self, fh: int, start_id: int, token: pyfuse3.ReaddirToken) -> None:
-        # READDIR names no process: the one that opened the directory, or (without
-        # OPENDIR, ``fh`` is the directory's inode) the one taken to list it.
-        walks = self.core.tree.walks
-        pid = walks.lister_of(fh) if self.using.no_opendir else self._listers.get(fh)
-        with walks.listing(pid):
+        # The process listing: the token's (the patch's ``readdir_pid``: without
+        # OPENDIR no other request of that process names it), else the one that opened
+        # the directory, else unknown.
+        pid = getattr(token, "pid", None) or self._listers.get(fh)
+        with self.core.tree.walks.listing(pid):
             await self._readdir(fh, start_id, token)
 
     async def _readdir(self, fh: int, start_id: int, token: pyfuse3.ReaddirToken) -> None:
