@@ -7,7 +7,7 @@ import errno
 import hashlib
 import json
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -272,6 +272,67 @@ async def test_a_new_file_in_a_type_folder_creates_a_document(setup: Setup) -> N
     assert "Notes" in await names(core, folder)  # known without a poll
     assert await names(core, await walk(core, "Reference", "Notes")) >= {"Notes.md"}
     assert (await core.getattr(attr.ino)).size == len(b"# notes\n")
+
+
+def vault_away_for_creates(vault: FakeVault, answer: list[BaseException | None]) -> None:
+    """Creates fail with what ``answer`` holds first (None: the vault takes them);
+    every other call goes through."""
+    real = vault.create_document
+
+    async def create_document(
+        fields: Mapping[str, str], file: Path | None, *, filename: str | None = None
+    ) -> int:
+        if answer and answer[0] is not None:
+            vault.calls["create_document refused"] += 1
+            raise answer[0]
+        return await real(fields, file, filename=filename)
+
+    vault.create_document = create_document  # type: ignore[method-assign]
+
+
+async def test_a_create_the_vault_is_away_for_waits_in_the_queue_and_is_made_once(
+    setup: Setup, autojump_clock: trio.testing.MockClock
+) -> None:
+    """The vault away longer than the close's tries: the create stays in the spool's
+    queue (not lost+found) and is made once the vault is back, exactly once."""
+    core, vault = setup.core, setup.vault
+    folder = await walk(core, "Reference")
+    answer: list[BaseException | None] = [errors.VaultUnavailable("connection refused")]
+    vault_away_for_creates(vault, answer)
+    await write_file(core, folder, "Trip.md", b"# trip\n")  # the close's 8 tries fail
+    assert vault.calls["create_document refused"] == 8 and vault.created == []
+    [waiting] = setup.spool.pending()
+    shown = (waiting["doc_id"], waiting["filename"], waiting["state"])
+    assert shown == (None, "Trip.md", "creating")
+    assert waiting["last_error"].startswith("VAULT_UNAVAILABLE")
+    assert setup.spool.lost_and_found() == []
+    await trio.sleep(3600)  # an hour away: retried with the queue's backoff, kept
+    assert vault.created == [] and len(setup.spool.pending()) == 1
+    answer[0] = None  # the vault is back
+    await setup.spool.flush_now()
+    assert await setup.spool.wait_idle(600)
+    [fields] = vault.created
+    assert fields["name__v"] == "Trip" and fields["external_id__v"].startswith("vaultfs-")
+    assert "Trip" in await names(core, folder)  # shown without a poll
+    assert setup.spool.pending() == [] and setup.spool.lost_and_found() == []
+    assert not list((setup.spool.directory / "creates").iterdir())  # settled on disk
+
+
+async def test_a_queued_create_the_vault_then_refuses_goes_to_lost_and_found(
+    setup: Setup, autojump_clock: trio.testing.MockClock
+) -> None:
+    core, vault = setup.core, setup.vault
+    folder = await walk(core, "Reference")
+    answer: list[BaseException | None] = [errors.VaultUnavailable("connection refused")]
+    vault_away_for_creates(vault, answer)
+    await write_file(core, folder, "Refused.md", b"kept\n")
+    assert len(setup.spool.pending()) == 1
+    answer[0] = errors.InsufficientAccess("no longer yours to create")
+    await setup.spool.flush_now()
+    assert await setup.spool.wait_idle(600)
+    [kept] = setup.spool.lost_and_found()
+    assert kept.read_bytes() == b"kept\n"
+    assert vault.created == [] and setup.spool.pending() == []
 
 
 async def test_mkdir_then_a_file_names_the_document_after_the_directory(setup: Setup) -> None:

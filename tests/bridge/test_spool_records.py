@@ -66,7 +66,7 @@ def test_scratch_files_with_unreadable_labels_are_kept(tmp_path: Path) -> None:
     for number, label in labels.items():
         (scratch / number).write_bytes(number.encode())
         os.setxattr(scratch / number, store.SCRATCH_XATTR, label)
-    rescued = lost.rescue_scratch(tmp_path)
+    rescued = lost.rescue_scratch(tmp_path, set())
     assert sorted(p.read_bytes() for p in rescued) == [b"1", b"2", b"3"]
     assert "new-bad-\N{REPLACEMENT CHARACTER}.txt" in [p.name for p in rescued]
     records = lost.lost_records(tmp_path)

@@ -31,10 +31,12 @@ def test_the_first_search_in_a_fresh_mount_shows_its_results(
     # found and stops searching: no "Searching…" left. A row is read once GTK has bound
     # all of it (its name and its folder): a probe can catch one that shows its name only.
     shown = files.wait_for(
-        lambda v: v.title == "Search for “Travel”"
-        and not v.searching
-        and bool(v.rows)
-        and all(len(row) >= 2 for row in v.rows),
+        lambda v: (
+            v.title == "Search for “Travel”"
+            and not v.searching
+            and bool(v.rows)
+            and all(len(row) >= 2 for row in v.rows)
+        ),
         timeout=20,
     )
     results = {row[0]: row[1] for row in shown.rows}

@@ -113,7 +113,9 @@ def find_pending(status: dict[str, Any], prefixes: list[str]) -> list[Pending]:
         path = entry.get("path")
         if wanted(path, unknown_counts=True):
             why = _upload_why(entry)
-            if path is None:
+            if path is None and entry.get("doc_id") is None:  # a create in the queue
+                why = f"new document {entry.get('filename')}: {why}"
+            elif path is None:
                 why = f"document {entry.get('doc_id')} ({entry.get('filename')}): {why}"
             found.append(Pending(path, why, True, entry.get("state") == _OPEN))
     for new in _items(status.get("new_files")):

@@ -60,7 +60,7 @@ from vaultfs.bridge.tree.keys import ROOT
 from vaultfs.bridge.tree.search_results import SearchResults
 from vaultfs.bridge.tree.tree import Tree
 from vaultfs.bridge.tree.walks import WalkShare
-from vaultfs.bridge.write.creating import Creator
+from vaultfs.bridge.write.creating import Creator, show_created
 from vaultfs.bridge.write.deletions import Deletions
 from vaultfs.bridge.write.drops import Drops
 from vaultfs.bridge.write.editing import Editing, show_check_in, show_lease
@@ -73,6 +73,7 @@ from vaultfs.bridge.write.new_documents import NewDocuments
 from vaultfs.bridge.write.new_fields import NewFields
 from vaultfs.bridge.write.scratch import Scratch, empty_private_dir
 from vaultfs.bridge.write.spool import store as spool_store
+from vaultfs.bridge.write.spool.creates import Creates
 from vaultfs.bridge.write.spool.queue import WorkQueue
 from vaultfs.bridge.write.spool.spool import Spool
 from vaultfs.bridge.write.spool.uploads import Uploads
@@ -145,12 +146,16 @@ def families(
 def _spool(
     client: VaultApi, tree: Tree, blobs: BlobCache, leases: Leases, settings: SpoolSettings
 ) -> Spool:
-    """The write-back spool; every check-in and upload it makes is shown in the tree at
-    once (``show_check_in``, ``show_upload``), as is every check-out's beginning and
-    end (``show_lease``)."""
+    """The write-back spool; every check-in, upload and create it makes is shown in the
+    tree at once (``show_check_in``, ``show_upload``, ``show_created``), as is every
+    check-out's beginning and end (``show_lease``)."""
     leases.shown = functools.partial(show_lease, tree)
-    # One queue of work for the check-ins and the uploads, with the check-ins' waits.
+    # One queue of work for the check-ins, the uploads and the creates, with the
+    # check-ins' waits.
     queue = WorkQueue(leases.retry)
+    new_documents = Creates(
+        settings.directory, client, queue=queue, on_created=functools.partial(show_created, tree)
+    )
     uploads = None
     if settings.uploads:
         on_uploaded = functools.partial(show_upload, tree)
@@ -163,6 +168,7 @@ def _spool(
         retry_initial=settings.retry_initial,
         on_checked_in=functools.partial(show_check_in, tree, blobs),
         uploads=uploads,
+        new_documents=new_documents,
     )
 
 
@@ -224,7 +230,7 @@ def build_daemon(
     if the_spool is not None:
         # The spool has rescued what an earlier daemon left to become documents.
         scratch = Scratch(empty_private_dir(the_spool.directory / spool_store.SCRATCH))
-        creator = Creator(tree, client, blobs, the_spool)
+        creator = Creator(tree, blobs, the_spool)
         files_in = FilesIn(tree, client, blobs, contents, the_spool.uploads)
     editing = Editing(tree, blobs, contents, the_spool)
     overlay = Overlay(tree, scratch, allow_delete=options.allow_delete)

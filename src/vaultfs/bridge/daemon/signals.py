@@ -91,7 +91,7 @@ async def _stop(
                 "unmounting with %d check-in(s) not in the vault, kept in the spool for the "
                 "next mount: %s",
                 len(left),
-                ", ".join(f"doc {e['doc_id']} {e['filename']}" for e in left),
+                ", ".join(f"doc {e['doc_id'] or '(new)'} {e['filename']}" for e in left),
             )
     terminate()
 

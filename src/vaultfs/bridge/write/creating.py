@@ -6,16 +6,15 @@ type, subtype and classification (from the folder), the lifecycle (the first of 
 leaf's ``availableLifecycles``) and every other required field from its metadata
 default, or from what the user gave (``new_fields``). A required field that none of
 these gives makes the create wait before any call changes the vault: the file stays
-a pending new document (``new_documents``). A create whose answer is lost is reconciled
-through a marker before it is sent again (``_send``). Whatever else fails, the
-content is moved to the spool's lost+found: nothing a user wrote is dropped, and no
-half-made document is left.
+a pending new document (``new_documents``). The create itself is a job of the spool's
+queue (``spool.creates``): sent exactly once in effect, and kept in the queue while the
+vault is away. Whatever else fails, the content is moved to the spool's lost+found:
+nothing a user wrote is dropped, and no half-made document is left.
 """
 
 from __future__ import annotations
 
 import logging
-import random
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,13 +27,12 @@ from vaultfs.bridge.tree import nodes
 from vaultfs.bridge.tree.keys import FolderKey, typed
 from vaultfs.bridge.tree.nodes import NodeKey
 from vaultfs.bridge.tree.tree import Tree
-from vaultfs.bridge.write.spool.creates import MARKER_FIELD, CreateRecord, new_marker, send_create
-from vaultfs.client import VaultApi
+from vaultfs.bridge.write.spool.creates import MARKER_FIELD, stays_queued
 
 if TYPE_CHECKING:
     from vaultfs.bridge.write.spool.spool import Spool
 
-__all__ = ["MARKER_FIELD", "Creator"]
+__all__ = ["MARKER_FIELD", "Creator", "show_created"]
 
 log = logging.getLogger(__name__)
 
@@ -45,13 +43,20 @@ def _text(default: Any) -> str:
     return ",".join(str(v) for v in values)
 
 
+async def show_created(tree: Tree, doc_id: int, record: dict[str, object] | None) -> None:
+    """Show a document the spool's queue created (after its close's tries): its record
+    as a look for its marker found it, or read (one call)."""
+    if record is not None:
+        tree.index.put(record)
+    else:
+        await tree.reload(doc_id)
+
+
 class Creator:
-    def __init__(self, tree: Tree, client: VaultApi, blobs: BlobCache, spool: Spool) -> None:
+    def __init__(self, tree: Tree, blobs: BlobCache, spool: Spool) -> None:
         self.tree = tree
-        self.client = client
         self.blobs = blobs
         self.spool = spool
-        self._rng = random.Random()
 
     async def missing(self, folder: NodeKey, name: str, given: dict[str, str]) -> list[str]:
         """The required fields a create of ``name`` in ``folder`` would lack."""
@@ -65,18 +70,22 @@ class Creator:
 
         A create that lacks fields or values (``PARAMETER_REQUIRED``, ``INVALID_DATA``,
         from here or from the vault) raises and leaves the content where it is: the
-        user can still supply them. On any other failure the content is in lost+found
-        and the error is raised."""
+        user can still supply them. A failure that may pass (the vault away) leaves the
+        create in the spool's queue, which makes it later; on any other the content is
+        in lost+found. Either way the error is raised."""
         size = (await trio.Path(content).stat()).st_size
         fields, missing = await self._fields(folder, name, given)
         if missing:
             raise errors.ParameterRequired.naming(missing)
         try:
-            doc_id = await self._send(fields, filename, content)
+            doc_id = await self.spool.creates.create(
+                fields, filename, content, on_found=self.tree.index.put
+            )
         except (errors.ParameterRequired, errors.InvalidData):
             raise
         except errors.VaultError as exc:
-            await self.spool.keep_lost(content, filename, exc)
+            if not stays_queued(exc):
+                await self.spool.keep_lost(content, filename, exc)
             raise
         log.info("created document %d %r in %s", doc_id, name, nodes.folder_path(folder))
         try:
@@ -88,27 +97,6 @@ class Creator:
                 self.blobs.remember_size(key, size)
         except errors.VaultError as exc:  # it exists; the next poll shows it
             log.warning("reading new document %d failed: %s", doc_id, exc)
-        return doc_id
-
-    async def _send(self, fields: dict[str, str], filename: str, content: Path) -> int:
-        """Create the document exactly once: recorded before it is sent (a restart
-        settles it, ``creates.replay``), reconciled through its marker when an answer
-        is lost (``creates.send_create``)."""
-        fields = {**fields, MARKER_FIELD: new_marker()}
-        directory = self.spool.directory
-        record = await trio.to_thread.run_sync(
-            CreateRecord.write, directory, fields, filename, content
-        )
-        try:
-            doc_id = await send_create(
-                self.client, fields, content, filename, self._rng, on_found=self.tree.index.put
-            )
-        except errors.VaultError:
-            # Answered with a refusal (the caller keeps the content): settled. Only a
-            # daemon that dies leaves the record for the next start.
-            await trio.to_thread.run_sync(record.drop)
-            raise
-        await trio.to_thread.run_sync(record.drop)
         return doc_id
 
     async def _fields(

@@ -172,7 +172,7 @@ class NewDocuments:
                     )
                     return
         except errors.VaultError:
-            store.unname(scratch.key)  # the content is in lost+found now
+            store.unname(scratch.key)  # its content is in lost+found, or a create queued
             raise
         self.overlay.aliases[scratch.key] = keys.source(doc_id)
         scratch.became = doc_id

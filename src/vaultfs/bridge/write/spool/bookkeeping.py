@@ -71,23 +71,6 @@ class SpoolBookkeeping:
         #: the worker's nursery while it runs (``SpoolWorker.run``)
         self.nursery: trio.Nursery | None = None
 
-    async def keep_lost(self, source: Path, filename: str, exc: VaultError) -> Path:
-        """Move a file the vault would not take (a new document's content) to
-        lost+found, saying why; returns where it went."""
-        why = {
-            "doc_id": None,
-            "filename": filename,
-            "error_type": exc.type,
-            "error_message": exc.message,
-            "lost": time.time(),
-        }
-        with trio.CancelScope(shield=True):
-            target = await self.run_sync(
-                lost.keep_in_lost, self.directory, source, "new", filename, why
-            )
-        log.error("spool: %s could not be created (%s); content kept in %s", filename, exc, target)
-        return target
-
     async def show_check_in(self, doc_id: int, done: CheckIn) -> None:
         if self.on_checked_in is None:
             return

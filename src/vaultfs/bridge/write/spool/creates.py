@@ -1,14 +1,19 @@
-"""Creates of new documents, sent exactly once in effect, also across a restart.
+"""Creates of new documents: the spool's third kind of job, sent exactly once in
+effect, however long the vault is away and across a restart.
 
 Owns the create request and its marker (``external_id__v = vaultfs-<uuid>``, a value
 only this mount chose) and what makes it durable: before a create is sent, its fields,
 file name and a hard link to its content are recorded in ``<spool>/creates/``; the
-record goes once the vault answered. An answer that is lost is reconciled by looking
-for the marker among the latest-changed documents (one call) before the create is
-sent again (``send_create``). A daemon that died with a create in flight leaves the
-record: the next start looks for each marker, forgets the ones the vault has and sends
-the others (``replay``), so nothing goes to lost+found that the vault has, and nothing
-is sent twice.
+record goes once the vault has the document, or has refused it for good (the content
+then goes to lost+found). Every record is a job of the spool's one queue (``queue``:
+its kind ``create``). The last close tries it at once (``Creates.create``: the
+``CREATES`` policy's 8 tries); a create the vault is still away for after those stays
+in the queue, retried with the one backoff until the vault takes it. A start loads
+what an earlier daemon left as jobs due at once: the queue's first turn settles them.
+
+An answer that is lost leaves the job *in doubt*: before it is sent again its marker
+is looked for among the latest-changed documents (one call, for every job in doubt at
+once), so a document the vault made is never made twice.
 
 ```
 <spool>/creates/<marker>.json   fields, file name (mode 0600)
@@ -21,28 +26,33 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import math
 import os
 import random
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import trio
 
 from vaultfs import errors
 from vaultfs.bridge.tree.index import SORT
-from vaultfs.bridge.write.spool import durable
+from vaultfs.bridge.write.spool import durable, lost
+from vaultfs.bridge.write.spool.failures import describe
+from vaultfs.bridge.write.spool.queue import JobKind, WorkQueue
 from vaultfs.client import CREATES, Attempt, VaultApi, retrying
 
 __all__ = [
     "MARKER_FIELD",
-    "CreateRecord",
+    "Create",
+    "Created",
+    "Creates",
     "contents_in_flight",
-    "find_marker",
     "new_marker",
-    "replay",
-    "send_create",
+    "stays_queued",
 ]
 
 log = logging.getLogger(__name__)
@@ -54,19 +64,42 @@ _MARKER_PREFIX = "vaultfs-"
 _RECONCILE_PAGE = 200
 _CREATES = "creates"
 
+#: Told of every document a create made (its id; the record when a look for its
+#: marker found it), whoever sent it, so the tree shows it at once.
+Created = Callable[[int, dict[str, object] | None], Awaitable[None]]
+
 
 def new_marker() -> str:
     return f"{_MARKER_PREFIX}{uuid.uuid4()}"
 
 
-class CreateRecord:
-    """The durable record of one create in flight (blocking file operations)."""
+def _ambiguous(exc: errors.VaultError) -> bool:
+    """Failures after which the create may or may not have happened."""
+    return isinstance(
+        exc, errors.VaultUnavailable | errors.ServerException | errors.ApiLimitExceeded
+    ) or (exc.http_status >= 500)
 
-    def __init__(self, directory: Path, marker: str) -> None:
-        folder = directory / _CREATES
-        self.marker = marker
-        self.meta = folder / f"{marker}.json"
-        self.content = folder / f"{marker}.data"
+
+def stays_queued(exc: errors.VaultError) -> bool:
+    """Whether a create that failed so stays in the queue (the vault away, busy or
+    out of budget: it may pass), rather than being settled by the failure."""
+    return _ambiguous(exc)
+
+
+@dataclass(frozen=True)
+class CreateRecord:
+    """The durable record of one create (blocking file operations)."""
+
+    directory: Path
+    marker: str
+
+    @property
+    def meta(self) -> Path:
+        return self.directory / _CREATES / f"{self.marker}.json"
+
+    @property
+    def content(self) -> Path:
+        return self.directory / _CREATES / f"{self.marker}.data"
 
     @classmethod
     def write(
@@ -89,77 +122,46 @@ class CreateRecord:
                 path.unlink()
 
 
-async def find_marker(client: VaultApi, marker: str) -> dict[str, object] | None:
-    """The record of the document carrying ``marker`` among the latest changed (one
-    call), None when there is none; a failure to ask counts as none."""
-    found = await _find_markers(client, {marker})
-    return found.get(marker)
+@dataclass(eq=False)
+class Create:
+    """A create in the queue: its record, its request, and what the queue knows."""
+
+    record: CreateRecord
+    fields: dict[str, str]
+    filename: str
+    recorded: float
+    #: sent once at least, answer unknown: its marker is looked for before it is sent
+    #: again (a record found at a start always is)
+    doubt: bool = False
+    lock: trio.Lock = field(default_factory=trio.Lock)
+    next_attempt: float = 0.0
+    failures: int = 0
+    attempts: int = 0
+    last_error: str | None = None
+
+    @property
+    def marker(self) -> str:
+        return self.record.marker
+
+    def waits(self) -> bool:
+        """Always: recorded after the file's last close, it waits until it is made."""
+        return True
 
 
-async def _find_markers(client: VaultApi, markers: set[str]) -> dict[str, dict[str, object]]:
-    try:
-        page = await client.list_documents(limit=_RECONCILE_PAGE, sort=SORT)
-    except errors.VaultError as exc:
-        log.warning("looking for documents whose create answer was lost: %s", exc)
-        return {}
-    return {str(r.get(MARKER_FIELD)): r for r in page.documents if r.get(MARKER_FIELD) in markers}
-
-
-def _ambiguous(exc: errors.VaultError) -> bool:
-    """Failures after which the create may or may not have happened."""
-    return isinstance(
-        exc, errors.VaultUnavailable | errors.ServerException | errors.ApiLimitExceeded
-    ) or (exc.http_status >= 500)
-
-
-async def send_create(
-    client: VaultApi,
-    fields: dict[str, str],
-    content: Path,
-    filename: str,
-    rng: random.Random,
-    on_found: Callable[[dict[str, object]], None] = lambda record: None,
-) -> int:
-    """Create the document exactly once, whatever happens to the requests: after an
-    answer that may have been lost, the marker is looked for before the create is
-    sent again (the ``CREATES`` policy: 8 tries). ``on_found``: told of the record
-    found that way."""
-    marker = fields[MARKER_FIELD]
-
-    async def create(attempt: Attempt) -> int:
-        if attempt.retry:  # the earlier try may have created it: look before resending
-            found = await find_marker(client, marker)
-            if found is not None:
-                log.info("create %s: answer lost, document %s exists", marker, found.get("id"))
-                on_found(found)
-                return int(str(found["id"]))
-            log.warning("create %s: not in the vault; sent again", marker)
-        # The content is named by a number or a marker: the name travels as data.
-        return await client.create_document(fields, content, filename=filename)
-
-    return await retrying(
-        create, policy=CREATES, rng=rng, what=f"create {marker}", retryable=_ambiguous
-    )
-
-
-async def replay(
-    directory: Path,
-    client: VaultApi,
-    keep_lost: Callable[[Path, str, errors.VaultError], Awaitable[Path]],
-) -> None:
-    """At start: settle every create an earlier daemon left in flight. One call looks
-    for all their markers; one the vault has is forgotten, the others are sent (their
-    content was whole: a create is recorded only after its file's last close)."""
+def _load(directory: Path) -> list[Create]:
+    """The creates an earlier daemon left (in doubt); an unreadable record is set
+    aside with an error in the log, never stopping the start."""
     folder = directory / _CREATES
     if not folder.is_dir():
-        return
-    left: dict[str, tuple[CreateRecord, dict[str, str], str]] = {}
+        return []
+    found = []
     for path in sorted(folder.glob("*.json")):
         record = CreateRecord(directory, path.name.removesuffix(".json"))
         try:
             meta = json.loads(path.read_text())
             fields = {str(k): str(v) for k, v in meta["fields"].items()}
             filename = str(meta["filename"])
+            recorded = float(meta.get("recorded") or time.time())
             if fields.get(MARKER_FIELD) != record.marker or not record.content.exists():
                 raise ValueError("marker or content missing")
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -167,30 +169,212 @@ async def replay(
             with contextlib.suppress(OSError):
                 path.rename(path.with_suffix(".unreadable"))
             continue
-        left[record.marker] = (record, fields, filename)
-    if not left:
-        return
-    found = await _find_markers(client, set(left))
-    rng = random.Random()
-    for marker, (record, fields, filename) in left.items():
-        if marker in found:
-            log.info("spool: %r was created before the restart (document %s); not sent again",
-                     filename, found[marker].get("id"))  # fmt: skip
-        else:
+        found.append(Create(record, fields, filename, recorded, doubt=True))
+    return found
+
+
+class Creates:
+    """The create jobs of one spool; the spool's queue tries what waits."""
+
+    def __init__(
+        self,
+        spool_dir: Path,
+        client: VaultApi,
+        *,
+        queue: WorkQueue,
+        on_created: Created | None = None,
+    ) -> None:
+        self.directory = spool_dir
+        self.client = client
+        self._on_created = on_created
+        self._queue = queue
+        queue.kinds[JobKind.CREATE] = self._attempt
+        self._jobs: dict[str, Create] = {}
+        self._rng = random.Random()
+        durable.ensure_private_dir(spool_dir)
+        for job in _load(spool_dir):
+            log.info("spool: the create of %r was in flight when the daemon stopped", job.filename)
+            self._add(job)
+
+    def _add(self, job: Create) -> None:
+        self._jobs[job.marker] = job
+        self._queue.add(JobKind.CREATE, job.marker, job)
+
+    def pending(self) -> list[dict[str, Any]]:
+        """The creates not made yet, for the status (``doc_id`` None: no document yet)."""
+        now = time.time()
+        return [
+            {
+                "doc_id": None,
+                "filename": job.filename,
+                "state": "creating",
+                "age_seconds": round(max(0.0, now - job.recorded), 3),
+                "attempts": job.attempts,
+                "last_error": job.last_error,
+            }
+            for job in sorted(self._jobs.values(), key=lambda job: job.recorded)
+        ]
+
+    # --- the last close's create -------------------------------------------------
+
+    async def create(
+        self,
+        fields: dict[str, str],
+        filename: str,
+        content: Path,
+        on_found: Callable[[dict[str, object]], None] = lambda record: None,
+    ) -> int:
+        """Create the document (``fields`` without a marker) exactly once: recorded
+        first, then tried under the ``CREATES`` policy, its marker looked for before
+        each try after an answer that may have been lost. Returns its id. A failure
+        for which it ``stays_queued`` leaves it to the queue; any other settles it
+        (the caller keeps the content)."""
+        fields = {**fields, MARKER_FIELD: new_marker()}
+        with trio.CancelScope(shield=True):  # the record and the job agree
+            record = await trio.to_thread.run_sync(
+                CreateRecord.write, self.directory, fields, filename, content
+            )
+        job = Create(record, fields, filename, time.time(), next_attempt=math.inf)
+        self._add(job)  # left alone by the queue until this try is over
+        try:
+            async with job.lock:
+
+                async def once(attempt: Attempt) -> int:
+                    return await self._send(job, on_found)
+
+                doc_id = await retrying(
+                    once, policy=CREATES, rng=self._rng, what=f"create {job.marker}",
+                    retryable=_ambiguous,
+                )  # fmt: skip
+                await self._forget(job)
+        except errors.VaultError as exc:
+            if not stays_queued(exc):
+                await self._forget(job)  # refused: the caller keeps the content
+                raise
+            job.last_error = describe(exc)
+            self._queue.failed(job, exc, f"create of {filename!r}")
+            log.warning("spool: the create of %r waits in the queue for the vault", filename)
+            raise
+        finally:
+            if job.next_attempt == math.inf:  # cancelled: the record stays, the queue's
+                job.next_attempt = 0.0
+                self._queue.notify()
+        return doc_id
+
+    # --- one try -----------------------------------------------------------------
+
+    async def _send(self, job: Create, on_found: Callable[[dict[str, object]], None]) -> int:
+        """One try (the job's lock held): after an answer that may have been lost, the
+        marker is looked for first; then the create is sent."""
+        job.attempts += 1
+        if job.doubt:
+            found = (await self._find({job.marker})).get(job.marker)
+            if found is not None:
+                log.info("create %s: answer lost, document %s exists", job.marker, found.get("id"))
+                on_found(found)
+                return int(str(found["id"]))
+            log.warning("create %s: not in the vault; sent again", job.marker)
+        job.doubt = True  # until the vault answers
+        # The content is named by a marker: the name travels as data.
+        doc_id = await self.client.create_document(
+            job.fields, job.record.content, filename=job.filename
+        )
+        job.doubt = False
+        return doc_id
+
+    async def _find(self, markers: set[str]) -> dict[str, dict[str, object]]:
+        """The records of the documents carrying ``markers`` among the latest changed
+        (one call); a failure to ask counts as none found."""
+        try:
+            page = await self.client.list_documents(limit=_RECONCILE_PAGE, sort=SORT)
+        except errors.VaultError as exc:
+            log.warning("looking for documents whose create answer was lost: %s", exc)
+            return {}
+        return {
+            str(r.get(MARKER_FIELD)): r for r in page.documents if r.get(MARKER_FIELD) in markers
+        }
+
+    async def _attempt(self, job: Create) -> None:
+        """The queue's try of a create: every job in doubt is looked for at once (one
+        call), then this one is sent unless it was found."""
+        async with job.lock:
+            if self._jobs.get(job.marker) is not job:
+                return  # made meanwhile
+            if job.doubt:
+                await self._settle_doubts(job)
+                if self._jobs.get(job.marker) is not job:
+                    return
+                job.doubt = False  # just looked: not made
             try:
-                doc_id = await send_create(client, fields, record.content, filename, rng)
-                log.info("spool: %r created after the restart as document %d", filename, doc_id)
+                doc_id = await self._send(job, lambda record: None)
             except errors.VaultError as exc:
-                if isinstance(exc, errors.VaultUnavailable | errors.ApiLimitExceeded):
-                    log.warning("spool: create of %r left for the next start: %s", filename, exc)
-                    continue
-                await keep_lost(record.content, filename, exc)
-        await trio.to_thread.run_sync(record.drop)
+                job.last_error = describe(exc)
+                if stays_queued(exc):
+                    self._queue.failed(job, exc, f"create of {job.filename!r}")
+                else:
+                    await self.keep_lost(job.record.content, job.filename, exc)
+                    await self._forget(job)
+                raise
+            log.info("spool: %r created as document %d", job.filename, doc_id)
+            await self._made(job, doc_id, None)
+
+    async def _settle_doubts(self, trying: Create) -> None:
+        """Look for every job in doubt that nobody is trying (and ``trying``, whose lock
+        is held); those the vault has are made."""
+        doubtful = {trying.marker: trying}
+        for job in self._jobs.values():
+            if job.doubt and not job.lock.locked():
+                doubtful[job.marker] = job
+        found = await self._find(set(doubtful))
+        for marker, record in found.items():
+            job = doubtful[marker]
+            if self._jobs.get(marker) is not job or (job is not trying and job.lock.locked()):
+                continue
+            log.info(
+                "spool: %r had been created (document %s); not sent again",
+                job.filename, record.get("id"),
+            )  # fmt: skip
+            await self._made(job, int(str(record["id"])), record)
+
+    async def _made(self, job: Create, doc_id: int, record: dict[str, object] | None) -> None:
+        await self._forget(job)
+        if self._on_created is None:
+            return
+        try:
+            await self._on_created(doc_id, record)
+        except (errors.VaultError, OSError) as exc:  # shown at the next poll instead
+            log.warning("spool: reading new document %d failed: %s", doc_id, exc)
+
+    async def _forget(self, job: Create) -> None:
+        with trio.CancelScope(shield=True):
+            await trio.to_thread.run_sync(job.record.drop)
+        if self._jobs.get(job.marker) is job:
+            del self._jobs[job.marker]
+        self._queue.remove(JobKind.CREATE, job.marker, job)
+
+    # --- what the vault will never take ------------------------------------------
+
+    async def keep_lost(self, source: Path, filename: str, exc: errors.VaultError) -> Path:
+        """Move a new document's content the vault will not take to lost+found, saying
+        why; returns where it went."""
+        why = {
+            "doc_id": None,
+            "filename": filename,
+            "error_type": exc.type,
+            "error_message": exc.message,
+            "lost": time.time(),
+        }
+        with trio.CancelScope(shield=True):
+            target = await trio.to_thread.run_sync(
+                lost.keep_in_lost, self.directory, source, "new", filename, why
+            )
+        log.error("spool: %s could not be created (%s); content kept in %s", filename, exc, target)
+        return target
 
 
 def contents_in_flight(directory: Path) -> set[int]:
-    """The inodes of the contents of creates in flight: a scratch file that is one of
-    them is not lost at a restart (``replay`` settles it)."""
+    """The inodes of the contents of creates in the queue: a scratch file that is one
+    of them is not lost at a restart (the queue makes it)."""
     folder = directory / _CREATES
     if not folder.is_dir():
         return set()

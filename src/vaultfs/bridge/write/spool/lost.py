@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from vaultfs.bridge.tree.nodes import LOST_AND_FOUND
-from vaultfs.bridge.write.spool import creates, durable, store
+from vaultfs.bridge.write.spool import durable, store
 
 __all__ = [
     "QUARANTINE",
@@ -116,21 +116,21 @@ def keep_in_lost(
     return target
 
 
-def rescue_scratch(directory: Path) -> list[Path]:
+def rescue_scratch(directory: Path, in_flight: set[int]) -> list[Path]:
     """Move the files an earlier daemon was writing as new documents, and that it
     never got to create, to lost+found; returns where they went. Everything else in
     the scratch directory is editors' temporary files, left for the mount to clear.
     A file whose label is there but cannot be read is kept too (it may be a new
-    document): nothing read here stops a start. Blocking."""
+    document): nothing read here stops a start. ``in_flight``: the inodes of the
+    contents of creates in the queue (``creates.contents_in_flight``). Blocking."""
     rescued: list[Path] = []
     scratch_dir = directory / store.SCRATCH
     if not scratch_dir.is_dir():
         return rescued
-    in_flight = creates.contents_in_flight(directory)
     for path in sorted(scratch_dir.iterdir()):
         try:
             if path.stat().st_ino in in_flight:
-                continue  # closed and recorded as a create: ``creates.replay`` settles it
+                continue  # closed and recorded as a create: the queue makes it
             label = os.getxattr(path, store.SCRATCH_XATTR)
             if path.stat().st_size == 0:
                 continue

@@ -1,10 +1,11 @@
 """The spool's one queue of work: every durable job, tried, retried and flushed in one
 place.
 
-A job is a save's check-in (a ``SpoolEntry``) or an upload of a rendition or an
-attachment (an ``Upload``); each keeps its own record on disk, and carries its kind,
-which says what a try of it does (``WorkQueue.kinds``: the check-in's ``attempt``, the
-upload's). The queue owns *when*: a job is tried once it waits for the queue (a save
+A job is a save's check-in (a ``SpoolEntry``), an upload of a rendition or an
+attachment (an ``Upload``) or a new document's create (a ``Create``); each keeps its
+own record on disk, and carries its kind, which says what a try of it does
+(``WorkQueue.kinds``: the check-in's ``attempt``, the upload's, the create's). The
+queue owns *when*: a job is tried once it waits for the queue (a save
 still open for writing does not) and its backoff is over, by one loop, a few at a time;
 all at once on ``flush_now``; waited for by ``wait_idle``. A failure that may pass is
 counted and its next try scheduled by ``failed``, the one backoff path (the check-ins'
@@ -43,6 +44,7 @@ class JobKind(enum.StrEnum):
 
     CHECK_IN = "check-in"
     UPLOAD = "upload"
+    CREATE = "create"
 
 
 class Job(Retried, Protocol):

@@ -51,7 +51,7 @@ import trio
 
 from vaultfs.bridge.tree.locks import KeyedLocks
 from vaultfs.bridge.write.lease import Leases, Reason
-from vaultfs.bridge.write.spool import durable, lost, store
+from vaultfs.bridge.write.spool import creates, durable, lost, store
 from vaultfs.bridge.write.spool.bookkeeping import SpoolBookkeeping
 from vaultfs.bridge.write.spool.checkin import SpoolCheckIn
 from vaultfs.bridge.write.spool.entry import EDITING, PENDING, SpoolEntry
@@ -98,12 +98,17 @@ class Spool:
         run_sync: Callable[..., Awaitable[Any]] = trio.to_thread.run_sync,
         on_checked_in: CheckedIn | None = None,
         uploads: Uploads | None = None,
+        new_documents: creates.Creates | None = None,
     ) -> None:
         retry = dataclasses.replace(CHECK_INS, base_delay=retry_initial, max_delay=retry_max)
         if leases is None:  # a spool of its own (tests): its check-outs are its alone
             leases = Leases(directory, client, user_id=user_id, retry=retry, run_sync=run_sync)
         if queue is None:  # and so is its queue
             queue = WorkQueue(retry)
+        if new_documents is None:  # and its creates
+            new_documents = creates.Creates(directory, client, queue=queue)
+        #: the third kind of job: new documents' creates
+        self.creates = new_documents
         books = self._books = SpoolBookkeeping(
             directory,
             client,
@@ -121,7 +126,7 @@ class Spool:
         durable.ensure_private_dir(directory)
         for record in lost.usable_entries(directory):
             self._load(record)
-        lost.rescue_scratch(directory)
+        lost.rescue_scratch(directory, creates.contents_in_flight(directory))
 
     def _load(self, record: store.EntryRecord) -> None:
         if record.state == EDITING:
@@ -176,7 +181,7 @@ class Spool:
         return self._books.leases
 
     async def keep_lost(self, source: Path, filename: str, exc: VaultError) -> Path:
-        return await self._books.keep_lost(source, filename, exc)
+        return await self.creates.keep_lost(source, filename, exc)
 
     # --- queries -------------------------------------------------------------
 
@@ -186,17 +191,21 @@ class Spool:
     def pending(self) -> list[dict[str, Any]]:
         """Every entry (open ones too), oldest first, for the status files."""
         now = time.time()
-        return [
-            {
-                "doc_id": e.doc_id,
-                "filename": e.record.filename,
-                "state": e.state.value,
-                "age_seconds": round(max(0.0, now - e.record.created), 3),
-                "attempts": e.record.attempts,
-                "last_error": e.record.last_error,
-            }
-            for e in sorted(self._books.entries.values(), key=lambda e: e.record.created)
-        ] + (self._books.uploads.pending() if self._books.uploads is not None else [])
+        return (
+            [
+                {
+                    "doc_id": e.doc_id,
+                    "filename": e.record.filename,
+                    "state": e.state.value,
+                    "age_seconds": round(max(0.0, now - e.record.created), 3),
+                    "attempts": e.record.attempts,
+                    "last_error": e.record.last_error,
+                }
+                for e in sorted(self._books.entries.values(), key=lambda e: e.record.created)
+            ]
+            + (self._books.uploads.pending() if self._books.uploads is not None else [])
+            + (self.creates.pending())
+        )
 
     def lost_and_found(self) -> list[Path]:
         return lost.list_lost(self.directory)

@@ -1,9 +1,9 @@
 """The spool's background work.
 
-``SpoolWorker.run`` runs the queue of the spool's durable jobs (``queue``: check-ins and
-uploads, what a start found on disk due at once), releases the locks an earlier daemon
-left (``write.lease``), replays unfinished creates and keeps the session alive during
-edits; ``flush_now`` and ``wait_idle`` are the queue's.
+``SpoolWorker.run`` runs the queue of the spool's durable jobs (``queue``: check-ins,
+uploads and creates, what a start found on disk due at once), releases the locks an
+earlier daemon left (``write.lease``) and keeps the session alive during edits;
+``flush_now`` and ``wait_idle`` are the queue's.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ import logging
 
 import trio
 
-from vaultfs.bridge.write.spool import creates
 from vaultfs.bridge.write.spool.bookkeeping import SpoolBookkeeping
 from vaultfs.bridge.write.spool.entry import EDITING
 from vaultfs.bridge.write.spool.failures import describe
@@ -36,7 +35,7 @@ class SpoolWorker:
         self._keepalive_interval = keepalive_interval
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Replay what was found on disk, retry failed check-ins, keep the session
+        """Try what was found on disk, retry what failed, keep the session
         alive during edits. Runs until cancelled."""
         books = self._books
         async with trio.open_nursery() as nursery:
@@ -44,7 +43,6 @@ class SpoolWorker:
             try:
                 await nursery.start(books.queue.run)  # what was found on disk: due now
                 nursery.start_soon(books.leases.release_stale)
-                nursery.start_soon(creates.replay, books.directory, books.client, books.keep_lost)
                 nursery.start_soon(self._keep_alive)
                 task_status.started()
                 await trio.sleep_forever()
