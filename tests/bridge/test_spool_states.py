@@ -11,10 +11,16 @@ from pathlib import Path
 import pytest
 
 from vaultfs.bridge.write.spool import states, store
-from vaultfs.bridge.write.spool.states import EntryState, IllegalTransition, UploadState
+from vaultfs.bridge.write.spool.creates import Create, CreateRecord
+from vaultfs.bridge.write.spool.states import (
+    CreateState,
+    EntryState,
+    IllegalTransition,
+    UploadState,
+)
 from vaultfs.bridge.write.spool.upload_files import ATTACHMENT, UploadRecord
 
-E, U = EntryState, UploadState
+E, U, C = EntryState, UploadState, CreateState
 
 #: The moves docs/architecture.md states; a move added to the table alone fails here.
 ENTRY_MOVES = {
@@ -30,6 +36,7 @@ ENTRY_MOVES = {
     (E.UNLOCKING, E.EDITING),
 }
 UPLOAD_MOVES = {(U.PENDING, U.UPLOADING), (U.UPLOADING, U.PENDING), (U.UPLOADING, U.UPLOADING)}
+CREATE_MOVES = {(C.PENDING, C.SENT), (C.SENT, C.PENDING)}
 
 WRITE = Path(__file__).parents[2] / "src" / "vaultfs" / "bridge" / "write"
 
@@ -66,14 +73,30 @@ def test_an_upload_moves_exactly_as_the_table_says(old: UploadState, new: Upload
         assert record.state is old
 
 
+@pytest.mark.parametrize(("old", "new"), list(itertools.product(C, C)))
+def test_a_create_moves_exactly_as_the_table_says(
+    old: CreateState, new: CreateState, tmp_path: Path
+) -> None:
+    job = Create(CreateRecord(tmp_path, "vaultfs-x"), {}, "a.txt", 0.0, state=old)
+    if (old, new) in CREATE_MOVES:
+        job.move(new)
+        assert job.state is new
+    else:
+        with pytest.raises(IllegalTransition, match=f"from {old.value} .* to {new.value}"):
+            job.move(new)
+        assert job.state is old
+
+
 def test_the_tables_hold_the_moves_and_nothing_else() -> None:
     def moves(machine: states.Machine) -> set[tuple[object, object]]:  # type: ignore[type-arg]
         return {(old, new) for old, news in machine.table.items() for new in news}
 
     assert moves(states.ENTRY_MOVES) == ENTRY_MOVES
     assert moves(states.UPLOAD_MOVES) == UPLOAD_MOVES
+    assert moves(states.CREATE_MOVES) == CREATE_MOVES
     assert states.ENTRY_MOVES.start is E.EDITING and states.UPLOAD_MOVES.start is U.PENDING
-    assert all(state.message for state in [*E, *U])
+    assert states.CREATE_MOVES.start is C.PENDING
+    assert all(state.message for state in [*E, *U, *C])
 
 
 def test_the_records_on_disk_hold_the_values_earlier_versions_wrote(tmp_path: Path) -> None:
@@ -115,6 +138,7 @@ def test_nothing_in_the_write_layer_sets_a_state_but_through_its_table() -> None
     assignments = sorted(a for p in WRITE.rglob("*.py") for a in _state_assignments(p))
     # the records' own: reading the value from disk, and the one move; the lease's move
     assert assignments == [
+        "creates.py:move",
         "lease.py:move",
         "store.py:__post_init__",
         "store.py:move",

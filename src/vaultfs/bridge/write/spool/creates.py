@@ -11,9 +11,9 @@ its kind ``create``). The last close tries it at once (``Creates.create``: the
 in the queue, retried with the one backoff until the vault takes it. A start loads
 what an earlier daemon left as jobs due at once: the queue's first turn settles them.
 
-An answer that is lost leaves the job *in doubt*: before it is sent again its marker
-is looked for among the latest-changed documents (one call, for every job in doubt at
-once), so a document the vault made is never made twice.
+An answer that is lost leaves the job ``sent`` (``states.CreateState``): before it is
+sent again its marker is looked for among the latest-changed documents (one call, for
+every job sent at once), so a document the vault made is never made twice.
 
 ```
 <spool>/creates/<marker>.json   fields, file name (mode 0600)
@@ -43,6 +43,7 @@ from vaultfs.bridge.tree.index import SORT
 from vaultfs.bridge.write.spool import durable, lost
 from vaultfs.bridge.write.spool.failures import describe
 from vaultfs.bridge.write.spool.queue import JobKind, WorkQueue
+from vaultfs.bridge.write.spool.states import CREATE_MOVES, CreateState
 from vaultfs.client import CREATES, Attempt, VaultApi, retrying
 
 __all__ = [
@@ -130,9 +131,9 @@ class Create:
     fields: dict[str, str]
     filename: str
     recorded: float
-    #: sent once at least, answer unknown: its marker is looked for before it is sent
-    #: again (a record found at a start always is)
-    doubt: bool = False
+    #: ``sent`` once sent with the answer unknown (a record found at a start always
+    #: is): its marker is looked for before it is sent again
+    state: CreateState = CreateState.PENDING
     lock: trio.Lock = field(default_factory=trio.Lock)
     next_attempt: float = 0.0
     failures: int = 0
@@ -146,6 +147,10 @@ class Create:
     def waits(self) -> bool:
         """Always: recorded after the file's last close, it waits until it is made."""
         return True
+
+    def move(self, state: CreateState) -> None:
+        """The one way a create changes state (``states.CREATE_MOVES``)."""
+        self.state = CREATE_MOVES.move(self.state, state, what=repr(self.filename))
 
 
 def _load(directory: Path) -> list[Create]:
@@ -169,7 +174,7 @@ def _load(directory: Path) -> list[Create]:
             with contextlib.suppress(OSError):
                 path.rename(path.with_suffix(".unreadable"))
             continue
-        found.append(Create(record, fields, filename, recorded, doubt=True))
+        found.append(Create(record, fields, filename, recorded, state=CreateState.SENT))
     return found
 
 
@@ -207,7 +212,7 @@ class Creates:
             {
                 "doc_id": None,
                 "filename": job.filename,
-                "state": "creating",
+                "state": "creating",  # sync and the notifications: not in the vault yet
                 "age_seconds": round(max(0.0, now - job.recorded), 3),
                 "attempts": job.attempts,
                 "last_error": job.last_error,
@@ -267,20 +272,19 @@ class Creates:
         """One try (the job's lock held): after an answer that may have been lost, the
         marker is looked for first; then the create is sent."""
         job.attempts += 1
-        if job.doubt:
+        if job.state is CreateState.SENT:
             found = (await self._find({job.marker})).get(job.marker)
             if found is not None:
                 log.info("create %s: answer lost, document %s exists", job.marker, found.get("id"))
                 on_found(found)
                 return int(str(found["id"]))
             log.warning("create %s: not in the vault; sent again", job.marker)
-        job.doubt = True  # until the vault answers
+            job.move(CreateState.PENDING)
+        job.move(CreateState.SENT)  # until the vault answers
         # The content is named by a marker: the name travels as data.
-        doc_id = await self.client.create_document(
+        return await self.client.create_document(
             job.fields, job.record.content, filename=job.filename
         )
-        job.doubt = False
-        return doc_id
 
     async def _find(self, markers: set[str]) -> dict[str, dict[str, object]]:
         """The records of the documents carrying ``markers`` among the latest changed
@@ -300,11 +304,11 @@ class Creates:
         async with job.lock:
             if self._jobs.get(job.marker) is not job:
                 return  # made meanwhile
-            if job.doubt:
+            if job.state is CreateState.SENT:
                 await self._settle_doubts(job)
                 if self._jobs.get(job.marker) is not job:
                     return
-                job.doubt = False  # just looked: not made
+                job.move(CreateState.PENDING)  # just looked: not made
             try:
                 doc_id = await self._send(job, lambda record: None)
             except errors.VaultError as exc:
@@ -319,11 +323,11 @@ class Creates:
             await self._made(job, doc_id, None)
 
     async def _settle_doubts(self, trying: Create) -> None:
-        """Look for every job in doubt that nobody is trying (and ``trying``, whose lock
-        is held); those the vault has are made."""
+        """Look for every job sent that nobody is trying (and ``trying``, whose lock is
+        held); those the vault has are made."""
         doubtful = {trying.marker: trying}
         for job in self._jobs.values():
-            if job.doubt and not job.lock.locked():
+            if job.state is CreateState.SENT and not job.lock.locked():
                 doubtful[job.marker] = job
         found = await self._find(set(doubtful))
         for marker, record in found.items():

@@ -1,13 +1,15 @@
 """The states of a save, and the one table of the moves between them.
 
-Owns the two state machines of the spool, one shape for both (httpx's ``ClientState``
-is the pattern: an ``Enum`` whose members say what each state means):
+Owns the state machines of the spool's jobs, one shape for all (httpx's
+``ClientState`` is the pattern: an ``Enum`` whose members say what each state means):
 
 - ``EntryState``: a checked-out document (``entry``, ``store``), moved by the spool's
   check-out and check-in;
-- ``UploadState``: a file written into renditions/ or attachments/ (``uploads``).
+- ``UploadState``: a file written into renditions/ or attachments/ (``uploads``);
+- ``CreateState``: a new document's create (``creates``).
 
-Each has a transition table (``ENTRY_MOVES``, ``UPLOAD_MOVES``) and every change of a
+Each has a transition table (``ENTRY_MOVES``, ``UPLOAD_MOVES``, ``CREATE_MOVES``) and
+every change of a
 state goes through ``Machine.move``, which refuses (logs and raises
 ``IllegalTransition``) a move the table does not have. A state's value is what the
 records on disk hold: the same strings earlier versions wrote, so their records load.
@@ -21,8 +23,10 @@ from collections.abc import Hashable, Mapping
 from typing import Generic, Protocol, TypeVar
 
 __all__ = [
+    "CREATE_MOVES",
     "ENTRY_MOVES",
     "UPLOAD_MOVES",
+    "CreateState",
     "EntryState",
     "IllegalTransition",
     "Machine",
@@ -78,6 +82,26 @@ class UploadState(enum.StrEnum):
 _UPLOAD_MESSAGES = {
     UploadState.PENDING: "waiting to be sent",
     UploadState.UPLOADING: "sent, its outcome unknown",
+}
+
+
+class CreateState(enum.StrEnum):
+    """Where a new document's create stands (in memory: a record found at a start is
+    ``sent``, as it may have been)."""
+
+    #: not sent, or its marker was looked for and not found
+    PENDING = "pending"
+    #: sent, the answer unknown: its marker is looked for before it is sent again
+    SENT = "sent"
+
+    @property
+    def message(self) -> str:
+        return _CREATE_MESSAGES[self]
+
+
+_CREATE_MESSAGES = {
+    CreateState.PENDING: "waiting to be sent",
+    CreateState.SENT: "sent, whether the vault made it unknown",
 }
 
 
@@ -149,5 +173,18 @@ UPLOAD_MOVES: Machine[UploadState] = Machine(
     {
         U.PENDING: frozenset({U.UPLOADING}),
         U.UPLOADING: frozenset({U.PENDING, U.UPLOADING}),
+    },
+)
+
+C = CreateState
+#: The moves of a create: sent; looked for and not found, pending again. Made (the
+#: vault answered, or its marker was found) or refused for good is no state: the job
+#: is gone.
+CREATE_MOVES: Machine[CreateState] = Machine(
+    "create",
+    C.PENDING,
+    {
+        C.PENDING: frozenset({C.SENT}),
+        C.SENT: frozenset({C.PENDING}),
     },
 )
