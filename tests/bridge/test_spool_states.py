@@ -18,7 +18,7 @@ from vaultfs.bridge.write.spool.states import (
     IllegalTransition,
     UploadState,
 )
-from vaultfs.bridge.write.spool.upload_files import ATTACHMENT, UploadRecord
+from vaultfs.bridge.write.spool.uploads import ATTACHMENT, UploadRecord
 
 E, U, C = EntryState, UploadState, CreateState
 
@@ -142,6 +142,6 @@ def test_nothing_in_the_write_layer_sets_a_state_but_through_its_table() -> None
         "lease.py:move",
         "store.py:__post_init__",
         "store.py:move",
-        "upload_files.py:__post_init__",
-        "upload_files.py:move",
+        "uploads.py:__post_init__",
+        "uploads.py:move",
     ]

@@ -43,7 +43,7 @@ from typing import Any
 import trio
 
 from vaultfs.bridge.write.spool.durable import DIR_MODE, FILE_MODE, fsync_dir
-from vaultfs.bridge.write.spool.failures import PERMANENT, describe
+from vaultfs.bridge.write.spool.queue import PERMANENT, describe
 from vaultfs.bridge.write.spool.states import Machine
 from vaultfs.client import Attempt, RetryPolicy, VaultApi, retrying, surely_not_sent
 from vaultfs.errors import InvalidDocument, LockedByOther, VaultError

@@ -1,8 +1,8 @@
 """The spool's state and the bookkeeping of its entries.
 
 ``SpoolBookkeeping`` holds what a spool holds (entries, the client's check-outs as
-``write.lease.Leases``, drafts being streamed, the worker's nursery), one object shared
-by the spool's parts (``checkin``, ``worker``, and ``spool`` that owns them), and owns what
+``write.lease.Leases``, drafts being streamed, the background nursery), one object
+shared by the spool's parts (``checkin``, and ``spool`` that owns them), and owns what
 happens to one entry's record: moving it to a new state durably and telling waiters,
 recording a failure with its retry delay, moving content to lost+found, removing a
 checked-in entry, and telling the mount of a finished check-in.
@@ -21,9 +21,8 @@ import trio
 from vaultfs.bridge.write.lease import Leases
 from vaultfs.bridge.write.spool import lost, store
 from vaultfs.bridge.write.spool.entry import SpoolEntry
-from vaultfs.bridge.write.spool.failures import describe
 from vaultfs.bridge.write.spool.interface import CheckedIn, CheckIn
-from vaultfs.bridge.write.spool.queue import JobKind, WorkQueue
+from vaultfs.bridge.write.spool.queue import JobKind, WorkQueue, describe
 from vaultfs.bridge.write.spool.states import EntryState
 from vaultfs.bridge.write.spool.streaming import DraftStream
 from vaultfs.client import VaultApi
@@ -39,7 +38,7 @@ log = logging.getLogger(__name__)
 
 class SpoolBookkeeping:
     """What a spool holds, shared by its parts (``Spool`` makes one and hands it to its
-    check-in and worker parts), and the bookkeeping of one entry's record."""
+    check-in part), and the bookkeeping of one entry's record."""
 
     def __init__(
         self,
@@ -68,7 +67,7 @@ class SpoolBookkeeping:
         self.entries: dict[int, SpoolEntry] = {}
         #: drafts being sent while they are written (``streaming``), by document
         self.streams: dict[int, DraftStream] = {}
-        #: the worker's nursery while it runs (``SpoolWorker.run``)
+        #: the background nursery while it runs (``Spool.run``)
         self.nursery: trio.Nursery | None = None
 
     async def show_check_in(self, doc_id: int, done: CheckIn) -> None:

@@ -41,8 +41,7 @@ import trio
 from vaultfs import errors
 from vaultfs.bridge.tree.index import SORT
 from vaultfs.bridge.write.spool import durable, lost
-from vaultfs.bridge.write.spool.failures import describe
-from vaultfs.bridge.write.spool.queue import JobKind, WorkQueue
+from vaultfs.bridge.write.spool.queue import JobKind, WorkQueue, describe
 from vaultfs.bridge.write.spool.states import CREATE_MOVES, CreateState
 from vaultfs.client import CREATES, Attempt, VaultApi, retrying
 

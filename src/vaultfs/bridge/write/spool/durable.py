@@ -3,7 +3,7 @@
 Private directories (0700) and files (0600), fsync of a directory, JSON records replaced
 atomically (old or new after a crash, never torn), checking a record read back against
 its dataclass, and the harmless local names of files: the primitives ``store``,
-``upload_files``, ``lost`` and ``creates`` build their layouts from. Blocking: callers
+``uploads``, ``lost`` and ``creates`` build their layouts from. Blocking: callers
 run the slow ones in a worker thread.
 """
 

@@ -12,6 +12,10 @@ counted and its next try scheduled by ``failed``, the one backoff path (the chec
 policy, equal jitter, longer when the vault says when to come back). What a start finds
 on disk is due at once: the replay is the loop's first turn. rclone's
 ``vfs/vfscache/writeback`` is the pattern: one queue whose items carry what to do.
+
+Also how every job reads a failure, so that all treat the vault's answers alike:
+``PERMANENT`` (for good: lost+found), ``NOT_PROCESSED`` (the vault did nothing),
+anything else worth a retry; ``describe`` for records and log lines.
 """
 
 from __future__ import annotations
@@ -27,13 +31,83 @@ from typing import Any, Protocol
 import trio
 
 from vaultfs.bridge.tree.locks import Changes
-from vaultfs.bridge.write.spool.failures import Retried, describe, schedule_retry
 from vaultfs.client import RetryPolicy
-from vaultfs.errors import VaultError
+from vaultfs.errors import (
+    ApiLimitExceeded,
+    InsufficientAccess,
+    InvalidData,
+    InvalidDocument,
+    InvalidSessionId,
+    MalformedUrl,
+    MethodNotSupported,
+    ParameterRequired,
+    VaultError,
+)
 
-__all__ = ["Job", "JobKind", "WorkQueue"]
+__all__ = [
+    "NOT_PROCESSED",
+    "PERMANENT",
+    "Job",
+    "JobKind",
+    "Retried",
+    "WorkQueue",
+    "describe",
+    "retry_delay",
+    "schedule_retry",
+]
 
 log = logging.getLogger(__name__)
+
+#: Refusals that retrying cannot cure: the content goes to lost+found.
+PERMANENT: tuple[type[VaultError], ...] = (
+    InvalidDocument,
+    InsufficientAccess,
+    InvalidData,
+    ParameterRequired,
+    MalformedUrl,
+    MethodNotSupported,
+)
+#: Failures of which the vault says the request was not processed at all (the
+#: client re-logs in on INVALID_SESSION_ID itself; one that surfaces was refused).
+NOT_PROCESSED: tuple[type[VaultError], ...] = (ApiLimitExceeded, InvalidSessionId)
+
+
+def describe(exc: BaseException) -> str:
+    """For records and log lines: the vault's error type (or the exception's class)
+    and its message."""
+    kind = exc.type if isinstance(exc, VaultError) else type(exc).__name__
+    return f"{kind}: {exc}"
+
+
+def retry_delay(
+    exc: BaseException, failures: int, policy: RetryPolicy, rng: random.Random
+) -> float:
+    """Seconds before the next try after the ``failures``-th failure in a row, ``exc``:
+    the policy's wait (the one backoff, or longer when the vault said when to come
+    back)."""
+    return policy.wait(failures - 1, rng, exc)
+
+
+class Retried(Protocol):
+    """A job the queue tries again: a draft's, an upload's or a create's."""
+
+    failures: int
+    #: trio time of the next try
+    next_attempt: float
+
+
+def schedule_retry(
+    entry: Retried, exc: BaseException, policy: RetryPolicy, rng: random.Random
+) -> float:
+    """Count ``exc`` as the entry's next failure in a row and set when it is tried
+    again under ``policy`` (``CHECK_INS``, as the mount sets it); returns the delay.
+    The worker waits for that time or anything that wakes it (``flush_now``, a
+    reopen): a wait no retry loop could be interrupted in."""
+    entry.failures += 1
+    delay = retry_delay(exc, entry.failures, policy, rng)
+    entry.next_attempt = trio.current_time() + delay
+    return delay
+
 
 #: Jobs tried at once in the background (a check-in by close() does not wait for these).
 _BACKGROUND = 4

@@ -2,17 +2,18 @@
 
 Owns the life of an edited document's content from the first open() for writing to
 the draft being in the vault: the lock (check-out), the local spool file the writes
-go to, the upload as a new draft and the unlock (check-in), and the background
-worker that retries failed check-ins with backoff, also after a crash of the daemon.
-Content that can never be checked in goes to ``lost+found``; nothing a user wrote is
-dropped silently. The files on disk are managed by ``store``, one entry's content and
-record by ``entry``; the behaviour is described for users in docs/writing.md. The
-other kind of entry, a file written into renditions/ or attachments/, is
-``uploads``': the spool holds it (status, ``wait_idle``, ``flush_now``, its worker).
+go to, the upload as a new draft and the unlock (check-in), and the background work
+(``run``: the one queue, ``queue``, that retries what failed with backoff, also after
+a crash of the daemon). Content that can never be checked in goes to ``lost+found``;
+nothing a user wrote is dropped silently. The files on disk are managed by ``store``,
+one entry's content and record by ``entry``; the behaviour is described for users in
+docs/writing.md. The other kinds of job, a file written into renditions/ or
+attachments/ and a new document's create, are ``uploads``' and ``creates``': the
+spool holds them (status, ``wait_idle``, ``flush_now``).
 
-``Spool`` owns its parts, a small class a module, which share one ``bookkeeping``
-object (what the spool holds, an entry's record): ``checkin`` (uploads, unlocks,
-retries), ``worker`` (the background worker and the waits); no part inherits another.
+``Spool`` owns its parts, which share one ``bookkeeping`` object (what the spool
+holds, an entry's record): ``checkin`` (uploads, unlocks, retries); no part inherits
+another.
 The vault's lock is not the spool's: a save holds its document's lease
 (``write.lease``, ``Reason.SAVE``) from its check-out until its check-in lets it go.
 This module checks out and answers the spool's callers, handing on to the part that
@@ -22,7 +23,7 @@ does the work. What callers hand in and get back is in
 An entry moves through these states (each one written to disk before it matters; the
 states and the table of moves between them are ``states``'):
 
-``editing``    open for writing; the worker leaves it alone
+``editing``    open for writing; the queue leaves it alone
 ``pending``    closed; waiting to be uploaded (again)
 ``uploading``  an upload was sent and its outcome is unknown: before sending it again
                the vault's checksum is compared with the content's and with that of
@@ -62,8 +63,7 @@ from vaultfs.bridge.write.spool.interface import (
     StartFrom,
     start_from,
 )
-from vaultfs.bridge.write.spool.queue import JobKind, WorkQueue
-from vaultfs.bridge.write.spool.worker import SpoolWorker
+from vaultfs.bridge.write.spool.queue import JobKind, WorkQueue, describe
 from vaultfs.client import CHECK_INS, VaultApi
 from vaultfs.errors import VaultError
 
@@ -120,7 +120,7 @@ class Spool:
         )
         self._check_in = SpoolCheckIn(books)
         queue.kinds[JobKind.CHECK_IN] = self._check_in.attempt
-        self._worker = SpoolWorker(books, keepalive_interval=keepalive_interval)
+        self._keepalive_interval = keepalive_interval
         #: one check-out at a time per document, so that two opens make one entry
         self._beginning: KeyedLocks[int] = KeyedLocks()
         durable.ensure_private_dir(directory)
@@ -159,14 +159,38 @@ class Spool:
         return self._books.uploads
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """The worker (``SpoolWorker.run``); runs until cancelled."""
-        await self._worker.run(task_status=task_status)
+        """The background work: the queue (what a start found on disk is due at once,
+        then every retry), the release of the locks an earlier daemon left
+        (``write.lease``), and the session kept alive during edits. Runs until
+        cancelled."""
+        books = self._books
+        async with trio.open_nursery() as nursery:
+            books.nursery = nursery
+            try:
+                await nursery.start(books.queue.run)
+                nursery.start_soon(books.leases.release_stale)
+                nursery.start_soon(self._keep_alive)
+                task_status.started()
+                await trio.sleep_forever()
+            finally:
+                books.nursery = None
+
+    async def _keep_alive(self) -> None:
+        while True:
+            await trio.sleep(self._keepalive_interval)
+            if any(e.state == EDITING for e in self._books.entries.values()):
+                try:
+                    await self._books.client.keep_alive()
+                except VaultError as exc:
+                    log.warning("spool: keep-alive failed: %s", describe(exc))
 
     async def flush_now(self) -> None:
-        await self._worker.flush_now()
+        """Try every job of the queue now (failures stay pending)."""
+        await self._books.queue.flush_now()
 
     async def wait_idle(self, timeout: float | None) -> bool:  # noqa: ASYNC109 - the core's API
-        return await self._worker.wait_idle(timeout)
+        """Wait until no job waits; False when ``timeout`` ran out first."""
+        return await self._books.queue.wait_idle(timeout)
 
     def wrote(self, entry: SpoolEntry) -> None:
         self._check_in.wrote(entry)

@@ -10,8 +10,19 @@ holds it (status); what a name in the tree
 means is ``write.files_in``'s. The behaviour is described for users in
 docs/writing.md ("Uploads").
 
-An entry's record and files, and the layout of ``<spool>/uploads/``, are
-``upload_files``'; the record type and its targets are imported from there.
+An entry's record (``UploadRecord``) and its files, and the blocking steps on them (run
+in a worker thread: made durable, its record written again, removed, and the scan at
+start that sets aside records that cannot be used and deletes content without one):
+
+```
+<spool>/uploads/               mode 0700
+  <n>.data                     the content, exactly as closed (mode 0600)
+  <n>.json                     its record (an ``UploadRecord``), replaced atomically
+```
+
+Files are named by number only; the name the vault knows the file by is in the
+record and travels as data in the upload (never a local file name: a vault's names
+may be longer than a local file system takes).
 
 Every entry is a job of the spool's one queue (``queue``: its kind ``upload``), which
 tries it, retries it with the one backoff and flushes it; this module says what a try
@@ -24,8 +35,12 @@ idempotent, and a rendition POST refused as existing is sent again as a PUT.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import math
+import os
+import shutil
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
@@ -34,11 +49,9 @@ from typing import Any
 
 import trio
 
-from vaultfs.bridge.write.spool import durable, lost, upload_files
-from vaultfs.bridge.write.spool.failures import NOT_PROCESSED, PERMANENT, describe
-from vaultfs.bridge.write.spool.queue import JobKind, WorkQueue
-from vaultfs.bridge.write.spool.states import UploadState
-from vaultfs.bridge.write.spool.upload_files import ATTACHMENT, RENDITION, UploadRecord
+from vaultfs.bridge.write.spool import durable, lost, store
+from vaultfs.bridge.write.spool.queue import NOT_PROCESSED, PERMANENT, JobKind, WorkQueue, describe
+from vaultfs.bridge.write.spool.states import UPLOAD_MOVES, UploadState
 from vaultfs.client import VaultApi
 from vaultfs.errors import (
     InvalidData,
@@ -46,9 +59,166 @@ from vaultfs.errors import (
     VaultError,
 )
 
-__all__ = ["ATTACHMENT", "RENDITION", "Upload", "UploadRecord", "Uploads"]
+__all__ = ["ATTACHMENT", "RENDITION", "UPLOADS", "Upload", "UploadRecord", "Uploads"]
 
 log = logging.getLogger(__name__)
+
+RENDITION = "rendition"
+ATTACHMENT = "attachment"
+#: the directory in the spool
+UPLOADS = "uploads"
+
+_COPY_CHUNK = 1 << 20
+
+
+@dataclass
+class UploadRecord:
+    """One file to upload (the ``<n>.json``)."""
+
+    number: int
+    doc_id: int
+    #: ``rendition`` or ``attachment``
+    target: str
+    #: the name the upload carries (an attachment is known by it in the vault)
+    filename: str
+    rendition_type: str | None = None
+    #: the version a rendition belongs to; None: the latest (the document's endpoint)
+    major: int | None = None
+    minor: int | None = None
+    #: a rendition of this type existed when the file was written: PUT rather than POST
+    replace: bool = False
+    md5: str = ""
+    #: changed through ``move`` only (on disk: the state's value)
+    state: UploadState = UPLOAD_MOVES.start
+    attempts: int = 0
+    last_error: str | None = None
+    created: float = 0.0
+    updated: float = 0.0
+
+    def __post_init__(self) -> None:
+        # a record read from disk names its state by the value
+        if not isinstance(self.state, UploadState):
+            if self.state not in frozenset(UploadState):
+                raise ValueError(f"unknown state {self.state!r}")
+            self.state = UploadState(self.state)
+
+    def move(self, state: UploadState) -> None:
+        """The one way a record changes state: ``IllegalTransition`` for a move the
+        table (``states.UPLOAD_MOVES``) does not have."""
+        self.state = UPLOAD_MOVES.move(
+            self.state, state, what=f"{self.where()} of doc {self.doc_id}"
+        )
+
+    @classmethod
+    def from_json(cls, data: Any) -> UploadRecord:
+        """The record ``data`` (a parsed ``<n>.json``) holds; ValueError naming what is
+        wrong when it is not one this spool wrote."""
+        record = cls(**durable.checked_fields(cls, data))
+        if record.target not in (RENDITION, ATTACHMENT):
+            raise ValueError(f"unknown target {record.target!r}")
+        if record.target == RENDITION and record.rendition_type is None:
+            raise ValueError("a rendition without its type")
+        return record
+
+    def where(self) -> str:
+        """The file as the user named it, for the status and the log."""
+        if self.target == ATTACHMENT:
+            return f"attachments/{self.filename}"
+        if self.major is not None:
+            return f"versions/{self.major}.{self.minor}/renditions/{self.filename}"
+        return f"renditions/{self.filename}"
+
+
+def _record_path(directory: Path, number: int) -> Path:
+    return directory / f"{number}.json"
+
+
+def _data_path(directory: Path, number: int) -> Path:
+    return directory / f"{number}.data"
+
+
+def _write_record(directory: Path, record: UploadRecord) -> None:
+    record.updated = time.time()
+    durable.write_json_atomically(_record_path(directory, record.number), asdict(record))
+
+
+def _create(directory: Path, record: UploadRecord, source: Path) -> None:
+    """Copy ``source`` into ``<n>.data`` (hashing it), fsync it, then write the record:
+    a record only ever names whole content. Blocking: run in a worker thread."""
+    path = _data_path(directory, record.number)
+    md5 = hashlib.md5(usedforsecurity=False)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, durable.FILE_MODE)
+        try:
+            os.fchmod(fd, durable.FILE_MODE)
+            with open(source, "rb", buffering=0) as f:
+                while chunk := f.read(_COPY_CHUNK):
+                    md5.update(chunk)
+                    view = memoryview(chunk)
+                    while view:
+                        view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        record.md5 = md5.hexdigest()
+        _write_record(directory, record)
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
+
+
+def _remove(directory: Path, number: int) -> None:
+    """The record first: it is what makes the content an entry."""
+    _record_path(directory, number).unlink(missing_ok=True)
+    _data_path(directory, number).unlink(missing_ok=True)
+    durable.fsync_dir(directory)
+
+
+def _scan(directory: Path) -> tuple[list[UploadRecord], list[store.Unusable]]:
+    """The entries on disk, and the records that cannot be used (their content is
+    kept for ``lost.set_aside``); content without a record (a copy that never
+    completed: the file it came from was still in the scratch directory) is deleted."""
+    records: list[UploadRecord] = []
+    unusable: list[store.Unusable] = []
+    for path in sorted(directory.iterdir()):
+        if path.name.endswith(".upload"):  # what earlier versions sent the content as
+            shutil.rmtree(path, ignore_errors=True)
+        elif path.name.endswith(".json.tmp"):
+            path.unlink()
+        elif path.suffix == ".json" and path.is_file():
+            number = durable.number_named(path)
+            content = _data_path(directory, number) if number is not None else None
+            content = content if content is not None and content.is_file() else None
+            data: Any = None
+            try:
+                data = json.loads(path.read_bytes())
+                record = UploadRecord.from_json(data)
+                if record.number != number:
+                    raise ValueError(f"number {record.number} in the record of {path.stem}")
+            except (OSError, ValueError, TypeError, RecursionError) as exc:
+                filename = data.get("filename") if isinstance(data, dict) else None
+                name = filename if isinstance(filename, str) else None
+                label = f"upload-{path.stem}"
+                unusable.append(store.Unusable(path, content, label, name, str(exc)))
+                continue
+            if content is None:
+                log.error("uploads: %s record without content, dropped", path.name)
+                path.unlink()
+                continue
+            records.append(record)
+    kept = {bad.content for bad in unusable}
+    for path in directory.glob("*.data"):
+        number = durable.number_named(path)
+        if (
+            number is not None
+            and path not in kept
+            and path.is_file()
+            and not _record_path(directory, number).exists()
+        ):
+            log.warning("uploads: orphan content %s (no record) removed", path.name)
+            path.unlink()
+    return records, unusable
+
 
 #: Background uploads at once.
 _BACKGROUND = 4
@@ -86,7 +256,7 @@ class Uploads:
         on_uploaded: Uploaded | None = None,
     ) -> None:
         self.spool_dir = spool_dir
-        self.directory = spool_dir / upload_files.UPLOADS
+        self.directory = spool_dir / UPLOADS
         self.client = client
         self._on_uploaded = on_uploaded
         #: the spool's one queue of work: every entry is an upload in it
@@ -95,7 +265,7 @@ class Uploads:
         self._entries: dict[int, Upload] = {}
         durable.ensure_private_dir(spool_dir)
         durable.ensure_private_dir(self.directory)
-        records, unusable = upload_files.scan(self.directory)
+        records, unusable = _scan(self.directory)
         lost.set_all_aside(spool_dir, unusable)
         for record in records:
             log.info(
@@ -104,7 +274,7 @@ class Uploads:
                 record.doc_id,
                 record.state,
             )
-            self._add(Upload(record, upload_files.data_path(self.directory, record.number)))
+            self._add(Upload(record, _data_path(self.directory, record.number)))
         self._next = max(self._entries, default=0) + 1
 
     def _add(self, entry: Upload) -> None:
@@ -142,11 +312,9 @@ class Uploads:
         record.number, self._next = self._next, self._next + 1
         record.created = time.time()
         with trio.CancelScope(shield=True):  # the copy is the user's content: finish it
-            await trio.to_thread.run_sync(upload_files.create, self.directory, record, source)
+            await trio.to_thread.run_sync(_create, self.directory, record, source)
         # The worker leaves it alone until the first try is over (or was cancelled).
-        entry = Upload(
-            record, upload_files.data_path(self.directory, record.number), next_attempt=math.inf
-        )
+        entry = Upload(record, _data_path(self.directory, record.number), next_attempt=math.inf)
         self._add(entry)
         log.info("uploads: %s of doc %d spooled (%s)", record.where(), record.doc_id, record.md5)
         if unless_md5 is not None and record.md5 == unless_md5:
@@ -238,7 +406,7 @@ class Uploads:
                 lost.keep_in_lost, self.spool_dir, entry.path, str(record.doc_id),
                 record.filename, why,
             )  # fmt: skip
-            await trio.to_thread.run_sync(upload_files.remove, self.directory, record.number)
+            await trio.to_thread.run_sync(_remove, self.directory, record.number)
         self._drop(entry)
         log.error(
             "uploads: %s of doc %d refused (%s); content kept in %s",
@@ -249,10 +417,10 @@ class Uploads:
         )
 
     async def _save(self, entry: Upload) -> None:
-        await trio.to_thread.run_sync(upload_files.write_record, self.directory, entry.record)
+        await trio.to_thread.run_sync(_write_record, self.directory, entry.record)
         self._queue.notify()
 
     async def _forget(self, entry: Upload) -> None:
         with trio.CancelScope(shield=True):
-            await trio.to_thread.run_sync(upload_files.remove, self.directory, entry.record.number)
+            await trio.to_thread.run_sync(_remove, self.directory, entry.record.number)
         self._drop(entry)
