@@ -414,6 +414,100 @@ async def test_fields_change_through_xattrs(setup: Setup) -> None:
     assert await core.getxattr(old, "user.vault.title__v") == b"old title"
 
 
+def vault_away_for_fields(vault: FakeVault, answer: list[BaseException | None]) -> None:
+    """PUTs of fields fail with what ``answer`` holds first (None: the vault takes them)."""
+    real = vault.update_document
+
+    async def update_document(doc_id: int, fields: Mapping[str, str | None]) -> None:
+        if answer[0] is not None:
+            vault.calls["update_document refused"] += 1
+            raise answer[0]
+        await real(doc_id, fields)
+
+    vault.update_document = update_document  # type: ignore[method-assign]
+
+
+async def test_a_field_set_the_vault_is_away_for_waits_and_getfattr_shows_it(
+    setup: Setup, autojump_clock: trio.testing.MockClock
+) -> None:
+    """setfattr while the vault is away returns once the value is safe in the spool;
+    getfattr shows it; a second set replaces it; the vault gets the last value once."""
+    core, vault, spool = setup.core, setup.vault, setup.spool
+    ino = await walk(core, "Reference", "Guide", "guide.txt")
+    answer: list[BaseException | None] = [errors.VaultUnavailable("connection refused")]
+    vault_away_for_fields(vault, answer)
+    await core.setxattr(ino, "user.vault.title__v", b"First")
+    await core.setxattr(ino, "user.vault.title__v", b"Second")  # replaces the value waiting
+    assert vault.calls["update_document"] == 0 and vault.calls["update_document refused"] == 2
+    assert await core.getxattr(ino, "user.vault.title__v") == b"Second"
+    assert await core.getxattr(await walk(core, "Reference", "Guide"), "user.vault.title__v") == (
+        b"Second"
+    )
+    [waiting] = spool.pending()
+    assert (waiting["doc_id"], waiting["filename"]) == (setup.doc_id, "user.vault.title__v")
+    assert waiting["last_error"].startswith("VAULT_UNAVAILABLE")
+    assert len(list((spool.directory / "fields").glob("*.json"))) == 1
+    await trio.sleep(3600)  # an hour away: kept, retried
+    assert vault.calls["update_document"] == 0 and len(spool.pending()) == 1
+    answer[0] = None  # the vault is back
+    await spool.flush_now()
+    assert await spool.wait_idle(600)
+    assert vault.calls["update_document"] == 1  # one PUT, of the last value
+    assert vault.docs[setup.doc_id][-1].record["title__v"] == "Second"
+    assert await core.getxattr(ino, "user.vault.title__v") == b"Second"
+    assert spool.pending() == [] and spool.lost_and_found() == []
+    assert not list((spool.directory / "fields").glob("*.json"))
+
+
+async def test_a_field_set_the_vault_refuses_fails_at_once_and_keeps_nothing(
+    setup: Setup,
+) -> None:
+    core, vault, spool = setup.core, setup.vault, setup.spool
+    ino = await walk(core, "Reference", "Guide", "guide.txt")
+    vault_away_for_fields(vault, [errors.InvalidData("not a title")])
+    with pytest.raises(errors.InvalidData):
+        await core.setxattr(ino, "user.vault.title__v", b"Bad")
+    assert spool.pending() == [] and spool.lost_and_found() == []
+    with pytest.raises(errors.NoSuchAttribute):  # never set: nothing shown
+        await core.getxattr(ino, "user.vault.title__v")
+
+
+async def test_a_waiting_field_set_the_vault_then_refuses_is_kept_in_lost_and_found(
+    setup: Setup, autojump_clock: trio.testing.MockClock
+) -> None:
+    core, vault, spool = setup.core, setup.vault, setup.spool
+    ino = await walk(core, "Reference", "Guide", "guide.txt")
+    answer: list[BaseException | None] = [errors.VaultUnavailable("connection refused")]
+    vault_away_for_fields(vault, answer)
+    await core.setxattr(ino, "user.vault.title__v", b"Kept")
+    answer[0] = errors.InsufficientAccess("no longer yours")
+    await spool.flush_now()
+    assert await spool.wait_idle(600)
+    [kept] = spool.lost_and_found()
+    assert kept.read_bytes() == b"Kept" and kept.name.endswith("title__v.txt")
+    [why] = spool.lost_records()
+    assert why["error"].startswith("INSUFFICIENT_ACCESS") and why["doc_id"] == setup.doc_id
+    assert why["filename"] == "user.vault.title__v"
+    assert spool.pending() == []
+    with pytest.raises(errors.NoSuchAttribute):  # the vault's, not the value refused
+        await core.getxattr(ino, "user.vault.title__v")
+
+
+async def test_a_field_set_left_by_a_daemon_is_sent_by_the_next_start(
+    tmp_path: Path,
+) -> None:
+    """The record of a set the vault was away for, found at a start, is sent at once."""
+    async for first in _setup(tmp_path):
+        ino = await walk(first.core, "Reference", "Guide", "guide.txt")
+        vault_away_for_fields(first.vault, [errors.VaultUnavailable("connection refused")])
+        await first.core.setxattr(ino, "user.vault.title__v", b"After the restart")
+    async for second in _setup(tmp_path):
+        assert await second.spool.wait_idle(60)
+        assert second.vault.calls["update_document"] == 1
+        assert second.vault.docs[second.doc_id][-1].record["title__v"] == "After the restart"
+        assert second.spool.pending() == []
+
+
 async def test_deleting_is_off_by_default(setup: Setup) -> None:
     core = setup.core
     doc = await walk(core, "Reference", "Guide")

@@ -240,6 +240,37 @@ def test_the_vault_away_fails_fast_at_mount_and_at_open_for_writing(
     assert "cannot reach the vault" in said
 
 
+def test_a_field_set_while_the_vault_is_away_waits_and_reaches_it_once_back(
+    fresh_vault: VaultProcess, api: httpx.Client, tmp_path: Path
+) -> None:
+    """setfattr with the vault stopped returns within seconds (the value is in the
+    spool), getfattr shows it, and it reaches the vault when the vault is back."""
+    with MountProcess(fresh_vault.url, tmp_path / "m") as mount:
+        source = mount.mountpoint / CHECKLIST
+        doc_id = int(os.getxattr(source, "user.vault.id"))
+        # A field set while the vault is there: its field metadata is known from then on.
+        os.setxattr(source, "user.vault.title__v", b"Before")
+        fresh_vault.stop()
+        try:
+            # The deadline is the test's patience: a few seconds of tries, then queued.
+            subprocess.run(
+                ["setfattr", "-n", "user.vault.title__v", "-v", "Away", str(source)],
+                check=True,
+                timeout=30,
+            )
+            assert os.getxattr(source, "user.vault.title__v") == b"Away"
+            [waiting] = mount.status()["pending_uploads"]
+            assert (waiting["doc_id"], waiting["filename"]) == (doc_id, "user.vault.title__v")
+        finally:
+            fresh_vault.start()
+        subprocess.run(
+            [sys.executable, "-m", "vaultfs", "sync", str(source)], check=True, timeout=120
+        )
+        record = api.get(f"/objects/documents/{doc_id}").json()["document"]
+        assert record["title__v"] == "Away"
+        assert mount.status()["pending_uploads"] == [] and mount.status()["lost_and_found"] == []
+
+
 def test_modes_tell_what_a_viewer_and_a_check_out_allow(
     fresh_vault: VaultProcess, api: httpx.Client, tmp_path: Path
 ) -> None:

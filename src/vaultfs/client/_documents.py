@@ -7,6 +7,7 @@ of the answer it returns; ``VaultClient`` inherits them.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterable, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -18,6 +19,7 @@ from vaultfs.wire import PAGE_LIMIT, format_query_datetime
 from ._endpoint import EndpointCalls
 from ._http import Call
 from ._multipart import StreamedForm
+from ._retry import WAITED_ON
 from ._types import DocumentPage
 
 __all__ = ["DELETIONS_WINDOW", "DocumentCalls"]
@@ -209,7 +211,9 @@ class DocumentCalls(EndpointCalls):
         self, template: str, fields: Mapping[str, str | None], **path_args: str | int
     ) -> None:
         form = {name: "" if value is None else value for name, value in fields.items()}
-        await self._http.call(Call("PUT", template, path_args=path_args, form=form))
+        # A program waits on it: retried briefly (a field set then waits in the queue).
+        call = Call("PUT", template, path_args=path_args, form=form)
+        await self._http.call(dataclasses.replace(call, max_retries=WAITED_ON.max_retries))
 
 
 def _listed(item: dict[str, Any]) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from the policy (``RetryPolicy.wait``):
 |-------------|--------------------|--------------|----------------------------------------------|
 | `REQUESTS`  | 1 + 6 (`retries`)  | 0.5 s → 30 s | every call of the client                     |
 | `LOCKS`     | 1 + 3              | 0.5 s → 30 s | taking a lock (an open() waits for it)       |
+| `WAITED_ON` | 1 + 3              | 0.5 s → 30 s | a field's PUT (a setfattr, a rename waits)   |
 | `CREATES`   | 8                  | 0.5 s → 30 s | a create, its marker looked for first        |
 | `CHECK_INS` | for ever           | 1 s → 300 s  | drafts, uploads, locks left by a dead daemon |
 
@@ -47,6 +48,7 @@ __all__ = [
     "CREATES",
     "LOCKS",
     "REQUESTS",
+    "WAITED_ON",
     "Attempt",
     "RetryPolicy",
     "backoff",
@@ -85,6 +87,10 @@ class RetryPolicy:
 REQUESTS = RetryPolicy(name="requests")
 #: Taking a lock: an open() waits for it, about 3.5 s of backoff at most.
 LOCKS = RetryPolicy(max_retries=3, name="locks")
+#: A change of fields a program waits on (setfattr, a directory's rename): about 3.5 s
+#: of backoff at most; a field set the vault is away for then waits in the spool's
+#: queue (``CHECK_INS``).
+WAITED_ON = RetryPolicy(max_retries=3, name="waited-on")
 #: A create whose answer may be lost: 8 tries, each after finding that the earlier
 #: one left nothing.
 CREATES = RetryPolicy(max_retries=7, max_limit_wait=30.0, name="creates")

@@ -65,7 +65,7 @@ from vaultfs.bridge.write.deletions import Deletions
 from vaultfs.bridge.write.drops import Drops
 from vaultfs.bridge.write.editing import Editing, show_check_in, show_lease
 from vaultfs.bridge.write.editor_locks import EditorLocks
-from vaultfs.bridge.write.fields import FieldEditor
+from vaultfs.bridge.write.fields import FieldEditor, show_field_set
 from vaultfs.bridge.write.files_in import FilesIn, show_upload
 from vaultfs.bridge.write.lease import Leases
 from vaultfs.bridge.write.linking import Linker
@@ -74,6 +74,7 @@ from vaultfs.bridge.write.new_fields import NewFields
 from vaultfs.bridge.write.scratch import Scratch, empty_private_dir
 from vaultfs.bridge.write.spool import store as spool_store
 from vaultfs.bridge.write.spool.creates import Creates
+from vaultfs.bridge.write.spool.field_sets import FieldSets
 from vaultfs.bridge.write.spool.queue import WorkQueue
 from vaultfs.bridge.write.spool.spool import Spool
 from vaultfs.bridge.write.spool.uploads import Uploads
@@ -146,15 +147,18 @@ def families(
 def _spool(
     client: VaultApi, tree: Tree, blobs: BlobCache, leases: Leases, settings: SpoolSettings
 ) -> Spool:
-    """The write-back spool; every check-in, upload and create it makes is shown in the
-    tree at once (``show_check_in``, ``show_upload``, ``show_created``), as is every
-    check-out's beginning and end (``show_lease``)."""
+    """The write-back spool; every check-in, upload, create and field set it makes is
+    shown in the tree at once (``show_check_in``, ``show_upload``, ``show_created``,
+    ``show_field_set``), as is every check-out's beginning and end (``show_lease``)."""
     leases.shown = functools.partial(show_lease, tree)
-    # One queue of work for the check-ins, the uploads and the creates, with the
-    # check-ins' waits.
+    # One queue of work for the check-ins, the uploads, the creates and the field
+    # sets, with the check-ins' waits.
     queue = WorkQueue(leases.retry)
     new_documents = Creates(
         settings.directory, client, queue=queue, on_created=functools.partial(show_created, tree)
+    )
+    field_sets = FieldSets(
+        settings.directory, client, queue=queue, on_applied=functools.partial(show_field_set, tree)
     )
     uploads = None
     if settings.uploads:
@@ -169,6 +173,7 @@ def _spool(
         on_checked_in=functools.partial(show_check_in, tree, blobs),
         uploads=uploads,
         new_documents=new_documents,
+        field_sets=field_sets,
     )
 
 
@@ -234,7 +239,7 @@ def build_daemon(
         files_in = FilesIn(tree, client, blobs, contents, the_spool.uploads)
     editing = Editing(tree, blobs, contents, the_spool)
     overlay = Overlay(tree, scratch, allow_delete=options.allow_delete)
-    fields = FieldEditor(tree, client)
+    fields = FieldEditor(tree, client, the_spool.field_sets if the_spool is not None else None)
     new_documents = NewDocuments(
         tree,
         editing,

@@ -114,7 +114,9 @@ class Documents(Family):
         return key.doc_id if key.kind == Kind.DOC else None
 
     async def fields(self, parts: Parts, key: NodeKey) -> dict[str, Any]:
-        return parts.tree.record(key.doc_id) if key.kind == Kind.DOC else {}
+        if key.kind != Kind.DOC:
+            return {}
+        return parts.write.fields.shown(key.doc_id, None, parts.tree.record(key.doc_id))
 
     async def create(self, parts: Parts, parent: NodeKey, name: str, mode: int) -> NodeKey:
         if parent.kind != Kind.DOC:

@@ -133,7 +133,7 @@ class Sources(Family):
         return key.doc_id
 
     async def fields(self, parts: Parts, key: NodeKey) -> dict[str, Any]:
-        return parts.tree.record(key.doc_id)
+        return parts.write.fields.shown(key.doc_id, None, parts.tree.record(key.doc_id))
 
     async def unlink(self, parts: Parts, key: NodeKey, name: str) -> None:
         parts.overlay.deleting()

@@ -22,6 +22,7 @@ from vaultfs.bridge.tree import keys
 from vaultfs.bridge.tree.filenames import Sibling, assign_names
 from vaultfs.bridge.tree.keys import Kind, NodeKey, VersionKey
 from vaultfs.bridge.tree.tree import Tree
+from vaultfs.bridge.tree.versions import latest_version
 
 __all__ = ["Versions"]
 
@@ -85,7 +86,11 @@ class Versions(Family):
     async def fields(self, parts: Parts, key: NodeKey) -> dict[str, Any]:
         if key.kind == Kind.VERS:
             return {}
-        return await parts.tree.version_record(key.doc_id, *_version(key))
+        version = _version(key)
+        record = await parts.tree.version_record(key.doc_id, *version)
+        # The latest version's fields are set through the document.
+        latest = version == latest_version(parts.tree.record(key.doc_id))
+        return parts.write.fields.shown(key.doc_id, None if latest else version, record)
 
     async def set_field(self, parts: Parts, key: NodeKey, name: str, value: bytes | None) -> None:
         if key.kind == Kind.VERS:

@@ -1,17 +1,22 @@
 """The type metadata: labels of document types, subtypes and classifications, the
 metadata records of leaves (for new documents) and the field metadata, read lazily
-and cached for an hour.
+and cached for an hour. Field metadata older than that is still used while the vault
+cannot be reached (a setfattr checks a field against it, and then waits in the spool).
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from typing import Any
 
 import trio
 
+from vaultfs import errors
 from vaultfs.client import VaultApi
+
+log = logging.getLogger(__name__)
 
 __all__ = ["TypeCatalog"]
 
@@ -120,7 +125,13 @@ class TypeCatalog:
         """Field name -> field metadata (``editable``, ``setOnCreateOnly``, ...)."""
         async with self._lock:
             if self._fields is None or self._clock() - self._fields[0] >= _METADATA_TTL:
-                specs = await self._client.document_properties()
+                try:
+                    specs = await self._client.document_properties()
+                except errors.VaultUnavailable as exc:
+                    if self._fields is None:
+                        raise
+                    log.warning("field metadata kept from before: the vault is away (%s)", exc)
+                    return self._fields[1]
                 self._fields = (self._clock(), {str(s.get("name")): s for s in specs})
             return self._fields[1]
 

@@ -27,7 +27,8 @@ from vaultfs.bridge.tree import nodes
 from vaultfs.bridge.tree.keys import FolderKey, typed
 from vaultfs.bridge.tree.nodes import NodeKey
 from vaultfs.bridge.tree.tree import Tree
-from vaultfs.bridge.write.spool.creates import MARKER_FIELD, stays_queued
+from vaultfs.bridge.write.spool.creates import MARKER_FIELD
+from vaultfs.bridge.write.spool.queue import may_pass
 
 if TYPE_CHECKING:
     from vaultfs.bridge.write.spool.spool import Spool
@@ -84,7 +85,7 @@ class Creator:
         except (errors.ParameterRequired, errors.InvalidData):
             raise
         except errors.VaultError as exc:
-            if not stays_queued(exc):
+            if not may_pass(exc):
                 await self.spool.keep_lost(content, filename, exc)
             raise
         log.info("created document %d %r in %s", doc_id, name, nodes.folder_path(folder))

@@ -6,8 +6,10 @@ Owns the rules (docs/bridge.md): a field the vault marks editable (and not setta
 on create only) is updated with one PUT of the document or of that version; any other
 known field is refused with EPERM before a call is made; a name that is not a field
 of the record nor of the vault's field metadata is ENOTSUP, as is any xattr outside
-``user.vault.``. Setting the value a field already has makes no call. Afterwards the
-record is read again so ``getfattr`` shows the vault's value at once.
+``user.vault.``. Setting the value a field already has makes no call. The set itself
+is a job of the spool's queue (``spool.field_sets``): sent at once, and kept while the
+vault is away, ``getfattr`` showing the value waiting (``shown``); once the vault has
+it the record is read again so ``getfattr`` shows the vault's value.
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ from vaultfs import errors
 from vaultfs.bridge.tree import xattrs
 from vaultfs.bridge.tree.tree import Tree
 from vaultfs.bridge.tree.versions import latest_version
+from vaultfs.bridge.write.spool.field_sets import FieldSets
 from vaultfs.client import VaultApi
 
-__all__ = ["FieldEditor"]
+__all__ = ["FieldEditor", "show_field_set"]
 
 log = logging.getLogger(__name__)
 
@@ -44,10 +47,27 @@ def form_value(value: bytes) -> str:
     return text
 
 
+async def show_field_set(tree: Tree, doc_id: int, of_version: bool) -> None:
+    """Show a field the vault took: the document's details are read again (one call;
+    a version other than the latest is read when next asked for)."""
+    tree.invalidate(doc_id)
+    if not of_version:
+        await tree.reload(doc_id)
+
+
 class FieldEditor:
-    def __init__(self, tree: Tree, client: VaultApi) -> None:
+    def __init__(self, tree: Tree, client: VaultApi, sets: FieldSets | None) -> None:
+        """``sets``: the spool's field sets (None: a read-only mount)."""
         self.tree = tree
         self.client = client
+        self.sets = sets
+
+    def shown(
+        self, doc_id: int, version: tuple[int, int] | None, record: dict[str, Any]
+    ) -> dict[str, Any]:
+        """The fields ``getfattr`` shows of ``doc_id`` (of ``version``, None: the
+        latest): ``record`` with the values waiting for the vault."""
+        return record if self.sets is None else self.sets.shown(doc_id, version, record)
 
     async def set(
         self,
@@ -74,17 +94,11 @@ class FieldEditor:
         if value is None and record.get(field) in (None, [], ""):
             return
         text = None if value is None else form_value(value)
-        client = self.client
-        if version is not None:
-            major, minor = version
-            if version != latest_version(self.tree.record(doc_id)):
-                await client.update_version(doc_id, major, minor, {field: text})
-                self.tree.invalidate(doc_id)
-                return
-        await client.update_document(doc_id, {field: text})
-        log.info("document %d: %s set", doc_id, field)
-        self.tree.invalidate(doc_id)
-        await self.tree.reload(doc_id)
+        if self.sets is None:
+            raise errors.ReadOnly("this mount has no write-back spool")
+        if version is not None and version == latest_version(self.tree.record(doc_id)):
+            version = None  # the latest is set through the document
+        await self.sets.set(doc_id, version, field, text)
 
     async def rename(self, doc_id: int, name: str) -> None:
         """A document's new name (``name__v``: its directory renamed in its folder);

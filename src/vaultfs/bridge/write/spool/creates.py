@@ -41,7 +41,7 @@ import trio
 from vaultfs import errors
 from vaultfs.bridge.tree.index import SORT
 from vaultfs.bridge.write.spool import durable, lost
-from vaultfs.bridge.write.spool.queue import JobKind, WorkQueue, describe
+from vaultfs.bridge.write.spool.queue import JobKind, WorkQueue, describe, may_pass
 from vaultfs.bridge.write.spool.states import CREATE_MOVES, CreateState
 from vaultfs.client import CREATES, Attempt, VaultApi, retrying
 
@@ -52,7 +52,6 @@ __all__ = [
     "Creates",
     "contents_in_flight",
     "new_marker",
-    "stays_queued",
 ]
 
 log = logging.getLogger(__name__)
@@ -78,12 +77,6 @@ def _ambiguous(exc: errors.VaultError) -> bool:
     return isinstance(
         exc, errors.VaultUnavailable | errors.ServerException | errors.ApiLimitExceeded
     ) or (exc.http_status >= 500)
-
-
-def stays_queued(exc: errors.VaultError) -> bool:
-    """Whether a create that failed so stays in the queue (the vault away, busy or
-    out of budget: it may pass), rather than being settled by the failure."""
-    return _ambiguous(exc)
 
 
 @dataclass(frozen=True)
@@ -231,7 +224,7 @@ class Creates:
         """Create the document (``fields`` without a marker) exactly once: recorded
         first, then tried under the ``CREATES`` policy, its marker looked for before
         each try after an answer that may have been lost. Returns its id. A failure
-        for which it ``stays_queued`` leaves it to the queue; any other settles it
+        that ``may_pass`` leaves it to the queue; any other settles it
         (the caller keeps the content)."""
         fields = {**fields, MARKER_FIELD: new_marker()}
         with trio.CancelScope(shield=True):  # the record and the job agree
@@ -252,7 +245,7 @@ class Creates:
                 )  # fmt: skip
                 await self._forget(job)
         except errors.VaultError as exc:
-            if not stays_queued(exc):
+            if not may_pass(exc):
                 await self._forget(job)  # refused: the caller keeps the content
                 raise
             job.last_error = describe(exc)
@@ -312,7 +305,7 @@ class Creates:
                 doc_id = await self._send(job, lambda record: None)
             except errors.VaultError as exc:
                 job.last_error = describe(exc)
-                if stays_queued(exc):
+                if may_pass(exc):
                     self._queue.failed(job, exc, f"create of {job.filename!r}")
                 else:
                     await self.keep_lost(job.record.content, job.filename, exc)

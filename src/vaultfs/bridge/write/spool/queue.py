@@ -2,9 +2,9 @@
 place.
 
 A job is a save's check-in (a ``SpoolEntry``), an upload of a rendition or an
-attachment (an ``Upload``) or a new document's create (a ``Create``); each keeps its
-own record on disk, and carries its kind, which says what a try of it does
-(``WorkQueue.kinds``: the check-in's ``attempt``, the upload's, the create's). The
+attachment (an ``Upload``), a new document's create (a ``Create``) or a setfattr of a
+field (a ``FieldSet``); each keeps its own record on disk, and carries its kind, which
+says what a try of it does (``WorkQueue.kinds``). The
 queue owns *when*: a job is tried once it waits for the queue (a save
 still open for writing does not) and its backoff is over, by one loop, a few at a time;
 all at once on ``flush_now``; waited for by ``wait_idle``. A failure that may pass is
@@ -15,7 +15,8 @@ on disk is due at once: the replay is the loop's first turn. rclone's
 
 Also how every job reads a failure, so that all treat the vault's answers alike:
 ``PERMANENT`` (for good: lost+found), ``NOT_PROCESSED`` (the vault did nothing),
-anything else worth a retry; ``describe`` for records and log lines.
+``may_pass`` (what keeps a create or a field set in the queue); ``describe`` for
+records and log lines.
 """
 
 from __future__ import annotations
@@ -41,7 +42,9 @@ from vaultfs.errors import (
     MalformedUrl,
     MethodNotSupported,
     ParameterRequired,
+    ServerException,
     VaultError,
+    VaultUnavailable,
 )
 
 __all__ = [
@@ -52,6 +55,7 @@ __all__ = [
     "Retried",
     "WorkQueue",
     "describe",
+    "may_pass",
     "retry_delay",
     "schedule_retry",
 ]
@@ -70,6 +74,15 @@ PERMANENT: tuple[type[VaultError], ...] = (
 #: Failures of which the vault says the request was not processed at all (the
 #: client re-logs in on INVALID_SESSION_ID itself; one that surfaces was refused).
 NOT_PROCESSED: tuple[type[VaultError], ...] = (ApiLimitExceeded, InvalidSessionId)
+
+
+def may_pass(exc: VaultError) -> bool:
+    """Whether a job that failed so stays in the queue: the vault away, overloaded or
+    out of budget, or a session not renewed, all of which pass by themselves; any
+    other answer settles the job (for good: lost+found, or the caller's error)."""
+    return isinstance(
+        exc, VaultUnavailable | ServerException | ApiLimitExceeded | InvalidSessionId
+    ) or (exc.http_status >= 500)
 
 
 def describe(exc: BaseException) -> str:
@@ -119,6 +132,7 @@ class JobKind(enum.StrEnum):
     CHECK_IN = "check-in"
     UPLOAD = "upload"
     CREATE = "create"
+    FIELD = "field"
 
 
 class Job(Retried, Protocol):

@@ -8,8 +8,9 @@ a crash of the daemon). Content that can never be checked in goes to ``lost+foun
 nothing a user wrote is dropped silently. The files on disk are managed by ``store``,
 one entry's content and record by ``entry``; the behaviour is described for users in
 docs/writing.md. The other kinds of job, a file written into renditions/ or
-attachments/ and a new document's create, are ``uploads``' and ``creates``': the
-spool holds them (status, ``wait_idle``, ``flush_now``).
+attachments/, a new document's create and a setfattr of a field, are ``uploads``',
+``creates``' and ``field_sets``': the spool holds them (status, ``wait_idle``,
+``flush_now``).
 
 ``Spool`` owns its parts, which share one ``bookkeeping`` object (what the spool
 holds, an entry's record): ``checkin`` (uploads, unlocks, retries); no part inherits
@@ -56,6 +57,7 @@ from vaultfs.bridge.write.spool import creates, durable, lost, store
 from vaultfs.bridge.write.spool.bookkeeping import SpoolBookkeeping
 from vaultfs.bridge.write.spool.checkin import SpoolCheckIn
 from vaultfs.bridge.write.spool.entry import EDITING, PENDING, SpoolEntry
+from vaultfs.bridge.write.spool.field_sets import FieldSets
 from vaultfs.bridge.write.spool.interface import (
     CheckedIn,
     CheckIn,
@@ -99,6 +101,7 @@ class Spool:
         on_checked_in: CheckedIn | None = None,
         uploads: Uploads | None = None,
         new_documents: creates.Creates | None = None,
+        field_sets: FieldSets | None = None,
     ) -> None:
         retry = dataclasses.replace(CHECK_INS, base_delay=retry_initial, max_delay=retry_max)
         if leases is None:  # a spool of its own (tests): its check-outs are its alone
@@ -109,6 +112,10 @@ class Spool:
             new_documents = creates.Creates(directory, client, queue=queue)
         #: the third kind of job: new documents' creates
         self.creates = new_documents
+        if field_sets is None:  # and its field sets
+            field_sets = FieldSets(directory, client, queue=queue)
+        #: the fourth: setfattr of fields
+        self.field_sets = field_sets
         books = self._books = SpoolBookkeeping(
             directory,
             client,
@@ -228,7 +235,8 @@ class Spool:
                 for e in sorted(self._books.entries.values(), key=lambda e: e.record.created)
             ]
             + (self._books.uploads.pending() if self._books.uploads is not None else [])
-            + (self.creates.pending())
+            + self.creates.pending()
+            + self.field_sets.pending()
         )
 
     def lost_and_found(self) -> list[Path]:
