@@ -104,7 +104,7 @@ def test_names_the_vault_cannot_take_are_refused_at_open(
             timeout=60,
             what="the 100-character document",
         )
-        status = mount.status()
+        status = mount.settle()  # the vault has it: its answer reaches the mount next
         assert status["pending_uploads"] == [] and status["lost_and_found"] == []
         assert status["pending_new_documents"] == []
         log = mount.log_path.read_text(errors="replace")

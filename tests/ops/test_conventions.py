@@ -3,7 +3,7 @@
 - a node key asked by its position (``key[0]``, ``key[1:]``) outside its own module
   (``bridge.tree.keys``) and the families (``bridge.nodes``): elsewhere code asks the
   typed key what it names (``kind``, ``doc_id``, ``labels``, ...);
-- a state of a save, an upload or a check-out compared as a string literal
+- a state of a save, an upload, a create or a check-out compared as a string literal
   (``== "editing"``): the states are ``Enum`` members (``write.spool.states``,
   ``write.lease``), and what reads them compares with the member.
 """
@@ -15,13 +15,13 @@ from pathlib import Path
 
 import vaultfs
 from vaultfs.bridge.write.lease import LeaseState
-from vaultfs.bridge.write.spool.states import EntryState, UploadState
+from vaultfs.bridge.write.spool.states import CreateState, EntryState, UploadState
 
 BRIDGE = Path(vaultfs.__file__).parent / "bridge"
 #: where a key's positions are its own business
 KEYS_OWN = ("tree/keys.py", "nodes/")
 
-STATES = {s.value for s in (*EntryState, *UploadState, *LeaseState)}
+STATES = {s.value for s in (*EntryState, *UploadState, *CreateState, *LeaseState)}
 
 
 def _modules() -> list[tuple[str, ast.AST]]:

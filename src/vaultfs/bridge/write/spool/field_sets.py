@@ -182,9 +182,9 @@ class FieldSets:
         if not self._jobs:
             return record
         waiting = {
-            key[2]: job.record.value
-            for key, job in self._jobs.items()
-            if key[0] == doc_id and key[1] == version
+            job.record.field: job.record.value
+            for job in self._jobs.values()
+            if job.record.doc_id == doc_id and job.record.version == version
         }
         if not waiting:
             return record
