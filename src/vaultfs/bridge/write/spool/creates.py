@@ -41,7 +41,7 @@ import trio
 from vaultfs import errors
 from vaultfs.bridge.tree.index import SORT
 from vaultfs.bridge.write.spool import durable, lost
-from vaultfs.bridge.write.spool.queue import JobKind, WorkQueue, describe, may_pass
+from vaultfs.bridge.write.spool.queue import JobKind, WorkQueue, describe, may_pass, pending_row
 from vaultfs.bridge.write.spool.states import CREATE_MOVES, CreateState
 from vaultfs.client import CREATES, Attempt, VaultApi, retrying
 
@@ -199,16 +199,9 @@ class Creates:
 
     def pending(self) -> list[dict[str, Any]]:
         """The creates not made yet, for the status (``doc_id`` None: no document yet)."""
-        now = time.time()
         return [
-            {
-                "doc_id": None,
-                "filename": job.filename,
-                "state": "creating",  # sync and the notifications: not in the vault yet
-                "age_seconds": round(max(0.0, now - job.recorded), 3),
-                "attempts": job.attempts,
-                "last_error": job.last_error,
-            }
+            # sync and the notifications: "creating", not in the vault yet
+            pending_row(None, job.filename, "creating", job.recorded, job.attempts, job.last_error)
             for job in sorted(self._jobs.values(), key=lambda job: job.recorded)
         ]
 

@@ -39,7 +39,7 @@ import trio
 
 from vaultfs import errors
 from vaultfs.bridge.write.spool import durable, lost
-from vaultfs.bridge.write.spool.queue import JobKind, WorkQueue, describe, may_pass
+from vaultfs.bridge.write.spool.queue import JobKind, WorkQueue, describe, may_pass, pending_row
 from vaultfs.client import VaultApi
 
 __all__ = ["FieldSet", "FieldSetRecord", "FieldSets"]
@@ -198,17 +198,11 @@ class FieldSets:
 
     def pending(self) -> list[dict[str, Any]]:
         """The sets waiting, for the status (``filename``: the attribute's name)."""
-        now = time.time()
         return [
-            {
-                "doc_id": job.record.doc_id,
-                "filename": f"user.vault.{job.record.field}",
-                "state": "pending",
-                "age_seconds": round(max(0.0, now - job.record.created), 3),
-                "attempts": job.record.attempts,
-                "last_error": job.record.last_error,
-            }
-            for job in sorted(self._jobs.values(), key=lambda job: job.record.created)
+            pending_row(
+                r.doc_id, f"user.vault.{r.field}", "pending", r.created, r.attempts, r.last_error
+            )
+            for r in sorted((job.record for job in self._jobs.values()), key=lambda r: r.created)
         ]
 
     # --- a setfattr ----------------------------------------------------------------

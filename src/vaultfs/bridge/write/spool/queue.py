@@ -26,6 +26,7 @@ import enum
 import logging
 import math
 import random
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
@@ -56,6 +57,7 @@ __all__ = [
     "WorkQueue",
     "describe",
     "may_pass",
+    "pending_row",
     "retry_delay",
     "schedule_retry",
 ]
@@ -83,6 +85,26 @@ def may_pass(exc: VaultError) -> bool:
     return isinstance(
         exc, VaultUnavailable | ServerException | ApiLimitExceeded | InvalidSessionId
     ) or (exc.http_status >= 500)
+
+
+def pending_row(
+    doc_id: int | None,
+    filename: str,
+    state: str,
+    created: float,
+    attempts: int,
+    last_error: str | None,
+) -> dict[str, Any]:
+    """One job as the status lists it (``pending_uploads``): whatever its kind, the
+    same keys."""
+    return {
+        "doc_id": doc_id,
+        "filename": filename,
+        "state": state,
+        "age_seconds": round(max(0.0, time.time() - created), 3),
+        "attempts": attempts,
+        "last_error": last_error,
+    }
 
 
 def describe(exc: BaseException) -> str:

@@ -65,7 +65,7 @@ from vaultfs.bridge.write.spool.interface import (
     StartFrom,
     start_from,
 )
-from vaultfs.bridge.write.spool.queue import JobKind, WorkQueue, describe
+from vaultfs.bridge.write.spool.queue import JobKind, WorkQueue, describe, pending_row
 from vaultfs.client import CHECK_INS, VaultApi
 from vaultfs.errors import VaultError
 
@@ -220,21 +220,18 @@ class Spool:
         return self._books.entries.get(doc_id)
 
     def pending(self) -> list[dict[str, Any]]:
-        """Every entry (open ones too), oldest first, for the status files."""
-        now = time.time()
+        """Every job, for the status files: the saves (open ones too), the uploads, the
+        creates and the field sets, each oldest first."""
+        records = sorted((e.record for e in self._books.entries.values()), key=lambda r: r.created)
+        uploads = self._books.uploads
         return (
             [
-                {
-                    "doc_id": e.doc_id,
-                    "filename": e.record.filename,
-                    "state": e.state.value,
-                    "age_seconds": round(max(0.0, now - e.record.created), 3),
-                    "attempts": e.record.attempts,
-                    "last_error": e.record.last_error,
-                }
-                for e in sorted(self._books.entries.values(), key=lambda e: e.record.created)
+                pending_row(
+                    r.doc_id, r.filename, r.state.value, r.created, r.attempts, r.last_error
+                )
+                for r in records
             ]
-            + (self._books.uploads.pending() if self._books.uploads is not None else [])
+            + (uploads.pending() if uploads is not None else [])
             + self.creates.pending()
             + self.field_sets.pending()
         )

@@ -50,7 +50,14 @@ from typing import Any
 import trio
 
 from vaultfs.bridge.write.spool import durable, lost, store
-from vaultfs.bridge.write.spool.queue import NOT_PROCESSED, PERMANENT, JobKind, WorkQueue, describe
+from vaultfs.bridge.write.spool.queue import (
+    NOT_PROCESSED,
+    PERMANENT,
+    JobKind,
+    WorkQueue,
+    describe,
+    pending_row,
+)
 from vaultfs.bridge.write.spool.states import UPLOAD_MOVES, UploadState
 from vaultfs.client import VaultApi
 from vaultfs.errors import (
@@ -288,17 +295,9 @@ class Uploads:
     # --- queries -----------------------------------------------------------------
 
     def pending(self) -> list[dict[str, Any]]:
-        now = time.time()
         return [
-            {
-                "doc_id": e.record.doc_id,
-                "filename": e.record.where(),
-                "state": e.record.state.value,
-                "age_seconds": round(max(0.0, now - e.record.created), 3),
-                "attempts": e.record.attempts,
-                "last_error": e.record.last_error,
-            }
-            for e in sorted(self._entries.values(), key=lambda e: e.record.created)
+            pending_row(r.doc_id, r.where(), r.state.value, r.created, r.attempts, r.last_error)
+            for r in sorted((e.record for e in self._entries.values()), key=lambda r: r.created)
         ]
 
     # --- taking a file -----------------------------------------------------------
