@@ -146,8 +146,8 @@ class Create:
 
 
 def _load(directory: Path) -> list[Create]:
-    """The creates an earlier daemon left (in doubt); an unreadable record is set
-    aside with an error in the log, never stopping the start."""
+    """The creates an earlier daemon left (``sent``: they may have been); an unreadable
+    record is set aside with an error in the log, never stopping the start."""
     folder = directory / _CREATES
     if not folder.is_dir():
         return []
@@ -284,13 +284,13 @@ class Creates:
         }
 
     async def _attempt(self, job: Create) -> None:
-        """The queue's try of a create: every job in doubt is looked for at once (one
+        """The queue's try of a create: every job sent is looked for at once (one
         call), then this one is sent unless it was found."""
         async with job.lock:
             if self._jobs.get(job.marker) is not job:
                 return  # made meanwhile
             if job.state is CreateState.SENT:
-                await self._settle_doubts(job)
+                await self._settle_sent(job)
                 if self._jobs.get(job.marker) is not job:
                     return
                 job.move(CreateState.PENDING)  # just looked: not made
@@ -307,16 +307,16 @@ class Creates:
             log.info("spool: %r created as document %d", job.filename, doc_id)
             await self._made(job, doc_id, None)
 
-    async def _settle_doubts(self, trying: Create) -> None:
+    async def _settle_sent(self, trying: Create) -> None:
         """Look for every job sent that nobody is trying (and ``trying``, whose lock is
         held); those the vault has are made."""
-        doubtful = {trying.marker: trying}
+        sent = {trying.marker: trying}
         for job in self._jobs.values():
             if job.state is CreateState.SENT and not job.lock.locked():
-                doubtful[job.marker] = job
-        found = await self._find(set(doubtful))
+                sent[job.marker] = job
+        found = await self._find(set(sent))
         for marker, record in found.items():
-            job = doubtful[marker]
+            job = sent[marker]
             if self._jobs.get(marker) is not job or (job is not trying and job.lock.locked()):
                 continue
             log.info(
