@@ -24,6 +24,7 @@ from vaultfs.bridge.commands.log_options import log_level, logging_arguments
 from vaultfs.bridge.commands.mount_request import DEFAULT_URL
 from vaultfs.bridge.daemon.config import default_cache_dir
 from vaultfs.bridge.daemon.logs import setup_logging
+from vaultfs.bridge.tree.walks import WALK_BURST, WALK_CALLS
 from vaultfs.bridge.webdav.config import WebdavConfig
 from vaultfs.profiles import ProfileError, load_profile, names_profile
 from vaultfs.wire import MAX_FILE_SIZE
@@ -65,6 +66,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default=MAX_FILE_SIZE >> 20,
         metavar="MIB",
         help=f"largest PUT body taken, in MiB (default {MAX_FILE_SIZE >> 20}: the vault's limit)",
+    )
+    webdav.add_argument(
+        "--walk-calls",
+        type=int,
+        default=WALK_CALLS,
+        metavar="N",
+        help=f"calls a day the clients' folder crawls may spend (default {WALK_CALLS})",
+    )
+    webdav.add_argument(
+        "--walk-burst",
+        type=int,
+        default=WALK_BURST,
+        metavar="N",
+        help=f"... and each client per 5 minutes (default {WALK_BURST})",
     )
     logging_arguments(webdav)
     webdav.set_defaults(handler=_webdav)
@@ -110,6 +125,8 @@ def _webdav(args: argparse.Namespace) -> int:
         tls_cert, tls_key = _tls(args, loopback)
         if args.max_upload < 1:
             raise ValueError(f"--max-upload wants a number of MiB above 0, not {args.max_upload}")
+        if min(args.walk_calls, args.walk_burst) < 0:
+            raise ValueError("--walk-calls and --walk-burst want a number of calls, 0 or more")
         password_file = args.password_file
         if args.target and names_profile(args.target):
             profile = load_profile(args.target)
@@ -142,6 +159,8 @@ def _webdav(args: argparse.Namespace) -> int:
         tls_cert=tls_cert,
         tls_key=tls_key,
         users=not loopback,
+        walk_calls=args.walk_calls,
+        walk_burst=args.walk_burst,
     )
     try:
         trio.run(run_webdav, config, _ready)

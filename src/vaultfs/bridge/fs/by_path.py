@@ -13,6 +13,7 @@ refused, so no path leaves the tree whatever its encoding.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from collections.abc import AsyncIterator
@@ -85,6 +86,9 @@ class Listing:
     held: list[int]
     #: where the next page starts (the readdir position the last one ended at)
     position: int = 0
+    #: the client it is listed for (a walk's calls are its: ``tree.walks``); None:
+    #: asked for directly
+    client: str | None = None
 
 
 class PathFileSystem:
@@ -181,24 +185,36 @@ class PathFileSystem:
         finally:
             self.close_listing(listing)
 
-    async def open_listing(self, path: str) -> Listing:
+    def _listed_for(self, client: str | None) -> contextlib.AbstractContextManager[None]:
+        """What a listing for ``client`` spends is its walk's (``tree.walks``)."""
+        if client is None:
+            return contextlib.nullcontext()
+        return self.fs.tree.walks.listing_by(client)
+
+    async def open_listing(self, path: str, client: str | None = None) -> Listing:
         """The folder at ``path`` opened for listing a page at a time (``next_page``),
         as the kernel lists it; ``close_listing`` ends it (it holds the folder's inode
-        and those on its path till then)."""
+        and those on its path till then). ``client``: the WebDAV client it is listed
+        for, whose walk pays for the calls (None: asked for directly)."""
         names = split(path)
         held: list[int] = []
         try:
             ino, _ = await self._walk(names, held, follow=True)
-            fh = await self.fs.opendir(ino)
+            with self._listed_for(client):
+                fh = await self.fs.opendir(ino)
         except BaseException:
             for taken in held:
                 self.fs.forget(taken, 1)
             raise
-        return Listing(names, fh, held)
+        return Listing(names, fh, held, client=client)
 
     async def next_page(self, listing: Listing) -> Page:
         """The next page of ``listing`` (a readdir batch), empty at its end; a link is
         shown as what it leads to (and left out when it leads nowhere)."""
+        with self._listed_for(listing.client):
+            return await self._next_page(listing)
+
+    async def _next_page(self, listing: Listing) -> Page:
         batch = await self.fs.readdir(listing.fh, listing.position)
         self.fs.entries_not_returned(batch)  # nothing keeps them
         if not batch:

@@ -13,7 +13,8 @@ window.
 A call is a walk's when the request that needs it lists a directory, or names or looks
 at a node (a lookup, a stat) for a process that listed a directory within the last
 minute (``find``, a file manager; ``cat PATH`` lists nothing and is never a walk): the
-FUSE front says which with ``WalkShare.listing`` and ``WalkShare.naming``, and the
+FUSE front says which with ``WalkShare.listing`` and ``WalkShare.naming`` (the WebDAV
+front with ``WalkShare.listing_by``: a PROPFIND of a folder, for its client), and the
 tree asks ``spend`` before each call (the details of a document, a version's record,
 a version's renditions, relationships, a page of a view: ``search_results``). The
 read-ahead a walk starts is the walk's too (trio's tasks inherit the context).
@@ -61,9 +62,11 @@ _LISTED_LATELY = 60.0
 
 @dataclass(frozen=True)
 class _Walker:
-    """The process whose request needs the call (the kernel tells its pid)."""
+    """The program whose request needs the call: a process (the kernel tells its pid)
+    or, on the WebDAV front, a client named by its address (``program``)."""
 
     pid: int
+    program: str | None = None
 
 
 _walker: contextvars.ContextVar[_Walker | None] = contextvars.ContextVar(
@@ -72,8 +75,8 @@ _walker: contextvars.ContextVar[_Walker | None] = contextvars.ContextVar(
 
 
 @contextlib.contextmanager
-def _walk_of(pid: int | None) -> Iterator[None]:
-    token = _walker.set(_Walker(pid or 0))
+def _walk_of(pid: int | None, program: str | None = None) -> Iterator[None]:
+    token = _walker.set(_Walker(pid or 0, program))
     try:
         yield
     finally:
@@ -89,6 +92,11 @@ def _program(pid: int) -> str:
             return file.read().strip() or f"pid {pid}"
     except OSError:
         return f"pid {pid}"
+
+
+def _who(walker: _Walker, spender: _Spender) -> str:
+    """The walker as a log line says it: the program and its pid, or the client."""
+    return spender.program if walker.program else f"{spender.program} (pid {walker.pid})"
 
 
 class _Bucket:
@@ -149,6 +157,11 @@ class WalkShare:
             self._listers[pid] = True
         return _walk_of(pid)
 
+    def listing_by(self, client: str) -> contextlib.AbstractContextManager[None]:
+        """The calls made inside list a folder for a WebDAV ``client`` (its address and
+        program, as the front names it): a walk's, as a process's listing is."""
+        return _walk_of(None, client)
+
     def naming(self, pid: int | None) -> contextlib.AbstractContextManager[None]:
         """The calls made inside name or look at a node for ``pid``: a walk's when that
         process listed a directory lately, else asked for directly."""
@@ -170,7 +183,7 @@ class WalkShare:
         walker = _walker.get()
         if walker is None:
             return  # asked for directly
-        spender = self._spender(walker.pid)
+        spender = self._spender(walker)
         if self.left(spender.program) >= 1:
             now = self._clock()
             self._day.take(now)
@@ -183,24 +196,24 @@ class WalkShare:
         if spender.refused == 1:
             # Once per program: each of its refusals is EDQUOT, not logged again.
             log.warning(
-                "%s (pid %d) is walking the vault: stopped at %d calls (the walks' share: "
+                "%s is walking the vault: stopped at %d calls (the walks' share: "
                 "%d per 5 minutes a program, %d a day); first refused: %s",
-                spender.program, walker.pid, spender.calls, self.burst, self.per_day, what,
+                _who(walker, spender), spender.calls, self.burst, self.per_day, what,
             )  # fmt: skip
         self._stopped = (spender.program, spender.calls, time.time())
         raise errors.WalkShareSpent(
-            f"{spender.program} (pid {walker.pid}) is walking the vault: {what} would "
+            f"{_who(walker, spender)} is walking the vault: {what} would "
             f"spend more than the mount's share for walks ({self.burst} calls per 5 "
             f"minutes a program, {self.per_day} a day: -o walk_burst, walk_calls); the vault's "
             "search (.search/, vaultfs search) finds documents at no such cost"
         )
 
-    def _spender(self, pid: int) -> _Spender:
-        program = _program(pid)
+    def _spender(self, walker: _Walker) -> _Spender:
+        program = walker.program or _program(walker.pid)
         spender = self._spenders.pop(program, None) or _Spender(
-            program, pid, _Bucket(self.burst, _BURST_WINDOW, self._clock())
+            program, walker.pid, _Bucket(self.burst, _BURST_WINDOW, self._clock())
         )
-        spender.pid = pid
+        spender.pid = walker.pid
         self._spenders[program] = spender  # the latest last
         if len(self._spenders) > _PROGRAMS_KEPT:
             del self._spenders[next(iter(self._spenders))]

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vaultfs.bridge.tree.walks import WALK_BURST, WALK_CALLS
 from vaultfs.wire import MAX_FILE_SIZE
 
 __all__ = ["WebdavConfig"]
@@ -36,6 +37,10 @@ class WebdavConfig:
     tls_key: Path | None = None
     #: each WebDAV user signs in with their own vault credentials (Basic, over TLS)
     users: bool = False
+    #: the walks' share of the vault's budget (``tree.walks``): calls a day for the
+    #: front, and per 5 minutes for each client
+    walk_calls: int = WALK_CALLS
+    walk_burst: int = WALK_BURST
 
     @property
     def scheme(self) -> str:

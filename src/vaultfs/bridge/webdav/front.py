@@ -155,6 +155,8 @@ async def open_front(
         owned=config.cache_dir,
         nonempty=True,
         index_on_disk=not in_memory,
+        walk_calls=config.walk_calls,
+        walk_burst=config.walk_burst,
     )
     daemon = build_daemon(
         core.client,

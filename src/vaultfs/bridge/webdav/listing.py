@@ -22,6 +22,13 @@ learned, a name the front kept for a client goes, a lock expires, or a request t
 change something comes (any method but GET, HEAD, OPTIONS and PROPFIND); and a minute
 at most (a name hidden for a minute shows again). At most ``_KEPT`` answers are kept.
 
+A folder's listing is a walk of its client (``tree.walks``, named by ``_client_of``:
+its program and address), as a process's listing is on the mount: what only a walk
+needs (a document's ``versions/``, ``renditions/``...) is paid from the walks' share,
+and a crawl of the whole vault past it is refused with 507. The first page is read
+before the status is sent, so a refusal (or the vault away: 503) is the answer's
+status, never a multistatus cut short.
+
 What this does not take (a PROPFIND for property names, an ``If`` header, a body that
 is not a propfind, a path that is no folder) goes to WsgiDAV as before.
 """
@@ -186,11 +193,26 @@ def streamed_listing(
             "wsgidav.provider": provider,
             "wsgidav.config": config,
         }
-        start_response("207 Multi-Status", headers)
         made = _Answer(provider, environ, folder, Entry("", attr), asked)
+        try:
+            # Its first page before the status: a refusal (the walks' share spent: 507;
+            # the vault away: 503) is the answer's status, never a short multistatus.
+            made.open(_client_of(environ))
+        except DAVError as exc:
+            return util.send_status_response(environ, start_response, exc)
+        start_response("207 Multi-Status", headers)
         return _keeping(made, listings, key, stamp)
 
     return listing
+
+
+def _client_of(environ: dict[str, Any]) -> str:
+    """The client a request comes from, as the walks' share names it: its address and
+    its program (the first word of its User-Agent, printable and short: it is the
+    client's to choose, and goes into the log and the status)."""
+    agent = (environ.get("HTTP_USER_AGENT") or "").split(" ", 1)[0]
+    agent = "".join(c for c in agent if c.isprintable())[:40] or "a WebDAV client"
+    return f"{agent} at {environ.get('REMOTE_ADDR') or 'an unknown address'}"
 
 
 def _from_file(path: Path) -> Iterator[bytes]:
@@ -265,6 +287,21 @@ class _Answer:
         self.provider, self.environ, self.path, self.top = provider, environ, path, top
         self.asked = asked
         self.cut = False
+        self._listing: Any = None
+        self._first: list[Entry] = []
+
+    def open(self, client: str) -> None:
+        """Open the folder's listing for ``client`` (whose walk pays for its calls) and
+        read its first page; a core error is raised as its DAVError, and nothing is
+        left open then."""
+        pfs = self.provider.pfs
+        listing = core(pfs.open_listing, self.path, client)
+        try:
+            self._first = core(pfs.next_page, listing)
+        except BaseException:
+            core(_close, pfs, listing)
+            raise
+        self._listing = listing
 
     def chunks(self) -> Generator[bytes, None, None]:
         pfs, environ, path, asked = self.provider.pfs, self.environ, self.path, self.asked
@@ -272,9 +309,9 @@ class _Answer:
         size = sum(map(len, pending))
         prefix = path.rstrip("/") + "/"
         quoted = quote(prefix, safe=_SAFE)
-        listing = core(pfs.open_listing, path)
+        listing, page = self._listing, self._first
         try:
-            while page := core(pfs.next_page, listing):
+            while page:
                 for entry in page:
                     written = _response(environ, prefix + entry.name, quoted, entry, asked)
                     pending.append(written)
@@ -282,6 +319,7 @@ class _Answer:
                     if size >= _CHUNK:
                         yield b"".join(pending)
                         pending, size = [], 0
+                page = core(pfs.next_page, listing)
         except (DAVError, errors.VaultError, OSError) as exc:
             # The status is sent: the answer ends here, short (a client sees it cut).
             log.warning("webdav: the listing of %s ended early: %s", path, exc)
