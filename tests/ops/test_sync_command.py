@@ -57,6 +57,10 @@ def test_only_what_is_under_a_path_counts() -> None:
     # A spool entry whose path is not known is waited for by every sync of its mount.
     unknown = find_pending(status(pending_uploads=[{**DRAFT, "path": None}]), ["X"])
     assert len(unknown) == 1 and "document 8" in unknown[0].why
+    # A create waiting in the queue: no document yet, so no path; every sync waits.
+    create = {**DRAFT, "doc_id": None, "path": None, "state": "creating", "filename": "n.txt"}
+    [waiting] = find_pending(status(pending_uploads=[create]), ["X"])
+    assert waiting.on_its_way and waiting.why.startswith("new document n.txt: not in the vault")
 
 
 def test_files_open_waiting_or_lost_say_why() -> None:
