@@ -472,6 +472,29 @@ async def test_a_field_set_the_vault_refuses_fails_at_once_and_keeps_nothing(
         await core.getxattr(ino, "user.vault.title__v")
 
 
+async def test_a_refused_set_keeps_the_value_that_waited_before_it(
+    setup: Setup, autojump_clock: trio.testing.MockClock
+) -> None:
+    """A value accepted while the vault was away stays accepted when a later set of the
+    same field is refused: the refusal is that set's alone."""
+    core, vault, spool = setup.core, setup.vault, setup.spool
+    ino = await walk(core, "Reference", "Guide", "guide.txt")
+    answer: list[BaseException | None] = [errors.VaultUnavailable("connection refused")]
+    vault_away_for_fields(vault, answer)
+    await core.setxattr(ino, "user.vault.title__v", b"Accepted")
+    answer[0] = errors.InvalidData("not a title")
+    with pytest.raises(errors.InvalidData):
+        await core.setxattr(ino, "user.vault.title__v", b"Refused")
+    assert await core.getxattr(ino, "user.vault.title__v") == b"Accepted"
+    [waiting] = spool.pending()
+    assert waiting["filename"] == "user.vault.title__v"
+    answer[0] = None
+    await spool.flush_now()
+    assert await spool.wait_idle(600)
+    assert vault.docs[setup.doc_id][-1].record["title__v"] == "Accepted"
+    assert spool.pending() == [] and spool.lost_and_found() == []
+
+
 async def test_a_waiting_field_set_the_vault_then_refuses_is_kept_in_lost_and_found(
     setup: Setup, autojump_clock: trio.testing.MockClock
 ) -> None:

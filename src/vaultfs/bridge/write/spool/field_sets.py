@@ -217,6 +217,7 @@ class FieldSets:
         key: Key = (doc_id, version, name)
         while True:
             job = self._jobs.get(key)
+            fresh = job is None
             if job is None:
                 major, minor = version if version is not None else (None, None)
                 record = FieldSetRecord(self._next, doc_id, name, value, major, minor)
@@ -226,14 +227,20 @@ class FieldSets:
             async with job.lock:
                 if self._jobs.get(key) is not job:
                     continue  # the vault took the earlier value meanwhile: a set anew
+                # A value waiting already was accepted: a failure of this set keeps it.
+                earlier = (job.record.value, job.record.created)
                 job.record.value, job.record.created = value, time.time()
                 job.failures = 0
                 try:
-                    await self._save(job)
+                    try:
+                        await self._save(job)
+                    except OSError:  # nothing of this set recorded: nothing is sent
+                        await self._undo(job, fresh, earlier, saved=False)
+                        raise
                     await self._try(job)
                 except errors.VaultError as exc:
                     if not may_pass(exc):
-                        await self._forget(job)
+                        await self._undo(job, fresh, earlier, saved=True)
                         raise
                     self._failed(job, exc)
                     await self._save(job)
@@ -247,6 +254,19 @@ class FieldSets:
                 await self._forget(job)
             await self._applied(job)
             return
+
+    async def _undo(
+        self, job: FieldSet, fresh: bool, earlier: tuple[str | None, float], *, saved: bool
+    ) -> None:
+        """A set that failed leaves what was there before it: nothing (``fresh``), or the
+        value that waited already, recorded again when this one was (``saved``)."""
+        if fresh:
+            await self._forget(job)
+            return
+        job.record.value, job.record.created = earlier
+        if saved:
+            await self._save(job)
+        self._queue.notify()
 
     # --- sending -----------------------------------------------------------------
 
