@@ -273,12 +273,8 @@ class Creates:
 
     async def _find(self, markers: set[str]) -> dict[str, dict[str, object]]:
         """The records of the documents carrying ``markers`` among the latest changed
-        (one call); a failure to ask counts as none found."""
-        try:
-            page = await self.client.list_documents(limit=_RECONCILE_PAGE, sort=SORT)
-        except errors.VaultError as exc:
-            log.warning("looking for documents whose create answer was lost: %s", exc)
-            return {}
+        (one call). A failure to ask is raised: nothing is sent again without a look."""
+        page = await self.client.list_documents(limit=_RECONCILE_PAGE, sort=SORT)
         return {
             str(r.get(MARKER_FIELD)): r for r in page.documents if r.get(MARKER_FIELD) in markers
         }
@@ -289,12 +285,12 @@ class Creates:
         async with job.lock:
             if self._jobs.get(job.marker) is not job:
                 return  # made meanwhile
-            if job.state is CreateState.SENT:
-                await self._settle_sent(job)
-                if self._jobs.get(job.marker) is not job:
-                    return
-                job.move(CreateState.PENDING)  # just looked: not made
             try:
+                if job.state is CreateState.SENT:
+                    await self._settle_sent(job)
+                    if self._jobs.get(job.marker) is not job:
+                        return
+                    job.move(CreateState.PENDING)  # just looked: not made
                 doc_id = await self._send(job, lambda record: None)
             except errors.VaultError as exc:
                 job.last_error = describe(exc)
