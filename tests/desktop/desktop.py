@@ -88,6 +88,14 @@ class View:
         return {row[0] for row in self.rows}
 
     @property
+    def found(self) -> bool:
+        """The rows are a search's results, each bound whole: its name and its folder
+        (``General/``). Right after the search is typed the window is titled for it
+        while its rows are still the folder's, and a probe can catch a row that GTK has
+        bound its name of only."""
+        return bool(self.rows) and all(len(row) >= 2 and row[1].endswith("/") for row in self.rows)
+
+    @property
     def searching(self) -> bool:
         """The floating bar says "Searching…" (or "Loading…"): not done yet."""
         return any(text in ("Searching…", "Loading…") for text in self.labels)
