@@ -188,13 +188,8 @@ class FieldSets:
         }
         if not waiting:
             return record
-        shown = dict(record)
-        for name, value in waiting.items():
-            if value is None:
-                shown.pop(name, None)
-            else:
-                shown[name] = value
-        return shown
+        # A field cleared shows empty, as the vault's null does once it has it.
+        return {**record, **waiting}
 
     def pending(self) -> list[dict[str, Any]]:
         """The sets waiting, for the status (``filename``: the attribute's name)."""
