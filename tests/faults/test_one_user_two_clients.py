@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import errno
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import httpx
@@ -124,3 +126,55 @@ def test_a_mount_and_a_webdav_drive_of_one_user_are_two_holders(
             assert not lock_of(api, doc_id)
     finally:
         front.stop()
+
+
+def vaultfs(*args: object) -> None:
+    subprocess.run([sys.executable, "-m", "vaultfs", *map(str, args)], check=True, timeout=120)
+
+
+def test_a_hundred_appends_and_field_sets_back_to_back_on_two_mounts_lose_nothing(
+    fresh_vault: VaultProcess, api: httpx.Client, tmp_path: Path
+) -> None:
+    """Two commands back to back a hundred times (an append by the shell, then a
+    setfattr), every tenth append through the user's other mount, as fast as they come:
+    each append its program was not told of an error about is in the vault, in order,
+    with the last title; one refused (the other mount's check-in still held) is EBUSY
+    and nothing of it is anywhere; nothing goes to lost+found."""
+    with (
+        MountProcess(fresh_vault.url, tmp_path / "a") as a,
+        MountProcess(fresh_vault.url, tmp_path / "b") as b,
+    ):
+        path_a, path_b = a.mountpoint / CHECKLIST, b.mountpoint / CHECKLIST
+        doc_id = int(os.getxattr(path_a.parent, "user.vault.id"))
+        original = path_a.read_bytes()
+        taken: list[bytes] = []
+        for i in range(100):
+            line = f"line {i}\n".encode()
+            if i % 10:
+                appended = subprocess.run(
+                    ["sh", "-c", 'printf "%s" "$2" >> "$1"', "sh", path_a, line.decode()],
+                    capture_output=True,
+                    check=False,
+                )
+                assert appended.returncode == 0, appended.stderr  # its own mount's save
+                taken.append(line)
+            else:  # the other mount: refused while A's check-in holds the lease
+                try:
+                    with open(path_b, "ab", buffering=0) as g:
+                        g.write(line)
+                    taken.append(line)
+                except OSError as exc:
+                    assert exc.errno == errno.EBUSY, exc
+                vaultfs("sync", path_b)  # B's save is in the vault, then A sees it
+                vaultfs("refresh", a.mountpoint)
+            subprocess.run(
+                ["setfattr", "-n", "user.vault.title__v", "-v", f"title {i}", str(path_a)],
+                check=True,
+            )
+        nothing_lost(a, b)
+        assert latest(api, doc_id) == original + b"".join(taken)
+        assert len(taken) >= 90  # A's own appends are never refused
+        record = api.get(f"/objects/documents/{doc_id}").json()["document"]
+        assert record["title__v"] == "title 99"
+        assert path_a.read_bytes() == original + b"".join(taken)
+        assert not lock_of(api, doc_id)
