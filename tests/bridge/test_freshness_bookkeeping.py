@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from vaultfs.bridge.fs.freshness import Freshness
 from vaultfs.bridge.fs.inodes import ROOT_INODE, InodeTable
+from vaultfs.bridge.nodes.search import SearchKey, SearchKind
 from vaultfs.bridge.tree import keys
 from vaultfs.bridge.tree.nodes import ROOT, NodeKey
 
@@ -59,3 +60,48 @@ def test_estimates_of_one_content_are_forgotten_together_and_one_by_one() -> Non
 
     freshness.forgotten(12, keys.source(8))
     assert not freshness.is_estimated(12)
+
+
+def test_an_answers_names_that_went_are_forgotten_and_links_are_dropped_per_change() -> None:
+    """A view's links the kernel holds: when the view shows other links, the names that
+    no longer lead to the same link are forgotten as deleted (the others stay); a
+    relationship's link has what the kernel keeps of it dropped at every index change."""
+    entries: list[tuple[int, str, int]] = []
+    links: list[int] = []
+    generation = [0]
+    inodes = InodeTable(ROOT)
+    freshness = Freshness(
+        inodes,
+        _nowhere,
+        invalidate_entry=lambda parent, name, deleted: entries.append((parent, name, deleted)),
+        invalidate_link=links.append,
+        generation=lambda: generation[0],
+    )
+    view = SearchKey(SearchKind.VIEW, "My Documents")
+    one = SearchKey(SearchKind.VLINK, "My Documents", "../General/One", 1)
+    two = SearchKey(SearchKind.VLINK, "My Documents", "../General/Two", 2)
+    view_ino, one_ino, two_ino = inodes.lookup(view), inodes.lookup(one), inodes.lookup(two)
+    freshness.seen(ROOT_INODE, "My Documents", view, view_ino)
+    freshness.seen(view_ino, "One", one, one_ino)
+    freshness.seen(view_ino, "Two", two, two_ino)
+    renamed = SearchKey(SearchKind.VLINK, "My Documents", "../General/Deux", 2)
+    freshness.answer_changed(view, {"One": one, "Deux": renamed})
+    freshness._forget_answers()
+    assert entries == [(view_ino, "Two", two_ino)]
+    freshness._forget_answers()  # told once
+    assert entries == [(view_ino, "Two", two_ino)]
+
+    rlink = keys.RelationshipKey(keys.Kind.RLINK, 1, 99)
+    rlink_ino = inodes.lookup(rlink)
+    freshness.seen(view_ino + 100, "linked", rlink, rlink_ino)
+    generation[0] += 1
+    freshness.document_changed(5)
+    freshness.document_changed(6)  # the same batch of changes: told once
+    assert links == [rlink_ino]
+    generation[0] += 1
+    freshness.document_changed(7)
+    assert links == [rlink_ino, rlink_ino]
+    freshness.forgotten(rlink_ino, rlink)
+    generation[0] += 1
+    freshness.document_changed(8)
+    assert links == [rlink_ino, rlink_ino]

@@ -257,3 +257,43 @@ def test_answers_are_refreshed_after_another_clients_change(world: World, tmp_pa
                 timeout=30,
                 what="the deleted document gone from the search",
             )
+
+
+def requests(mount: MountProcess) -> dict[str, int]:
+    counts: dict[str, int] = mount.status()["fuse_requests"]
+    return counts
+
+
+def test_views_are_kept_by_the_kernel_until_they_change(admin: MountProcess, world: World) -> None:
+    mine = admin.mountpoint / "My Documents"
+    name = f"Walked {word()}"
+    doc = int(assert_ok(upload(world.api, "/objects/documents", {**GENERAL, "name__v": name},
+                               "w.txt", b"w\n"))["id"])  # fmt: skip
+    admin.refresh()
+    assert target(mine / name) == admin.document_dir(doc)
+    views = [mine, admin.mountpoint / "Recent Documents", admin.mountpoint / "Favorites"]
+    # ``find -ls`` lists each view, stats each link and reads what it points to.
+    first = run("find", *views, "-ls")
+    assert first.returncode == 0 and name.replace(" ", "\\ ").encode() in first.stdout
+    # (The kernel asks for a link's attributes once more after it first read the link:
+    # it marks the link's access time stale then.)
+    assert run("find", *views, "-ls").stdout == first.stdout
+    before, spent = requests(admin), sum(calls(admin).values())
+    again = run("find", *views, "-ls")
+    after = requests(admin)
+    assert again.stdout == first.stdout
+    # The kernel answered: no link looked up, read or statted again (at most the
+    # views' own attributes, once their answer's poll interval ran out, and a list
+    # call each then; the status reads here are one getattr each).
+    assert after.get("lookup", 0) == before.get("lookup", 0)
+    assert after.get("readlink", 0) == before.get("readlink", 0)
+    assert after.get("getattr", 0) - before.get("getattr", 0) <= 2 * len(views) + 2
+    assert sum(calls(admin).values()) - spent <= len(views)
+    # A rename through the mount: the view lists the new name at once, and the kernel
+    # forgets the old one (sent by a thread of the mount's: waited for).
+    renamed = f"Renamed {word()}"
+    os.setxattr(admin.document_dir(doc), "user.vault.name__v", renamed.encode())
+    assert renamed in os.listdir(mine) and name not in os.listdir(mine)
+    assert target(mine / renamed) == admin.document_dir(doc)
+    assert admin.document_dir(doc).name == renamed
+    wait_until(lambda: not os.path.lexists(mine / name), timeout=30, what="the old name gone")

@@ -50,7 +50,7 @@ from vaultfs.bridge.nodes.local import Local
 from vaultfs.bridge.nodes.registry import Registry
 from vaultfs.bridge.nodes.relationships import Relationships
 from vaultfs.bridge.nodes.renditions import Renditions
-from vaultfs.bridge.nodes.search import Search
+from vaultfs.bridge.nodes.search import AnswerChanged, Search
 from vaultfs.bridge.nodes.sources import Sources
 from vaultfs.bridge.nodes.versions import Versions
 from vaultfs.bridge.tree.catalog import TypeCatalog
@@ -119,13 +119,15 @@ def families(
     held_here: Callable[[int], bool] | None = None,
     *,
     lock_files: bool = True,
+    answers_changed: list[AnswerChanged] | None = None,
 ) -> Registry:
     """The node families, one line each (``bridge.nodes``). ``searches``: what the
     search folders ask (None: a registry that only tells the families apart, whose
     searches fail); ``held_here``: whether this client holds a document checked out
     (``write.lease``: a save, an editor's lock file, a WebDAV lock): no lock file
     naming a holder is shown for it; ``lock_files``: a check-out held
-    elsewhere is shown as an editor's lock file at all (``nodes.documents``)."""
+    elsewhere is shown as an editor's lock file at all (``nodes.documents``);
+    ``answers_changed``: told when a search's folder or a view shows something else."""
     return Registry(
         [
             Folders(),
@@ -139,7 +141,7 @@ def families(
             Relationships(),
             Control(spool_dir),
             Local(),
-            Search(searches),
+            Search(searches, answers_changed),
         ]
     )
 
@@ -187,6 +189,7 @@ def build_daemon(
     status_extra: Callable[[], dict[str, Any]] = dict,
     invalidate_attr: Callable[[int], None] = no_invalidation,
     invalidate_entry: Callable[[int, str, int], None] = no_entry_invalidation,
+    invalidate_link: Callable[[int], None] = no_invalidation,
     name_events: NameEvents | None = None,
     index_store: IndexStore | None = None,
     lock_files: bool = True,
@@ -195,7 +198,8 @@ def build_daemon(
     """The daemon of a mount over ``client``; without a ``spool`` nothing can be
     written (a read-only mount). ``status_extra``: what the mount adds to the status
     file; ``invalidate_attr``/``invalidate_entry``: tell the kernel to forget an
-    inode's attributes / a name in a directory (never wait); ``name_events``: raise
+    inode's attributes / a name in a directory (never wait); ``invalidate_link``: a
+    link's attributes and the target the kernel keeps (never waits); ``name_events``: raise
     inotify events for names that appear or go by themselves (``fs.desktop``; None
     without a kernel); ``index_store``: where the document index is kept (None: in
     memory); ``lock_files``: a document checked out elsewhere lists LibreOffice's lock
@@ -219,11 +223,13 @@ def build_daemon(
     if spool is not None:
         retry = dataclasses.replace(CHECK_INS, base_delay=spool.retry_initial)
         leases = Leases(spool.directory, client, user_id=spool.user_id, retry=retry)
+    answers_changed: list[AnswerChanged] = []
     registry = families(
         spool.directory if spool is not None else None,
         searches,
         leases.held_here if leases is not None else None,
         lock_files=lock_files,
+        answers_changed=answers_changed,
     )
     tree = Tree(client, index, catalog, registry, walks)
     blobs = BlobCache(content_dir, cache_size)
@@ -260,6 +266,7 @@ def build_daemon(
         invalidate_entry=GoneNames(
             paths, inodes, registry.is_file, name_events, invalidate_entry
         ).forget,
+        invalidate_link=invalidate_link,
         generation=lambda: index.generation,
         is_local=registry.is_local,
         max_inodes=options.max_inodes,
@@ -268,6 +275,7 @@ def build_daemon(
     # exact size the content cache learns is pushed to the kernel's caches, and the
     # names that appeared are announced to the folders' watchers.
     index.on_change.append(freshness.document_changed)
+    answers_changed.append(freshness.answer_changed)
     # A dropped file that became its document's attachment goes from the document's
     # directory (its watchers are told), as a pasted file that became a document does.
     new_documents.on_drop_taken.append(

@@ -27,7 +27,10 @@ install`` elsewhere) names nothing, and the mount then behaves as before. What i
 - ``readdirplus_auto``: the kernel asks for entries' attributes (READDIRPLUS) only for
   the first part of a listing and while a program looks its entries up (``ls -l``);
   otherwise (``ls``, ``find``) a plain READDIR, answered with names, inode numbers and
-  types (``FileSystem.readdir_plain``): no attributes made, no inode counted.
+  types (``FileSystem.readdir_plain``): no attributes made, no inode counted;
+- ``cache_symlinks``: the kernel keeps what a symbolic link reads (a view's and a
+  search's links, a relationship's) until the mount drops it (``fs.freshness``: the
+  link's answer or its documents changed), so a warm ``find -ls`` reads no link twice.
 
 The environment variable ``VAULTFS_PYFUSE3_FEATURES`` narrows the choice (a comma list
 of the names above, or ``none`` for exactly the stock behaviour): the test suite runs
@@ -63,6 +66,8 @@ class Capabilities:
     kept_opens: bool = False
     #: plain READDIR where the kernel needs no attributes
     readdirplus_auto: bool = False
+    #: the kernel keeps what a symbolic link reads
+    cache_symlinks: bool = False
 
     def names(self) -> list[str]:
         return [f.name for f in fields(self) if getattr(self, f.name)]
@@ -75,7 +80,15 @@ class Capabilities:
 
 #: what is used when the environment does not say: every feature pyfuse3 offers
 DEFAULT = frozenset(
-    {"no_opendir", "cache_readdir", "xattr_namespaces", "noflush", "kept_opens", "readdirplus_auto"}
+    {
+        "no_opendir",
+        "cache_readdir",
+        "xattr_namespaces",
+        "noflush",
+        "kept_opens",
+        "readdirplus_auto",
+        "cache_symlinks",
+    }
 )
 
 
@@ -95,4 +108,5 @@ def detect(offered: Iterable[str], environ: Mapping[str, str] | None = None) -> 
         noflush="noflush" in wanted & available,
         kept_opens="kept_opens" in wanted & available,
         readdirplus_auto="readdirplus_auto" in wanted & available,
+        cache_symlinks="cache_symlinks" in wanted & available,
     )

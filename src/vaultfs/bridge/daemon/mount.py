@@ -80,6 +80,7 @@ async def run_mount(config: MountConfig, ready: Callable[[], None] | None = None
             status_extra=lambda: _status_extra(config),
             invalidate_attr=fuse.invalidate_attr,
             invalidate_entry=fuse.invalidate_entry,
+            invalidate_link=fuse.invalidate_link,
             name_events=events,
             index_store=core.index_store,
         )

@@ -26,13 +26,22 @@ dropped into a document's directory that became its attachment is forgotten by
 ``name_gone``. The documents checked are then given to ``on_names_checked``
 (``fs.desktop.NewFolders``: a name that appeared, ``x/`` or a renamed document's new
 name, is announced to the folder's watchers).
+
+An answer's nodes (a search's folder, a view, their links: ``ANSWER_KINDS``) are kept
+like the vault's, and their family says when one shows something else
+(``answer_changed``): the kernel then forgets the names that no longer lead to the same
+link (a link's node holds what it reads, so a link that stayed needs nothing).
+Every index change makes it ask for the answers' folders' attributes again, as for the
+folders, and drops what it keeps of every relationship's link (its text names its
+target's directory, which any change may have moved; the kernel keeps a link's text
+until it is told, ``cache_symlinks``).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from itertools import islice
 
 import trio
@@ -86,6 +95,7 @@ class Freshness:
         *,
         invalidate_attr: Callable[[int], None] = no_invalidation,
         invalidate_entry: Callable[[int, str, int], None] = no_entry_invalidation,
+        invalidate_link: Callable[[int], None] = no_invalidation,
         generation: Callable[[], int] = lambda: 0,
         is_local: Callable[[NodeKey], bool] = lambda key: typed(key).is_local,
         max_inodes: int = 200_000,
@@ -94,7 +104,8 @@ class Freshness:
         ``invalidate_attr``/``invalidate_entry``: tell the kernel to forget an inode's
         attributes / a name in a directory (``invalidate_entry(parent, name, deleted)``:
         ``deleted``, when not 0, the inode the name was given for, which is gone from
-        there: watchers are told of a delete); ``generation``: the index's generation,
+        there: watchers are told of a delete); ``invalidate_link``: forget a link's
+        attributes and the target the kernel keeps of it; ``generation``: the index's generation,
         which moves once per batch of changes; ``is_local``: a node of the mount alone,
         whose changes nothing announces (its family's answer); ``max_inodes``: inodes
         the kernel may hold before the names it was given longest ago are let go."""
@@ -102,6 +113,7 @@ class Freshness:
         self._child = child
         self.invalidate_attr = invalidate_attr
         self._invalidate_entry = invalidate_entry
+        self._invalidate_link = invalidate_link
         self._generation = generation
         self._is_local = is_local
         self._folders_told: int | None = None
@@ -126,6 +138,15 @@ class Freshness:
         #: content key -> its inodes (one or two: the source file and its version's
         #: file; a tuple is 160 bytes smaller than a set, for each document)
         self._estimated_by_key: dict[str, tuple[int, ...]] = {}
+        #: the folders of answers the kernel knows (a search's folder, a view), and the
+        #: links it knows in each: folder inode -> link inode -> name
+        self._answers: dict[int, dict[int, str]] = {}
+        #: link inode -> the answer's folder inode it was given in
+        self._answer_of: dict[int, int] = {}
+        #: answers' folders that show something else: folder inode -> its links now
+        self._answers_changed: dict[int, Mapping[str, NodeKey]] = {}
+        #: the links of relationships the kernel knows
+        self._links: set[int] = set()
         #: documents whose names are to be checked by ``run``
         self._pending: set[int] = set()
         #: new files written into folders: inode -> (parent inode, name), until their
@@ -156,6 +177,11 @@ class Freshness:
             self._new_files[ino] = (parent, name)
         if self._is_local(key):
             return
+        if key.is_answer:
+            self._seen_in_answer(parent, key, name, ino)
+            return
+        if key.kind in key.LINK_KINDS:
+            self._links.add(ino)
         if key.kind in FOLDERS:
             self._folders.add(ino)
         elif (doc_id := self._document_of(key)) is not None:
@@ -173,6 +199,20 @@ class Freshness:
         if parent in self._folders:
             self._in_folders.pop(ino, None)
             self._in_folders[ino] = None
+
+    def _seen_in_answer(self, parent: int, key: NodeKey, name: str, ino: int) -> None:
+        if not key.is_file:
+            self._answers.setdefault(ino, {})
+            return
+        before = self._answer_of.get(ino)
+        if before is not None and before != parent:
+            self._answers.get(before, {}).pop(ino, None)
+        self._answer_of[ino] = parent
+        held = self._answers.setdefault(parent, {})
+        was = held.get(ino)
+        held[ino] = name
+        if was is not None and was != name:  # renamed among its siblings: one name each
+            self._invalidate_entry(parent, was, 0)
 
     def _let_go(self) -> None:
         """The kernel holds more than ``max_inodes`` of the mount's inodes (a walk of a
@@ -206,6 +246,11 @@ class Freshness:
         self._folders.discard(ino)
         self._in_folders.pop(ino, None)
         self._letting_go.discard(ino)
+        self._answers.pop(ino, None)
+        self._links.discard(ino)
+        folder = self._answer_of.pop(ino, None)
+        if folder is not None:
+            self._answers.get(folder, {}).pop(ino, None)
         self.exact(ino)
         doc_id = self._document_of(key)
         if doc_id is not None:
@@ -258,10 +303,32 @@ class Freshness:
         if self._folders_told != self._generation():
             # A folder's mtime is its newest document's: once per batch of changes.
             self._folders_told = self._generation()
-            for ino in self._folders:
+            for ino in (*self._folders, *self._answers):
                 self.invalidate_attr(ino)
+            for ino in self._links:
+                self._invalidate_link(ino)
         self._pending.add(doc_id)
         self._wake.set()
+
+    def answer_changed(self, folder: NodeKey, links: Mapping[str, NodeKey]) -> None:
+        """A search's folder or a view shows other names or targets than the kernel
+        was given (its family's ``on_changed``): ``run`` makes it forget them."""
+        ino = self._inodes.held(folder)
+        if ino is not None and self._answers.get(ino):
+            self._answers_changed[ino] = links
+            self._wake.set()
+
+    def _forget_answers(self) -> None:
+        """The names in the answers that changed that no longer stand for the link they
+        were given for (or for none): forgotten as deleted."""
+        changed, self._answers_changed = self._answers_changed, {}
+        for folder, links in changed.items():
+            held = self._answers.get(folder, {})
+            for ino, name in list(held.items()):
+                if links.get(name) != self._inodes.key(ino):
+                    del held[ino]
+                    self._answer_of.pop(ino, None)
+                    self._invalidate_entry(folder, name, ino)
 
     def name_gone(self, parent: NodeKey, name: str, key: NodeKey) -> None:
         """A name of the mount's own left its directory by itself: a file dropped into
@@ -294,6 +361,7 @@ class Freshness:
     async def check_names(self) -> None:
         """Make the kernel forget each name of a changed document (and each name in
         a folder) that no longer stands for the node it was given for."""
+        self._forget_answers()
         pending, self._pending = self._pending, set()
         inos = set(self._in_folders) | self._folders
         for doc_id in pending:

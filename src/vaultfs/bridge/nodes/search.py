@@ -27,8 +27,24 @@ docs/bridge.md ("Search folders and views") and the user guide:
 * Only documents the index holds are shown (the vault answers only what the user may
   see; a document created since the last poll shows after the next).
 
-Every node here is the mount's own for the kernel (short timeouts, listings never
-cached by the tree): an answer changes with no index change.
+``.search`` and ``.search/all|content`` are the mount's own for the kernel (short
+timeouts). A search's folder, a view and their links are an answer's (``ANSWER_KINDS``):
+the kernel keeps them with the vault's long timeouts, so a warm walk of a view costs
+no request. What a folder shows for one answer in one index generation is made once
+(``_Shown``: names and links), so that a lookup that does reach the mount is a dict's
+answer. A link's key holds what it reads: a link that comes to read something else (its
+document renamed or moved) is another node, and the kernel, which keeps what a link
+reads (``cache_symlinks``), never reads an old target under a new name. The kernel is
+told when what a folder shows changes:
+
+* a folder's attributes are kept for the poll interval (the answer's life); once its
+  answer is no longer fresh its mtime is the time now (what it shows may have changed),
+  so the kernel drops its listing and lists it again, which asks the vault again;
+* when a new answer (or a new index generation) shows other names or links,
+  ``on_changed`` is told (``fs.freshness``: the kernel forgets the names that no longer
+  lead to the same link); its mtime is then kept until it changes again;
+* every index change makes the kernel ask for the folders' attributes again
+  (``fs.freshness``): the answer was dropped with the generation.
 """
 
 from __future__ import annotations
@@ -37,9 +53,12 @@ import logging
 import posixpath
 import stat
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, cast
+
+from cachetools import LRUCache
 
 from vaultfs import errors
 from vaultfs.bridge.fs.attributes import Attr, ns
@@ -91,14 +110,16 @@ class SearchKind(StrEnum):
 class SearchKey(NodeKey):
     """``(SEARCH,)`` ``.search``; ``(SEARCHES, form)`` ``.search/all|content``;
     ``(QUERY, form, words)`` a search's folder (form ``""``: ``.search/WORDS``) and
-    ``(QLINK, form, words, id)`` a document it found; ``(VIEW, name)`` a view and
-    ``(VLINK, name, id)`` a document in it."""
+    ``(QLINK, form, words, text, id)`` a document it found; ``(VIEW, name)`` a view and
+    ``(VLINK, name, text, id)`` a document in it (``text``: what the link reads)."""
 
     __slots__ = ()
-    KINDS = LOCAL_KINDS = frozenset(SearchKind)
+    KINDS = frozenset(SearchKind)
+    LOCAL_KINDS = frozenset({SearchKind.SEARCH, SearchKind.SEARCHES})
+    ANSWER_KINDS = KINDS - LOCAL_KINDS
     FILE_KINDS = LINK_KINDS = frozenset({SearchKind.QLINK, SearchKind.VLINK})
-    #: a link names a document, yet the node is the answer's: no document's change is
-    #: told to the kernel for it (the family's nodes are local, short timeouts)
+    #: a link names a document, yet the node is the answer's: its changes are told by
+    #: the family (``Search.on_changed``), not with its document's
     OF_DOCUMENT = False
 
     @property
@@ -122,9 +143,33 @@ class SearchKey(NodeKey):
         """A view's name (``VIEW``, ``VLINK``)."""
         return str(self[1])
 
+    @property
+    def text(self) -> str:
+        """What a link (``QLINK``, ``VLINK``) reads."""
+        return str(self[-2])
+
 
 SEARCH = SearchKey(SearchKind.SEARCH)
 _LINKS = SearchKey.FILE_KINDS
+#: folders whose shown answer is kept (``Search._shown``), as many as answers are kept
+_SHOWN = 64
+
+#: told (folder, its links now) when a search's folder or a view shows other names or
+#: other targets than before
+AnswerChanged = Callable[[NodeKey, Mapping[str, NodeKey]], None]
+
+
+@dataclass
+class _Shown:
+    """What a search's folder or a view shows for one answer in one index generation."""
+
+    answer: Answer
+    generation: int
+    #: name -> link, and the hit each name stands for
+    links: dict[str, NodeKey]
+    hits: dict[str, Hit]
+    #: nanoseconds: when what the folder shows may last have changed (its mtime)
+    since: int
 
 
 def _search(key: NodeKey) -> SearchKey:
@@ -140,10 +185,15 @@ class Search(Family):
     root_names = {SEARCH_DIR: SEARCH}
     root_listed = {name: SearchKey(SearchKind.VIEW, name) for name in VIEWS}
 
-    def __init__(self, results: SearchResults | None) -> None:
+    def __init__(
+        self, results: SearchResults | None, on_changed: list[AnswerChanged] | None = None
+    ) -> None:
         """``results``: the vault's answers, kept for the index's poll interval (None:
-        nobody to ask, a search fails with EIO)."""
+        nobody to ask, a search fails with EIO); ``on_changed``: told when a folder
+        shows something else (the builder adds the kernel's side to it)."""
         self._results = results
+        self.on_changed: list[AnswerChanged] = on_changed if on_changed is not None else []
+        self._shown: LRUCache[NodeKey, _Shown] = LRUCache(maxsize=_SHOWN)
 
     def results(self) -> SearchResults:
         """The vault's answers."""
@@ -160,7 +210,7 @@ class Search(Family):
         if kind == SearchKind.SEARCHES:
             return {}  # every name is a search: reachable, never listed
         if kind in (SearchKind.QUERY, SearchKind.VIEW):
-            return (await self._found(tree, key))[0]
+            return (await self._shown_now(tree, key)).links
         return await super().children(tree, key)
 
     async def unlisted(self, tree: Tree, key: NodeKey, name: str) -> NodeKey | None:
@@ -184,9 +234,14 @@ class Search(Family):
             log.warning("the view %s is empty: the vault has no such filter (%s)", name, exc)
             return Answer((), 0.0)
 
-    async def _found(self, tree: Tree, key: NodeKey) -> tuple[dict[str, NodeKey], dict[str, Hit]]:
-        """(name -> link, name -> hit) of a search's folder or a view."""
+    async def _shown_now(self, tree: Tree, key: NodeKey) -> _Shown:
+        """What a search's folder or a view shows now (asking the vault when its answer
+        is no longer fresh); tells ``on_changed`` when that is not what it showed."""
         answer = await self._answer(tree, key)
+        generation = tree.index.generation
+        before = self._shown.get(key)
+        if before is not None and before.answer is answer and before.generation == generation:
+            return before
         hits = [h for h in answer.hits if tree.index.get(h.doc_id) is not None]
         siblings = [
             Sibling(
@@ -198,45 +253,64 @@ class Search(Family):
         ]
         names = assign_names(siblings)
         link = SearchKind.QLINK if key.kind == SearchKind.QUERY else SearchKind.VLINK
-        return (
-            {n: SearchKey(link, *key[1:], h.doc_id) for n, h in zip(names, hits, strict=True)},
-            dict(zip(names, hits, strict=True)),
-        )
+        here = await self._folder_path(tree, key)
+        links: dict[str, NodeKey] = {
+            n: SearchKey(link, *key[1:], await self._link_text(tree, h.doc_id, here), h.doc_id)
+            for n, h in zip(names, hits, strict=True)
+        }
+        same = before is not None and before.links == links
+        since = before.since if before is not None and same else time.time_ns()
+        shown = _Shown(answer, generation, links, dict(zip(names, hits, strict=True)), since)
+        self._shown[key] = shown
+        if not same:
+            for changed in self.on_changed:
+                changed(key, links)
+        return shown
+
+    def _fresh(self, tree: Tree, key: NodeKey) -> _Shown | None:
+        """What the folder shows, while its answer is fresh (no call made)."""
+        shown = self._shown.get(key)
+        if shown is None or self._results is None or shown.generation != tree.index.generation:
+            return None
+        if key.kind == SearchKind.QUERY:
+            kept = self._results.kept("search", _scope(key), _search(key).words)
+        else:
+            kept = self._results.kept("view", _search(key).view)
+        return shown if kept is shown.answer else None
 
     # --- what the nodes show -----------------------------------------------------------
 
-    def _answered(self, key: NodeKey) -> float | None:
-        """When the answer a search's folder or a view lists was given (its mtime)."""
-        if self._results is None:
-            return None
-        if key.kind == SearchKind.QUERY:
-            answer = self._results.kept("search", _scope(key), _search(key).words)
-        elif key.kind == SearchKind.VIEW:
-            answer = self._results.kept("view", _search(key).view)
-        else:
-            return None
-        return answer.when if answer is not None and answer.when else None
-
     async def attributes(self, parts: Parts, key: NodeKey, ino: int) -> Attr:
-        attributes = parts.attributes
+        attributes, tree = parts.attributes, parts.tree
         if key.kind in _LINKS:  # its size is its text's, its times its document's
-            text = await self._link_text(parts.tree, key)
-            record = parts.tree.record(key.doc_id)
+            text = _search(key).text
+            record = tree.record(key.doc_id)
             mtime = ns(record.get("version_modified_date__v"))
             return attributes.make(ino, stat.S_IFLNK | 0o777, len(text.encode()), mtime, mtime)
-        answered = self._answered(key)
-        # Without an answer kept, the time now: a kernel that keeps listings compares a
-        # folder's mtime before it serves one, and an mtime that stayed the same while
-        # no answer was kept would let it serve an old listing for ever.
-        mtime = int(answered * 1e9) if answered else time.time_ns()
         writable = key == SearchKey(SearchKind.VIEW, FAVORITES)
-        return attributes.directory(ino, mtime, mtime, writable=writable)
+        if key.kind not in self.key_type.ANSWER_KINDS:
+            now = time.time_ns()
+            return attributes.directory(ino, now, now, writable=writable)
+        shown = self._fresh(tree, key)
+        if shown is not None:
+            mtime = shown.since
+        else:
+            # No fresh answer: what it shows may have changed, and a kernel that keeps
+            # listings compares a folder's mtime before it serves one. The time now
+            # makes it list again (which asks the vault); a new answer that shows the
+            # same keeps this mtime.
+            mtime = time.time_ns()
+            if (before := self._shown.get(key)) is not None:
+                before.since = mtime
+        attr = attributes.directory(ino, mtime, mtime, writable=writable)
+        attr.timeout = min(attr.timeout, self.results().ttl)  # asked again with the answer
+        return attr
 
     async def fields(self, parts: Parts, key: NodeKey) -> dict[str, Any]:
         """The xattrs of a search's folder: which versions of each document matched."""
         if key.kind != SearchKind.QUERY:
             return {}
-        _, hits = await self._found(parts.tree, key)
+        hits = (await self._shown_now(parts.tree, key)).hits
         return {
             VERSIONS_FIELD: {
                 name: [f"{major}.{minor}" for major, minor in hit.versions]
@@ -248,9 +322,9 @@ class Search(Family):
         raise errors.OperationNotPermitted("a search's fields are its answer's")
 
     async def _folder_path(self, tree: Tree, key: NodeKey) -> list[str]:
-        """The names from the root to a link's folder."""
+        """The names from the root to a search's folder or a view, or a link's."""
         link = _search(key)
-        if link.kind == SearchKind.QLINK:
+        if link.kind in (SearchKind.QUERY, SearchKind.QLINK):
             return [SEARCH_DIR, *([link.form] if link.form else []), link.words]
         view = SearchKey(SearchKind.VIEW, link.view)
         root = await tree.children(ROOT)
@@ -259,11 +333,11 @@ class Search(Family):
             raise errors.NotFound(f"no view {link.view!r}")
         return [name]
 
-    async def _link_text(self, tree: Tree, key: NodeKey) -> str:
-        doc_id = key.doc_id
+    async def _link_text(self, tree: Tree, doc_id: int, here: list[str]) -> str:
+        """What a link to document ``doc_id`` in the folder at ``here`` reads: the
+        document's directory, relative to the folder."""
         if tree.index.get(doc_id) is None:
             raise errors.NotFound(f"document {doc_id} is not in the tree")
-        here = await self._folder_path(tree, key)
         there = await tree.relationships.document_path(doc_id)
         return posixpath.relpath("/" + "/".join(there), "/" + "/".join(here))
 
@@ -271,7 +345,7 @@ class Search(Family):
         """What a link reads: its document's directory, relative to the link's folder."""
         if key.kind not in _LINKS:
             return await super().readlink(parts, key)
-        return await self._link_text(parts.tree, key)
+        return _search(key).text
 
     # --- favourites --------------------------------------------------------------------
 
@@ -282,7 +356,9 @@ class Search(Family):
             raise errors.OperationNotPermitted("links are made in Favorites only")
         doc_id = await self._document_named(parts, parent, target)
         await self._mark(parts, doc_id, True)
-        return SearchKey(SearchKind.VLINK, FAVORITES, doc_id)
+        here = await self._folder_path(parts.tree, parent)
+        text = await self._link_text(parts.tree, doc_id, here)
+        return SearchKey(SearchKind.VLINK, FAVORITES, text, doc_id)
 
     async def unlink_in(self, parts: Parts, parent: NodeKey, name: str) -> None:
         """``rm Favorites/NAME``: unmark that document; nothing else is removed here."""
@@ -314,7 +390,7 @@ class Search(Family):
                 parts.tree,
                 text,
                 parts.options.mountpoint,
-                lambda: self._folder_path(parts.tree, SearchKey(SearchKind.VLINK, FAVORITES, 0)),
+                lambda: self._folder_path(parts.tree, parent),
             )
         except errors.InvalidData as exc:
             raise _refused(text, exc.message) from None

@@ -114,6 +114,11 @@ class NodeKey(tuple[str | int, ...]):
     #: the family's kinds that are the mount's own, not the vault's: nothing announces
     #: their changes
     LOCAL_KINDS: ClassVar[frozenset[str]] = frozenset()
+    #: the family's kinds that show an answer of the vault's (a search, a view): it
+    #: changes with no index change, so the tree keeps no listing of them; the kernel
+    #: keeps them as it keeps the vault's nodes, and their family says when the answer
+    #: changed (``on_changed``)
+    ANSWER_KINDS: ClassVar[frozenset[str]] = frozenset()
     #: the family's kinds that are symbolic links
     LINK_KINDS: ClassVar[frozenset[str]] = frozenset()
 
@@ -148,6 +153,11 @@ class NodeKey(tuple[str | int, ...]):
     def is_local(self) -> bool:
         """A node of the mount alone, not of the vault."""
         return self.kind in self.LOCAL_KINDS
+
+    @property
+    def is_answer(self) -> bool:
+        """A node of an answer of the vault's (``ANSWER_KINDS``)."""
+        return self.kind in self.ANSWER_KINDS
 
 
 def typed(key: tuple[str | int, ...]) -> NodeKey:

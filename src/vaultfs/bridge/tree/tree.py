@@ -383,12 +383,13 @@ class Tree:
 
     async def children(self, key: NodeKey) -> Mapping[str, NodeKey]:
         """Name -> child key of directory ``key`` (made by its family, ``Lister``;
-        cached per index generation, except the mount's own nodes' listings)."""
+        cached per index generation, except the mount's own nodes' listings and an
+        answer's, which its family keeps)."""
         cached = self._listings.get(key, self.index.generation)
         if cached is not None:
             return cached
         listing = await self._lister.children(self, key)
-        if not self._lister.is_local(key):
+        if not (self._lister.is_local(key) or typed(key).is_answer):
             self._listings.put(key, self.index.generation, listing)
         return listing
 

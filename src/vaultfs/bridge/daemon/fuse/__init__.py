@@ -12,6 +12,7 @@ from vaultfs.bridge.daemon.fuse.kernel_cache import (
     forget_entry,
     invalidate_attr,
     invalidate_entry,
+    invalidate_link,
 )
 from vaultfs.bridge.daemon.fuse.operations import FuseOps, capabilities
 from vaultfs.bridge.daemon.fuse.requests import recent_refusals, request_counts
@@ -27,6 +28,7 @@ __all__ = [
     "init",
     "invalidate_attr",
     "invalidate_entry",
+    "invalidate_link",
     "main",
     "recent_refusals",
     "request_counts",

@@ -2,8 +2,9 @@
 the directory inodes whose listings it may keep (``kept``), the files whose read-only
 opens pyfuse3 answers itself (``kept_opens``), ``invalidate_attr`` (an inode's
 attributes, its kept listing and its kept open), ``invalidate_entry`` (a name, sent by
-a thread of its own), ``forget_entry`` and ``delete_entry`` (a name, now) and
-``drop_listing``.
+a thread of its own), ``invalidate_link`` (a link's attributes and the target the
+kernel keeps of it, sent by that thread too), ``forget_entry`` and ``delete_entry``
+(a name, now) and ``drop_listing``.
 
 A kept open stands for "this inode's read-only opens all get this handle, the kernel's
 pages kept". Whatever changes what such an open would get (a new version the index
@@ -38,6 +39,7 @@ __all__ = [
     "forget_entry",
     "invalidate_attr",
     "invalidate_entry",
+    "invalidate_link",
     "invalidations",
     "kept",
     "kept_opens",
@@ -98,11 +100,23 @@ def invalidate_entry(parent: int, name: str, deleted: int = 0) -> None:
     ``IN_DELETE`` to inotify watchers. Queued to a thread of its own: the kernel call
     waits for requests on that directory, so made from a request handler (or the trio
     loop) it could deadlock."""
+    _notify((parent, os.fsencode(name), deleted))
+
+
+def invalidate_link(inode: int) -> None:
+    """Make the kernel forget a symbolic link's attributes and the target it keeps of
+    it (``cache_symlinks``). Queued to the notifying thread: the kernel reads a link's
+    target into a page it holds locked while it waits for this mount's answer, so
+    dropping that page from a request handler (or the trio loop) could deadlock."""
+    _notify((inode, None, 0))
+
+
+def _notify(item: tuple[int, bytes | None, int]) -> None:
     global _notifier
     if _notifier is None:
         _notifier = threading.Thread(target=_notify_entries, name="entry-notify", daemon=True)
         _notifier.start()
-    _entries.put((parent, os.fsencode(name), deleted))
+    _entries.put(item)
 
 
 def forget_entry(parent: int, name: str) -> None:
@@ -116,7 +130,8 @@ def delete_entry(parent: int, name: str, deleted: int) -> None:
     pyfuse3.invalidate_entry(parent, os.fsencode(name), deleted)
 
 
-_entries: queue.SimpleQueue[tuple[int, bytes, int] | None] = queue.SimpleQueue()
+#: (parent, name, deleted) of a name; (inode, None, 0) of a link
+_entries: queue.SimpleQueue[tuple[int, bytes | None, int] | None] = queue.SimpleQueue()
 _notifier: threading.Thread | None = None
 
 
@@ -125,6 +140,12 @@ def _notify_entries() -> None:
     refusal as a failure; here a refused delete falls back to forgetting the name)."""
     while (entry := _entries.get()) is not None:
         parent, name, deleted = entry
+        if name is None:
+            try:
+                pyfuse3.invalidate_inode(parent, attr_only=False)
+            except OSError as exc:
+                log.debug("invalidating link %d: %s", parent, exc)
+            continue
         try:
             try:
                 pyfuse3.invalidate_entry(parent, name, deleted)

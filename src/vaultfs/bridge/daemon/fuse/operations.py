@@ -78,6 +78,7 @@ class FuseOps(pyfuse3.Operations):
             self.enable_acl = True
         # Attributes in a listing only where the kernel wants them (``ls -l``).
         self.readdirplus_auto = self.using.readdirplus_auto
+        self.cache_symlinks = self.using.cache_symlinks
         self.errors = RequestErrors(core)
         #: without OPENDIR: the listings being read, by directory inode
         self.by_inode = ListingsByInode(core, self.errors)
