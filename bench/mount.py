@@ -41,9 +41,9 @@ class Mount(MountProcess):
     def root(self) -> Path:
         return self.mountpoint
 
-    def start(self, timeout: float = 300.0) -> Mount:
+    def start(self, timeout: float = 300.0, *, wait_index: bool = True) -> Mount:
         started = time.perf_counter()
-        super().start(timeout)
+        super().start(timeout, wait_index=wait_index)
         try:
             wait_until(lambda: self.status()["index"]["ready"], timeout=timeout, what="the index")
         except BaseException:

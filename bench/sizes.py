@@ -26,6 +26,8 @@ class Sizes:
     scale_docs: int = 100_000
     #: the folders the ``webdav`` workload lists through the front (documents each)
     webdav_folders: tuple[int, ...] = (10_000, 100_000)
+    #: the vaults the ``walk`` workload walks whole, views included (documents each)
+    walk_vaults: tuple[int, ...] = (1_000, 10_000)
 
 
 FULL = Sizes(
@@ -46,4 +48,5 @@ QUICK = Sizes(
     repeats=3,
     scale_docs=2_000,
     webdav_folders=(2_000,),
+    walk_vaults=(300,),
 )

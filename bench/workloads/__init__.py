@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from ..context import Context
 from ..results import Row
-from . import content, cp, grep, listing, read, scale, search, servers, webdav
+from . import content, cp, grep, listing, read, scale, search, servers, walk, webdav
 
 __all__ = ["WORKLOADS"]
 
@@ -24,4 +24,5 @@ WORKLOADS: dict[str, Callable[[Context], list[Row]]] = {
     "content": content.run,
     "scale": scale.run,
     "webdav": webdav.run,
+    "walk": walk.run,
 }

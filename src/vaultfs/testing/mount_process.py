@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from vaultfs.bridge.commands import control
 from vaultfs.bridge.commands.control import alive, unmount
@@ -186,8 +186,9 @@ class MountProcess:
         proc, self.proc = self.proc, None
         end_process(proc, timeout=timeout)
 
-    def __enter__(self) -> MountProcess:
-        return self.start()
+    def __enter__(self) -> Self:
+        self.start()
+        return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()

@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Self
 
 import httpx
 
@@ -120,8 +121,9 @@ class WebdavProcess:
             end_process(self.proc, signal.SIGKILL)
             self.proc = None
 
-    def __enter__(self) -> WebdavProcess:
-        return self.start()
+    def __enter__(self) -> Self:
+        self.start()
+        return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
