@@ -40,7 +40,11 @@ class UploadedFamily(Family):
         if not self.is_file(key):
             return await super().open(parts, key, ino, flags)
         if not is_writing(flags):
-            return await parts.opener.vault_content(key, ino)
+            # Its content changes only with its document's record or details (a
+            # rendition replaced, an attachment's new version), which the index's change
+            # brings with an invalidation of the document's inodes, or through a write
+            # here, whose open invalidates it: a warm ``grep -r`` shares one open.
+            return await parts.opener.vault_content(key, ino, share=True)
         parts.writable()
         # Replaced by what is written (``files_in``).
         truncate = bool(flags & os.O_TRUNC)
