@@ -19,7 +19,8 @@ install`` elsewhere) names nothing, and the mount then behaves as before. What i
 - ``noflush``: a file opened read-only is opened with ``FOPEN_NOFLUSH``, so its close
   sends no FLUSH (the flush of a read-only open has nothing to do);
 - ``kept_opens``: a file whose content stays the same while the kernel keeps its pages
-  (a version's file, and the latest source file while nobody writes it) gets one handle
+  (a version's file, a rendition, an attachment, and the latest source file while
+  nobody writes it) gets one handle
   for every read-only open once the kernel holds its pages; pyfuse3 answers those OPENs
   and their RELEASEs itself, so a warm ``grep -r`` costs no Python per file. Every
   invalidation of the inode's attributes (``fuse.kernel_cache``) and an open for writing
