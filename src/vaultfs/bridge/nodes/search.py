@@ -303,7 +303,8 @@ class Search(Family):
             if (before := self._shown.get(key)) is not None:
                 before.since = mtime
         attr = attributes.directory(ino, mtime, mtime, writable=writable)
-        attr.timeout = min(attr.timeout, self.results().ttl)  # asked again with the answer
+        if self._results is not None:  # asked again with the answer
+            attr.timeout = min(attr.timeout, self._results.ttl)
         return attr
 
     async def fields(self, parts: Parts, key: NodeKey) -> dict[str, Any]:
