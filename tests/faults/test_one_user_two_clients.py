@@ -14,6 +14,8 @@ import errno
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -28,6 +30,13 @@ from vaultfs.testing.webdav_process import WebdavProcess
 pytestmark = pytest.mark.mount
 
 
+@contextmanager
+def two_mounts(url: str, tmp_path: Path) -> Iterator[tuple[MountProcess, MountProcess, int]]:
+    """Two mounts of one user on separate caches (A, B), and the checklist's document."""
+    with MountProcess(url, tmp_path / "a") as a, MountProcess(url, tmp_path / "b") as b:
+        yield a, b, int(os.getxattr((a.mountpoint / CHECKLIST).parent, "user.vault.id"))
+
+
 def nothing_lost(*mounts: MountProcess) -> None:
     for mount in mounts:
         status = mount.settle()
@@ -40,12 +49,8 @@ def test_a_second_mount_is_refused_while_the_first_writes_and_starts_from_its_sa
 ) -> None:
     """A writes (checks out); B's write is refused with EBUSY, not checked out "again";
     A's close checks in; B's next append starts from A's save: both lines are in."""
-    with (
-        MountProcess(fresh_vault.url, tmp_path / "a") as a,
-        MountProcess(fresh_vault.url, tmp_path / "b") as b,
-    ):
+    with two_mounts(fresh_vault.url, tmp_path) as (a, b, doc_id):
         path_a, path_b = a.mountpoint / CHECKLIST, b.mountpoint / CHECKLIST
-        doc_id = int(os.getxattr(path_a.parent, "user.vault.id"))
         original = path_a.read_bytes()
         before = versions(api, doc_id)
         with open(path_a, "ab", buffering=0) as f:
@@ -69,12 +74,8 @@ def test_the_first_mount_is_refused_while_the_second_holds_it_and_closes_first(
 ) -> None:
     """The other order: B checks out first and closes while A waits; A's write, refused
     while B held the check-out, goes through after and keeps B's line."""
-    with (
-        MountProcess(fresh_vault.url, tmp_path / "a") as a,
-        MountProcess(fresh_vault.url, tmp_path / "b") as b,
-    ):
+    with two_mounts(fresh_vault.url, tmp_path) as (a, b, doc_id):
         path_a, path_b = a.mountpoint / CHECKLIST, b.mountpoint / CHECKLIST
-        doc_id = int(os.getxattr(path_a.parent, "user.vault.id"))
         original = path_a.read_bytes()
         with open(path_a, "ab", buffering=0) as f:
             with open(path_b, "ab", buffering=0) as g:
@@ -140,12 +141,8 @@ def test_a_hundred_appends_and_field_sets_back_to_back_on_two_mounts_lose_nothin
     each append its program was not told of an error about is in the vault, in order,
     with the last title; one refused (the other mount's check-in still held) is EBUSY
     and nothing of it is anywhere; nothing goes to lost+found."""
-    with (
-        MountProcess(fresh_vault.url, tmp_path / "a") as a,
-        MountProcess(fresh_vault.url, tmp_path / "b") as b,
-    ):
+    with two_mounts(fresh_vault.url, tmp_path) as (a, b, doc_id):
         path_a, path_b = a.mountpoint / CHECKLIST, b.mountpoint / CHECKLIST
-        doc_id = int(os.getxattr(path_a.parent, "user.vault.id"))
         original = path_a.read_bytes()
         taken: list[bytes] = []
         for i in range(100):
