@@ -88,10 +88,12 @@ class Attributes:
             entry_timeout=self._options.attr_timeout,
         )
 
-    def local(self, attr: Attr) -> Attr:
+    def local(self, attr: Attr, *, fixed: bool = False) -> Attr:
         """``attr`` of a node of the mount alone: nothing announces its changes, so the
-        kernel keeps it briefly."""
-        attr.entry_timeout = self._options.local_timeout
+        kernel keeps it briefly; ``fixed``: its name is there for the mount's whole
+        life, and the kernel keeps the name (a status read is then one getattr)."""
+        if not fixed:
+            attr.entry_timeout = self._options.local_timeout
         attr.timeout = min(attr.timeout, self._options.local_timeout)
         return attr
 

@@ -105,7 +105,8 @@ class FileSystem:
         # file stays one for the kernel after it became a document's source file.
         given = self.inodes.key(ino) or ROOT
         if self.registry.is_local(key) or self.registry.is_local(given):
-            self.parts.attributes.local(attr)
+            fixed = isinstance(key, ControlKey) and key.fixed
+            self.parts.attributes.local(attr, fixed=fixed)
         return attr
 
     async def lookup(self, parent: int, name: str) -> Attr:

@@ -308,6 +308,12 @@ class ControlKey(NodeKey):
     FILE_KINDS = frozenset({Kind.STATUS, Kind.LOSTF})
 
     @property
+    def fixed(self) -> bool:
+        """Its name is there for the mount's whole life (``.vaultfs``, ``status``,
+        ``lost+found``)."""
+        return self.kind != Kind.LOSTF
+
+    @property
     def lost_name(self) -> str:
         """A file in lost+found: its name."""
         return str(self[1])
