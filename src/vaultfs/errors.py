@@ -50,6 +50,7 @@ __all__ = [
     "UserLockedOut",
     "UsernameOrPasswordIncorrect",
     "VaultError",
+    "VaultOffline",
     "VaultUnavailable",
     "WalkShareSpent",
     "errno_for",
@@ -163,6 +164,13 @@ class VaultUnavailable(VaultError):
 
     type = "VAULT_UNAVAILABLE"
     http_status = 503
+
+
+class VaultOffline(VaultUnavailable):
+    """The vault is known to be unreachable now, so the call was not even sent: the
+    client works offline (``client._reach``) until a probe reaches the vault again."""
+
+    type = "VAULT_OFFLINE"
 
 
 _API_ERRORS: dict[str, type[VaultError]] = {
@@ -325,6 +333,9 @@ _ERRNO: dict[type[VaultError], int] = {
     ParameterRequired: _errno.EINVAL,
     InvalidData: _errno.EINVAL,
     MethodNotSupported: _errno.EINVAL,
+    # "No route to host": the vault cannot be reached now and what was asked needs it
+    # (content that is not kept); answered at once, never after a wait.
+    VaultOffline: _errno.EHOSTUNREACH,
     # Transport trouble, rate limits that outlasted the retries, expired sessions that
     # could not be renewed, and server faults: the operation could not be done now.
 }

@@ -22,7 +22,7 @@ from typing import Any
 import trio
 
 from vaultfs import errors
-from vaultfs.client import Budget, DocumentPage, RelationshipPage
+from vaultfs.client import Budget, DocumentPage, Reachability, RelationshipPage
 from vaultfs.wire import format_datetime
 
 __all__ = ["FakeDownload", "FakeVault"]
@@ -75,6 +75,8 @@ class FakeVault:
         #: when set, version reads wait for it
         self.version_gate: trio.Event | None = None
         self.unreachable = False
+        #: offline (``Reach.OFFLINE``): every call fails at once, as the client's do
+        self.reach = Reachability()
         self.forbidden: set[int] = set()
         self._clock = EPOCH
         self._next_id = 1
@@ -194,6 +196,7 @@ class FakeVault:
         return attachment_id
 
     def _call(self, name: str) -> None:
+        self.reach.refuse(name)
         if self.unreachable:
             raise errors.VaultUnavailable("connection refused")
         self.calls[name] += 1

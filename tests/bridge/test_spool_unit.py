@@ -26,7 +26,7 @@ from trio.testing import MockClock
 from vaultfs.bridge.write.spool import durable, store
 from vaultfs.bridge.write.spool.entry import SpoolEntry
 from vaultfs.bridge.write.spool.spool import Spool, start_from
-from vaultfs.client import VaultClient
+from vaultfs.client import Reachability, VaultClient
 from vaultfs.errors import (
     ApiLimitExceeded,
     InsufficientAccess,
@@ -70,6 +70,8 @@ class FakeVault:
         self.calls: defaultdict[str, int] = defaultdict(int)
         self.draft_times: list[float] = []
         self.down = False
+        #: offline (``Reach.OFFLINE``): every call fails at once, as the client's do
+        self.reach = Reachability()
         self._faults: defaultdict[str, list[tuple[VaultError, bool]]] = defaultdict(list)
 
     def fail(self, op: str, exc: VaultError, *, delivered: bool = False) -> None:
@@ -77,6 +79,7 @@ class FakeVault:
 
     async def _call(self, op: str) -> VaultError | None:
         """Count the call; raise an undelivered fault, return a delivered one."""
+        self.reach.refuse(op)
         self.calls[op] += 1
         await trio.lowlevel.checkpoint()
         if self.down:

@@ -20,11 +20,13 @@ from ._discovery import (
 )
 from ._errors import surely_not_sent
 from ._probe import vault_answers
+from ._reach import Reach, Reachability
 from ._relationships import RelationshipPage
 from ._retry import (
     CHECK_INS,
     CREATES,
     LOCKS,
+    RECONNECTS,
     REQUESTS,
     WAITED_ON,
     Attempt,
@@ -40,6 +42,7 @@ __all__ = [
     "CREATES",
     "DEFAULT_CLIENT_ID",
     "LOCKS",
+    "RECONNECTS",
     "REQUESTS",
     "WAITED_ON",
     "Attempt",
@@ -51,6 +54,8 @@ __all__ = [
     "DocumentPage",
     "Download",
     "PasswordLogin",
+    "Reach",
+    "Reachability",
     "RelationshipPage",
     "RetryPolicy",
     "SessionSource",

@@ -14,6 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from ._reach import Reachability
 from ._relationships import RelationshipPage
 from ._types import Budget, DocumentPage, Download
 
@@ -37,6 +38,8 @@ class VaultApi(Protocol):
     def vault_id(self) -> int | None: ...
     @property
     def username(self) -> str: ...
+    @property
+    def reach(self) -> Reachability: ...
 
     # --- session -------------------------------------------------------------------
 

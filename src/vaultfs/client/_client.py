@@ -27,6 +27,7 @@ from ._http import Call, Http
 from ._lifecycle import LifecycleCalls
 from ._locks import LockCalls
 from ._metadata import MetadataCalls
+from ._reach import Reachability
 from ._relationships import RelationshipCalls
 from ._retry import REQUESTS
 from ._session import SessionSource
@@ -142,6 +143,18 @@ class VaultClient(
         response without ``sessionId``.
         ``max_retries`` instead of the policy's (a mount fails fast at start)."""
         return await self._http.login(max_retries=max_retries)
+
+    @property
+    def reach(self) -> Reachability:
+        """Whether the vault can be reached now (``_reach``: offline, calls fail at once)."""
+        return self._http.reach
+
+    async def keep_reaching(self) -> None:
+        """Until cancelled: whenever the vault cannot be reached, probe it and, once it
+        answers, sign in again and go back online (``Reachability.keep_reaching``)."""
+        await self._http.reach.keep_reaching(
+            self._http.probe, lambda: self._http.login(max_retries=0)
+        )
 
     async def keep_alive(self) -> None:
         """POST /keep-alive (re-logs in when the session had expired)."""

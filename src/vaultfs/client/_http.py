@@ -1,9 +1,11 @@
 """The request pipeline every API call goes through.
 
 ``Http.call`` (JSON answers) and ``Http.open_stream`` (downloads) run, in this order:
-retries (``_retry``) -> session (lazy login, one re-login and replay on
-``INVALID_SESSION_ID``) -> pacing and counting (``_budget``) -> one httpx request ->
-translation of the answer (``_errors``). Owns the httpx.AsyncClient.
+the vault's reach (``_reach``: offline, a call fails at once; a call whose retries ran
+out on the transport takes the client offline) -> retries (``_retry``) -> session
+(lazy login, one re-login and replay on ``INVALID_SESSION_ID``) -> pacing and counting
+(``_budget``) -> one httpx request -> translation of the answer (``_errors``). Owns the
+httpx.AsyncClient.
 """
 
 from __future__ import annotations
@@ -21,11 +23,12 @@ from urllib.parse import quote
 
 import httpx
 
-from vaultfs.errors import InvalidSessionId, VaultError
+from vaultfs.errors import InvalidSessionId, VaultError, VaultOffline, VaultUnavailable
 
 from ._budget import BudgetMeter
 from ._errors import error_from_response, parse_json, transport_error
 from ._multipart import upload_filename
+from ._reach import Reachability
 from ._retry import Attempt, RetryPolicy, retrying
 from ._session import PasswordLogin, Session, SessionSource
 from ._transport import wide_read_transport
@@ -36,6 +39,9 @@ __all__ = ["Call", "Http"]
 #: ``--debug`` traces every request here: method, path template, status, duration
 #: (never a header, a form field or a query: they may hold credentials)
 log = logging.getLogger("vaultfs.client.http")
+
+#: seconds a probe of a vault that could not be reached waits for its answer
+_PROBE_TIMEOUT = 5.0
 
 #: Query parameters; None and "" values are left out.
 Params = Mapping[str, str | int | None]
@@ -121,6 +127,8 @@ class Http:
         source = PasswordLogin(credentials) if isinstance(credentials, Credentials) else credentials
         self.session = Session(source, self._sign_in_post)
         self.policy = policy
+        self.reach = Reachability()
+        self._probe_url = api_url[: api_url.rindex("/api/")] + "/api/"
         self._rng = random.Random()
 
     async def aclose(self) -> None:
@@ -141,16 +149,34 @@ class Http:
 
     async def _retrying(self, call: Call, receive: Receive[T]) -> T:
         async def attempt(attempt: Attempt) -> T:
+            self.reach.refuse(call.what)
             return await self._authorized(call, attempt, receive)
 
-        return await retrying(
-            attempt,
-            policy=self.policy,
-            rng=self._rng,
-            idempotent=call.idempotent,
-            what=call.what,
-            max_retries=call.max_retries,
-        )
+        try:
+            return await retrying(
+                attempt,
+                policy=self.policy,
+                rng=self._rng,
+                idempotent=call.idempotent,
+                what=call.what,
+                max_retries=call.max_retries,
+            )
+        except VaultOffline:
+            raise
+        except VaultUnavailable as exc:
+            # Its retries ran out on the transport: the vault is away, and what follows
+            # fails at once until a probe reaches it (``_reach``).
+            self.reach.lost(str(exc))
+            raise
+
+    async def probe(self) -> bool:
+        """Whether the vault answers its unversioned ``GET /api/`` (no session, no
+        retry): what tells a vault that is back."""
+        try:
+            response = await self._client.get(self._probe_url, timeout=_PROBE_TIMEOUT)
+        except httpx.HTTPError:
+            return False
+        return response.status_code == 200
 
     async def _authorized(self, call: Call, attempt: Attempt, receive: Receive[T]) -> T:
         """Send with the session; after INVALID_SESSION_ID log in again once and replay

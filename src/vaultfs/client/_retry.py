@@ -13,6 +13,7 @@ from the policy (``RetryPolicy.wait``):
 | `WAITED_ON` | 1 + 3              | 0.5 s → 30 s | a field's PUT (a setfattr, a rename waits)   |
 | `CREATES`   | 8                  | 0.5 s → 30 s | a create, its marker looked for first        |
 | `CHECK_INS` | for ever           | 1 s → 300 s  | drafts, uploads, locks left by a dead daemon |
+| `RECONNECTS`| for ever           | 1 s → 60 s   | probing a vault that could not be reached    |
 
 The client's rule:
 
@@ -20,6 +21,7 @@ The client's rule:
 |-------------------------------------------|-----------------|-------------------|
 | connection refused / connect timeout      | retry           | retry             |
 | other transport error, timeout, 5xx       | retry           | never (ambiguous) |
+| the vault offline (``VaultOffline``)      | never           | never             |
 | ``API_LIMIT_EXCEEDED``                    | after the wait  | after the wait    |
 | any other API error                       | never           | never             |
 
@@ -39,7 +41,13 @@ from typing import TypeVar
 
 import trio
 
-from vaultfs.errors import ApiLimitExceeded, ServerException, VaultError, VaultUnavailable
+from vaultfs.errors import (
+    ApiLimitExceeded,
+    ServerException,
+    VaultError,
+    VaultOffline,
+    VaultUnavailable,
+)
 
 from ._errors import surely_not_sent
 
@@ -47,6 +55,7 @@ __all__ = [
     "CHECK_INS",
     "CREATES",
     "LOCKS",
+    "RECONNECTS",
     "REQUESTS",
     "WAITED_ON",
     "Attempt",
@@ -99,6 +108,11 @@ CREATES = RetryPolicy(max_retries=7, max_limit_wait=30.0, name="creates")
 CHECK_INS = RetryPolicy(
     max_retries=None, base_delay=1.0, max_delay=300.0, max_limit_wait=math.inf, name="check-ins"
 )
+
+#: Probing a vault that could not be reached (``_reach``): for ever, at most a minute
+#: apart, so a vault back after a long absence is found within a minute and a vault
+#: away for a day costs about 1,400 probes of its unversioned ``GET /api/``.
+RECONNECTS = RetryPolicy(max_retries=None, base_delay=1.0, max_delay=60.0, name="reconnects")
 
 
 class Attempt:
@@ -159,6 +173,8 @@ def _delay(
     exc: VaultError, retry: int, policy: RetryPolicy, rng: random.Random, *, may_resend: bool
 ) -> float | None:
     """Seconds to wait before retrying after ``exc``, or None when it must not be retried."""
+    if isinstance(exc, VaultOffline):
+        return None  # not sent: the vault is offline, and a retry would not be either
     if isinstance(exc, ApiLimitExceeded):
         # The vault processed nothing, so any call may be sent again.
         if exc.retry_after is not None:

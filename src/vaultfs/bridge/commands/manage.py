@@ -195,6 +195,15 @@ def _walks_line(walks: dict[str, Any]) -> str:
     return line
 
 
+def _reach_line(vault: dict[str, Any]) -> str:
+    """Whether the vault can be reached: online, or offline since when and why."""
+    state = vault.get("state") or "online"
+    if state == "online":
+        return "online"
+    reason = f" ({vault['reason']})" if vault.get("reason") else ""
+    return f"{state} since {vault.get('since')}: {vault.get('message')}{reason}"
+
+
 def format_status(status: dict[str, Any]) -> str:
     """The human form of one mount's status."""
     if "error" in status:
@@ -209,6 +218,7 @@ def format_status(status: dict[str, Any]) -> str:
         ("vault", status.get("vault_url")),
         ("user", status.get("user")),
         ("session", status.get("session_state")),
+        ("reach", _reach_line(status.get("vault") or {})),
         ("mode", "read-only" if status.get("read_only") else "read-write"),
         (
             "index",

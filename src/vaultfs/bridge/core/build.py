@@ -78,7 +78,7 @@ from vaultfs.bridge.write.spool.field_sets import FieldSets
 from vaultfs.bridge.write.spool.queue import WorkQueue
 from vaultfs.bridge.write.spool.spool import Spool
 from vaultfs.bridge.write.spool.uploads import Uploads
-from vaultfs.client import CHECK_INS, VaultApi
+from vaultfs.client import CHECK_INS, Reach, VaultApi
 
 __all__ = ["Daemon", "SpoolSettings", "build_daemon", "families"]
 
@@ -109,8 +109,11 @@ class Daemon:
     #: for check-outs held elsewhere (the WebDAV front's LOCK takes them here)
     editor_locks: EditorLocks
     #: files dropped into documents' directories waiting out their grace (None on a
-    #: read-only mount): its ``run`` is a background task of the mount
+    #: read-only mount)
     drops: Drops | None
+    #: what new files become; its ``run`` is a background task of the mount (the
+    #: drops' grace, the files that waited for the vault)
+    new_documents: NewDocuments
 
 
 def families(
@@ -155,7 +158,7 @@ def _spool(
     leases.shown = functools.partial(show_lease, tree)
     # One queue of work for the check-ins, the uploads, the creates and the field
     # sets, with the check-ins' waits.
-    queue = WorkQueue(leases.retry)
+    queue = WorkQueue(leases.retry, client.reach)
     new_documents = Creates(
         settings.directory, client, queue=queue, on_created=functools.partial(show_created, tree)
     )
@@ -209,7 +212,9 @@ def build_daemon(
     ``write.new_documents``)."""
     started = time.time()
     index = DocumentIndex(client, store=index_store)
-    catalog = TypeCatalog(client)
+    # A vault that is back (offline no more) is caught up with at once.
+    client.reach.on_change.append(lambda state: index.poll_now() if state == Reach.ONLINE else None)
+    catalog = TypeCatalog(client, kept=index.store)
     # A search's answer is kept for the index's poll interval, while the index is
     # unchanged.
     # What only a walk needs of the vault is paid from a share of its budget.
@@ -323,4 +328,6 @@ def build_daemon(
         report=report,
     )
     filesystem = FileSystem(parts, inodes, handles, blobs, NameRules(catalog))
-    return Daemon(index, tree, blobs, the_spool, filesystem, editor_locks, new_documents.drops)
+    return Daemon(
+        index, tree, blobs, the_spool, filesystem, editor_locks, new_documents.drops, new_documents
+    )

@@ -3,8 +3,11 @@
 Owns the start both fronts share: the private cache directory and its one owner, the
 signed-in client (a vault that cannot be reached is said at once, not after minutes of
 retries), what the file system is told (``Options``), the spool's settings and the
-index file of this vault and user. Each front then builds the daemon with what only it
-has (the kernel's caches and name events, or the WebDAV locks) and serves it.
+index file of this vault and user. A vault that cannot be reached at the start, for a
+user whose index is kept, starts the core offline (docs/user-guide.md "Offline"): from
+the kept index, with who the user is as the last sign-in said (kept in the index
+file). Each front then builds the daemon with what only it has (the kernel's caches
+and name events, or the WebDAV locks) and serves it.
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ from vaultfs.bridge.core.build import SpoolSettings
 from vaultfs.bridge.core.ownership import owning
 from vaultfs.bridge.fs.options import Options
 from vaultfs.bridge.tree.index_store import IndexStore, index_file_name
-from vaultfs.client import Credentials, VaultClient
+from vaultfs.client import Credentials, Reach, VaultClient
+from vaultfs.errors import ServerException, VaultUnavailable
 
 __all__ = ["CoreConfig", "CoreStart", "start_core"]
 
@@ -75,22 +79,6 @@ async def start_core(
             max_retries=config.retries,
         )
     )
-    await client.login(max_retries=_LOGIN_RETRIES)
-    settings = Options(
-        url=config.url,
-        mountpoint=shown_at,
-        user=config.user,
-        read_only=config.read_only,
-        # Modes tell the truth: a user who may not create gets no write bits on
-        # folders, and a new file there is refused at create(), not at close().
-        may_create=config.read_only or await client.may_create_documents(),
-        allow_delete=config.allow_delete,
-        poll_interval=config.poll_interval,
-        **options,
-    )
-    spool = None
-    if not config.read_only:  # the write-back spool makes its private directory
-        spool = SpoolSettings(config.cache_dir / "spool", user_id=client.user_id)
     # One index file per vault and user, named by both and holding both.
     store = IndexStore(
         config.cache_dir / "index" / index_file_name(config.url, config.user)
@@ -100,4 +88,66 @@ async def start_core(
         user=config.user,
     )
     stack.callback(store.close)
+    kept = _Identity.kept(store)
+    try:
+        await client.login(max_retries=_LOGIN_RETRIES)
+    except (VaultUnavailable, ServerException) as exc:
+        if not isinstance(exc, VaultUnavailable) and exc.http_status not in _PROXY_FAULTS:
+            raise
+        if kept is None:
+            raise VaultUnavailable(
+                f"{exc} (and this cache keeps no index of {config.user} at {config.url} "
+                "to start offline from: the first mount needs the vault)"
+            ) from exc
+        client.reach.move(Reach.OFFLINE, str(exc))
+        identity = kept
+    else:
+        identity = _Identity(
+            client.user_id,
+            config.read_only or await client.may_create_documents(),
+        )
+        identity.keep(store)
+    settings = Options(
+        url=config.url,
+        mountpoint=shown_at,
+        user=config.user,
+        read_only=config.read_only,
+        # Modes tell the truth: a user who may not create gets no write bits on
+        # folders, and a new file there is refused at create(), not at close().
+        may_create=identity.may_create,
+        allow_delete=config.allow_delete,
+        poll_interval=config.poll_interval,
+        **options,
+    )
+    spool = None
+    if not config.read_only:  # the write-back spool makes its private directory
+        spool = SpoolSettings(config.cache_dir / "spool", user_id=identity.user_id)
     return CoreStart(client, settings, spool, store)
+
+
+#: what a proxy answers for a vault behind it that is away
+_PROXY_FAULTS = frozenset({502, 503, 504})
+
+
+@dataclass(frozen=True)
+class _Identity:
+    """Who the user is as the vault's last sign-in said, kept in the index file: an
+    offline start needs it (a lock of this user is this client's own; modes)."""
+
+    user_id: int | None
+    may_create: bool
+
+    @classmethod
+    def kept(cls, store: IndexStore) -> _Identity | None:
+        """The identity kept with a complete index (None: none, no offline start)."""
+        if store.path is None or store.meta("complete") != "1":
+            return None
+        user_id, may_create = store.meta("user_id"), store.meta("may_create")
+        if user_id is None or may_create is None:
+            return None
+        return cls(int(user_id) if user_id.isdigit() else None, may_create == "1")
+
+    def keep(self, store: IndexStore) -> None:
+        if store.path is not None:
+            store.set_meta("user_id", str(self.user_id or ""))
+            store.set_meta("may_create", "1" if self.may_create else "0")

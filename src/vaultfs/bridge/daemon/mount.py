@@ -96,13 +96,13 @@ async def run_mount(config: MountConfig, ready: Callable[[], None] | None = None
         await nursery.start(daemon.blobs.run)
         await nursery.start(filesystem.freshness.run)
         await nursery.start(daemon.index.run, config.poll_interval)
+        nursery.start_soon(client.keep_reaching)
         if daemon.spool is not None:
             await nursery.start(daemon.spool.run)
         if config.notify:
             await nursery.start(run_notifications, filesystem.report.document)
         drops = daemon.drops
-        if drops is not None:
-            await nursery.start(drops.run)
+        await nursery.start(daemon.new_documents.run)
 
         def flush_asked() -> None:
             daemon.index.poll_now()

@@ -2,13 +2,13 @@
 
 Owns turning the status document (``fs.status``) into freedesktop notifications on the
 user's session bus (``org.freedesktop.Notifications``, through jeepney, which speaks
-D-Bus from trio): a save that went to lost+found, a new document waiting for fields, a
-save or upload that keeps failing, a sign-in the vault or the identity provider
-refused, a delete refused because the mount does not allow deleting, a program
-stopped from walking the whole vault (``tree.walks``). One notification
-per file and kind of event while it lasts (a thing that goes and comes back is told
-again), at most ``PER_MINUTE`` a minute (the rest wait and go as one summary), each
-naming the file and what to do. Nothing without a session bus
+D-Bus from trio): the vault gone offline and back, a save that went to lost+found, a
+new document waiting for fields, a save or upload that keeps failing, a sign-in the
+vault or the identity provider refused, a delete refused because the mount does not
+allow deleting, a program stopped from walking the whole vault (``tree.walks``). One
+notification per file and kind of event while it lasts (a thing that goes and comes
+back is told again), at most ``PER_MINUTE`` a minute (the rest wait and go as one
+summary), each naming the file and what to do. Nothing without a session bus
 (a system mount, CI) or with ``-o notify=off``.
 
 The status is read every few seconds rather than each part calling in: the status
@@ -23,6 +23,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,9 @@ INTERVAL = 5.0
 #: it was made (a short outage the retries ride out is not worth a notification)
 FAILING_ATTEMPTS = 3
 FAILING_SECONDS = 120.0
+
+#: how long after the vault is back "Back online" is told (once) at most
+BACK_SECONDS = 120.0
 
 #: the requests that delete (a refusal of one names the mount option)
 _DELETES = frozenset({"unlink", "rmdir"})
@@ -75,6 +79,24 @@ def notices(status: dict[str, Any]) -> Iterator[Notice]:
             f"{status.get('session_error') or 'the sign-in was refused'}. "
             "Saves wait in the spool; sign in again (vaultfs login, or vaultfs "
             f"set-password), then vaultfs flush {mountpoint}.",
+        )
+    vault = status.get("vault") or {}
+    pending = len(status.get("pending_uploads") or [])
+    if vault.get("state") == "offline":
+        yield Notice(
+            ("offline", str(vault.get("since"))),
+            "Working offline",
+            f"The vault at {status.get('vault_url')} cannot be reached (since "
+            f"{vault.get('since')}). Documents kept on this computer open as usual, and "
+            f"saves wait here ({pending} now) until the vault is back.",
+        )
+    away = vault.get("last_away")
+    if vault.get("state") == "online" and away and _recent(away.get("until"), BACK_SECONDS):
+        yield Notice(
+            ("back", str(away.get("until"))),
+            "Back online",
+            f"The vault at {status.get('vault_url')} answers again; "
+            + (f"{pending} saves waiting go in now." if pending else "nothing was waiting."),
         )
     for lost in status.get("lost_and_found") or []:
         file = _in_mount(status, lost.get("saved_as") or lost.get("filename"))
@@ -133,6 +155,15 @@ def notices(status: dict[str, Any]) -> Iterator[Notice]:
             f"({attempts} tries: {entry.get('last_error')}). It is retried; "
             "vaultfs status says more.",
         )
+
+
+def _recent(when: object, seconds: float) -> bool:
+    """Whether ``when`` (an ISO 8601 time of the status) is less than ``seconds`` ago."""
+    try:
+        then = datetime.fromisoformat(str(when))
+    except ValueError:
+        return False
+    return (datetime.now(UTC) - then).total_seconds() < seconds
 
 
 class Notifier:

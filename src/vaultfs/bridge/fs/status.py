@@ -15,8 +15,11 @@ Every save the vault does not have yet names its file by its path in the mount
   dropped into a document's directory waiting out their grace before they become its
   attachments (``dropped``);
 - ``pending_new_documents``: new files waiting for fields the vault requires;
+- ``vault``: whether the vault can be reached (``online``, ``offline``, ``signed out``),
+  since when and why, and the last time it was away;
 - ``checked_out``: the documents this client holds checked out (its leases), each with
-  its path and why (a save, an editor's lock file, a WebDAV lock);
+  its path, why (a save, an editor's lock file, a WebDAV lock) and its state (``owed``:
+  checked out offline, the vault's lock taken once it is back);
 - ``lost_and_found``: content the vault refused, with ``mount_path`` (the file under
   ``.vaultfs/lost+found``) and ``saved_as`` (the file it was saved as, None when not
   known: a new document's folder is not recorded).
@@ -27,6 +30,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from vaultfs.bridge.content.blobcache import BlobCache
@@ -86,6 +90,8 @@ class StatusReport:
             "user": self._options.user,
             "session_state": self._client.session_state,
             "session_error": self._client.session_refusal,
+            # whether the vault can be reached (offline: what waits is what is pending)
+            "vault": self._reach(),
             "read_only": self._options.read_only,
             "index": {
                 "documents": len(index.documents),
@@ -123,12 +129,30 @@ class StatusReport:
         # What the mount adds never replaces what the file system reports itself.
         return {**self._extra(), **status}
 
+    def _reach(self) -> dict[str, Any]:
+        reach = self._client.reach
+        away = reach.last_away
+        return {
+            "state": reach.state.value,
+            "message": reach.state.message,
+            "since": _iso(reach.since),
+            "reason": reach.reason,
+            "last_away": None if away is None else {"from": _iso(away[0]), "until": _iso(away[1])},
+        }
+
     def _checked_out(self) -> list[dict[str, Any]]:
         spool = self._editing.spool
-        held = spool.leases.held() if spool is not None else {}
+        if spool is None:
+            return []
+        leases = spool.leases
         return [
-            {"doc_id": doc_id, "path": self._in_document(doc_id, None), "why": reasons}
-            for doc_id, reasons in held.items()
+            {
+                "doc_id": doc_id,
+                "path": self._in_document(doc_id, None),
+                "why": reasons,
+                "state": leases.state(doc_id).value,
+            }
+            for doc_id, reasons in leases.held().items()
         ]
 
     # --- paths of what the vault does not have yet ------------------------------------
@@ -192,8 +216,15 @@ class StatusReport:
             if not (dropped or kept):
                 continue
             state = "editing" if file.writers.count > 0 else "dropped" if dropped else "creating"
+            if file.number in self._new_documents.waiting_for_vault:
+                state = "waiting for the vault"
             found.append({"path": self.paths.of_key(keys.scratch(file.number)), "state": state})
         return found
 
     def as_bytes(self) -> bytes:
         return (json.dumps(self.document(), indent=2, sort_keys=True) + "\n").encode()
+
+
+def _iso(when: float) -> str:
+    """A wall time as the status says times: ISO 8601 in UTC, to the second."""
+    return datetime.fromtimestamp(when, UTC).isoformat(timespec="seconds")

@@ -354,13 +354,24 @@ class DocumentIndex:
                     log.info("index: %d document(s) changed", len(changed))
             except errors.VaultError as exc:
                 self.poll_error = str(exc)
-                log.warning("index refresh failed: %s", exc)
+                if isinstance(exc, errors.VaultOffline):
+                    self._serve_kept()
+                else:
+                    log.warning("index refresh failed: %s", exc)
             self.polls_answered = asked
             self._attempt_done.set()
             self._attempt_done = trio.Event()
             with trio.move_on_after(interval):
                 await self._poked.wait()
             self._poked = trio.Event()
+
+    def _serve_kept(self) -> None:
+        """The vault cannot be reached: a kept index serves as it is (offline), until a
+        refresh after the vault is back catches it up."""
+        if self.ready.is_set() or self.store.meta("complete") != "1":
+            return
+        log.info("index: offline, serving the kept index (%d documents)", len(self.documents))
+        self.ready.set()
 
     def poll_now(self) -> None:
         """Look for the vault's changes now rather than at the next poll (``vaultfs

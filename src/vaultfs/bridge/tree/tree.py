@@ -38,7 +38,7 @@ from vaultfs.bridge.tree.nodes import (
 from vaultfs.bridge.tree.relationships import Relationships
 from vaultfs.bridge.tree.versions import latest_version, parse_version
 from vaultfs.bridge.tree.walks import WalkShare
-from vaultfs.client import VaultApi
+from vaultfs.client import Reachability, VaultApi
 from vaultfs.wire import format_datetime
 
 __all__ = [
@@ -414,6 +414,15 @@ class Tree:
         for name, child in self._lister.root_listed.items():
             listing[f"{name} [{child.kind}]" if name in listing else name] = child
         return listing
+
+    @property
+    def reach(self) -> Reachability:
+        """Whether the vault can be reached now (offline: what needs it fails at once)."""
+        return self._client.reach
+
+    @property
+    def online(self) -> bool:
+        return self._client.reach.online
 
     def documents_named(self, folder: NodeKey, name: str) -> list[int]:
         """The documents of ``folder`` whose name is ``name``, smallest id first."""

@@ -180,10 +180,10 @@ async def open_front(
     await nursery.start(daemon.blobs.run)
     await nursery.start(daemon.filesystem.freshness.run)
     await nursery.start(daemon.index.run, config.poll_interval)
+    nursery.start_soon(core.client.keep_reaching)
     if spool is not None:
         await nursery.start(spool.run)
-    if daemon.drops is not None:
-        await nursery.start(daemon.drops.run)
+    await nursery.start(daemon.new_documents.run)
     await nursery.start(locks.sweep)
     # What the front keeps of its listings goes at any change the core learns of.
     listings = Listings(empty_private_dir(config.cache_dir / "listings"))

@@ -32,7 +32,14 @@ from vaultfs.bridge.write.lease import Reason
 from vaultfs.bridge.write.spool.entry import EDITING
 from vaultfs.bridge.write.spool.spool import CheckIn, Start, StartFrom
 from vaultfs.bridge.write.writers import Writers
-from vaultfs.errors import InsufficientAccess, LockedByOther, NotFound, ReadOnly, VaultError
+from vaultfs.errors import (
+    InsufficientAccess,
+    LockedByOther,
+    NotFound,
+    ReadOnly,
+    VaultError,
+    VaultOffline,
+)
 
 if TYPE_CHECKING:  # only for annotations: the spool is handed in by the mount
     from vaultfs.bridge.write.spool.entry import SpoolEntry
@@ -190,9 +197,20 @@ class Editing:
     def _start(self, doc_id: int, *, copy: bool) -> StartFrom:
         """The starting point of a check-out, asked for once the lock is held: the
         document as the vault has it (one call) and its content; or, for content that
-        starts empty, the index's record (the check-in verifies it, no call now)."""
+        starts empty, the index's record (the check-in verifies it, no call now); or,
+        offline, the index's record and the content kept of it."""
 
         async def start() -> Start:
+            if not self.tree.online:
+                # Offline: from the index and the content kept of it, and the check-in
+                # takes this exact version for the base (anything newer in the vault
+                # then is a conflict, never replaced).
+                record = self.tree.record(doc_id)
+                content = None
+                if copy:
+                    latest = await self.contents.of(keys.source(doc_id))
+                    content = await self.blobs.cached_path(latest.key, latest.fetch)
+                return _start_of(record, doc_id, content=content, read=True)
             if not copy:
                 record = self.tree.record(doc_id)
                 return _start_of(record, doc_id, content=None, read=False)
@@ -266,6 +284,8 @@ class Editing:
             async with writers.taken():
                 if writers.count == 0:  # nobody opened it again (while the lock was held)
                     await self._commit(handle.doc_id)
+        except VaultOffline:
+            log.info("document %d saved offline: in the spool", handle.doc_id)
         except (VaultError, OSError) as exc:
             log.warning(
                 "check-in of document %d failed (kept in the spool or lost+found, see "
@@ -305,7 +325,12 @@ class Editing:
         writers = self._docs[handle.doc_id]
         async with writers.lock:
             if writers.count == 1:
-                await self._commit(handle.doc_id)
+                try:
+                    await self._commit(handle.doc_id)
+                except VaultOffline:
+                    # Taken as a close's is: safe in the spool, checked in once the
+                    # vault is back (its queue waits for that).
+                    log.info("document %d saved offline: in the spool", handle.doc_id)
 
     async def check_in_file(self, doc_id: int, source: Path) -> None:
         """Make ``source`` the document's content: a file renamed over the source file.

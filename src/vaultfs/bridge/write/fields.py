@@ -83,11 +83,18 @@ class FieldEditor:
         field = xattrs.field_of(name)
         if field is None or doc_id is None:
             raise errors.Unsupported(f"{name} is not a field")
-        specs = await self.tree.catalog.fields()
-        spec = specs.get(field)
+        try:
+            specs: dict[str, dict[str, Any]] | None = await self.tree.catalog.fields()
+        except errors.VaultUnavailable:
+            # Away, and never read here: a field the document has is taken, and the
+            # vault checks it when it is back (a refusal then is kept in lost+found).
+            specs = None
+        spec = specs.get(field) if specs is not None else None
         if spec is None and field not in record:
             raise errors.Unsupported(f"{field} is not a field of this vault")
-        if spec is None or not spec.get("editable") or spec.get("setOnCreateOnly"):
+        if specs is not None and (
+            spec is None or not spec.get("editable") or spec.get("setOnCreateOnly")
+        ):
             raise errors.NotEditable(f"{field} is not editable")
         if value is not None and value == xattrs.value_of(record.get(field)):
             return  # nothing changes: no call (editors copy xattrs back when they save)

@@ -10,6 +10,9 @@ here, and by whom?", and tells the mount when a check-out begins or ends.
 A lease's state is a ``LeaseState``, moved only through the one table ``LEASE_MOVES``:
 
 ``free``       nothing of this client holds the document (no lease object is kept)
+``owed``       taken while the vault could not be reached (offline): held here, and
+               the vault's lock is asked for when the vault is back, before the
+               check-in it is owed for (``settle``)
 ``taking``     the vault's lock is being asked for
 ``held``       the lock is this client's, for one or more reasons
 ``releasing``  the last reason went; the lock is being released
@@ -23,7 +26,8 @@ Before a check-in uploads, ``verify`` reads the lock again (one call) and refuse
 it is gone or someone else's; its date, first read there, is the lease's token, kept
 in the mark: a later look that finds this user's lock with another date finds it taken
 over, and a start after a crash releases a marked lock only when its date is the
-mark's. A mark without a date (taken, never verified) is taken for this client's.
+mark's. A mark without a date (taken, never verified) is taken for this client's; a
+mark of a check-out taken offline (``owed``) names no lock at all.
 """
 
 from __future__ import annotations
@@ -59,6 +63,7 @@ class LeaseState(enum.StrEnum):
     """Where this client's check-out of a document stands."""
 
     FREE = "free"
+    OWED = "owed"
     TAKING = "taking"
     HELD = "held"
     RELEASING = "releasing"
@@ -70,21 +75,25 @@ class LeaseState(enum.StrEnum):
 
 _MESSAGES = {
     LeaseState.FREE: "not checked out by this client",
+    LeaseState.OWED: "checked out offline: the vault's lock is asked for once it is back",
     LeaseState.TAKING: "the vault's lock is being asked for",
     LeaseState.HELD: "checked out by this client",
     LeaseState.RELEASING: "the vault's lock is being released",
 }
 
 L = LeaseState
-#: The moves of a lease. A lock refused (or a take cancelled) goes back to free; a
-#: release that failed for a while leaves the lease held (its mark stays, the lock is
-#: released again later); a release refused for good frees it all the same.
+#: The moves of a lease. A lock refused (or a take cancelled) goes back to free, or to
+#: owed when it was owed; a release that failed for a while leaves the lease held (its
+#: mark stays, the lock is released again later); a release refused for good frees it
+#: all the same. An owed lease whose last reason goes before the vault is back is free
+#: without a call.
 LEASE_MOVES: Machine[LeaseState] = Machine(
     "lease",
     L.FREE,
     {
-        L.FREE: frozenset({L.TAKING}),
-        L.TAKING: frozenset({L.HELD, L.FREE}),
+        L.FREE: frozenset({L.TAKING, L.OWED}),
+        L.OWED: frozenset({L.TAKING, L.FREE}),
+        L.TAKING: frozenset({L.HELD, L.FREE, L.OWED}),
         L.HELD: frozenset({L.RELEASING, L.FREE}),
         L.RELEASING: frozenset({L.FREE, L.HELD}),
     },
@@ -98,6 +107,11 @@ class Reason(enum.StrEnum):
     EDITOR = "editor's lock file"
     WEBDAV = "WebDAV lock"
     TRIP = "check-out for offline work"
+
+
+#: What may check a document out offline, owing the vault's lock: what a user saves
+#: (it checks in through the conflict rule), not a check-out meant to hold the vault.
+OWED_REASONS = frozenset({Reason.SAVE, Reason.EDITOR, Reason.WEBDAV})
 
 
 @dataclass
@@ -187,8 +201,11 @@ class Leases:
         holds the lock that daemon took (its mark's date is the token)."""
         lease = self._leases.get(doc_id)
         if lease is None:
-            _, token = _read_mark(self.directory, doc_id)
-            lease = self._leases[doc_id] = Lease(doc_id, LeaseState.HELD, token=token)
+            if _owes(self.directory, doc_id):  # checked out offline: the lock is owed
+                lease = self._leases[doc_id] = Lease(doc_id, LeaseState.OWED)
+            else:
+                _, token = _read_mark(self.directory, doc_id)
+                lease = self._leases[doc_id] = Lease(doc_id, LeaseState.HELD, token=token)
         lease.reasons[reason] += 1
 
     async def take(self, doc_id: int, reason: Reason) -> bool:
@@ -199,11 +216,19 @@ class Leases:
             lease = self._leases.get(doc_id)
             if lease is None:
                 break
-            if lease.state == LeaseState.HELD:
+            if lease.state in (LeaseState.HELD, LeaseState.OWED):
                 lease.reasons[reason] += 1
                 return False
             await lease.moved.park()  # a take or a release under way: then look again
         lease = self._leases[doc_id] = Lease(doc_id)
+        if not self.client.reach.online and reason in OWED_REASONS:
+            # Offline: checked out here now, the vault's lock owed (``settle``).
+            await self.run_sync(_write_mark, self.directory, doc_id, None, True)
+            lease.move(LeaseState.OWED)
+            lease.reasons[reason] += 1
+            log.info("lease: doc %d checked out offline (%s)", doc_id, reason.value)
+            await self.shown(doc_id, True, reason)
+            return True
         lease.move(LeaseState.TAKING)
         try:
             lease.token = await self._lock(doc_id)
@@ -215,6 +240,29 @@ class Leases:
         lease.reasons[reason] += 1
         await self.shown(doc_id, True, reason)
         return True
+
+    def owed(self, doc_id: int) -> bool:
+        """Whether the document was checked out offline and its lock is still owed."""
+        return self.state(doc_id) == LeaseState.OWED
+
+    async def settle(self, doc_id: int) -> None:
+        """Take the vault's lock an offline check-out owes (nothing when it owes none):
+        before its check-in. ``LockedByOther`` when someone (another user, another
+        client of this user) checked the document out meanwhile; a failure that may
+        pass leaves it owed."""
+        lease = self._leases.get(doc_id)
+        if lease is None or lease.state != LeaseState.OWED:
+            return
+        lease.move(LeaseState.TAKING)
+        try:
+            lease.token = await self._lock(doc_id)
+        except BaseException:
+            with trio.CancelScope(shield=True):  # still owed, after a crash too
+                await self.run_sync(_write_mark, self.directory, doc_id, None, True)
+            lease.move(LeaseState.OWED)
+            raise
+        lease.move(LeaseState.HELD)
+        log.info("lease: doc %d: the lock owed since offline is taken", doc_id)
 
     async def _lock(self, doc_id: int) -> str | None:
         """Take the vault's lock for this client; its date when known already (a lock
@@ -281,7 +329,7 @@ class Leases:
         the lease held for ``reason`` (its mark stays: tried again, or at the next
         start)."""
         lease = self._leases.get(doc_id)
-        while lease is not None and lease.state != LeaseState.HELD:
+        while lease is not None and lease.state not in (LeaseState.HELD, LeaseState.OWED):
             await lease.moved.park()  # a release under way (or the lease forgotten)
             lease = self._leases.get(doc_id)
         if lease is None or lease.reasons[reason] <= 0:
@@ -289,6 +337,12 @@ class Leases:
         lease.reasons[reason] -= 1
         if +lease.reasons:
             return False
+        if lease.state == LeaseState.OWED:  # no lock of the vault's to release
+            await self.run_sync(_drop_mark, self.directory, doc_id)
+            lease.move(LeaseState.FREE)
+            del self._leases[doc_id]
+            await self.shown(doc_id, False, reason)
+            return True
         lease.move(LeaseState.RELEASING)
         try:
             await self._release(doc_id)
@@ -374,6 +428,7 @@ class Leases:
         that is no longer the one its mark names (another client's now) is left."""
 
         async def release_all(attempt: Attempt) -> None:
+            await self.client.reach.wait_until(online=True)
             failure: VaultError | None = None
             for doc_id in _marked(self.directory):
                 if doc_id in self._leases:
@@ -400,6 +455,10 @@ class Leases:
         )
 
     async def _release_stale(self, doc_id: int) -> None:
+        if await self.run_sync(_owes, self.directory, doc_id):
+            # Checked out offline and never settled: no lock of the vault's is ours.
+            await self.run_sync(_drop_mark, self.directory, doc_id)
+            return
         _, token = await self.run_sync(_read_mark, self.directory, doc_id)
         try:
             lock = await self.client.get_lock(doc_id)
@@ -423,16 +482,20 @@ def _token(lock: dict[str, Any]) -> str | None:
 # --- the marks: ``<spool>/locks/<doc_id>``, holding the lock's date as JSON ----------
 
 
-def _write_mark(directory: Path, doc_id: int, token: str | None) -> None:
+def _write_mark(directory: Path, doc_id: int, token: str | None, owed: bool = False) -> None:
     """Record, durably, that this client is about to lock ``doc_id`` (token None,
-    before asking) or holds it since ``token``."""
+    before asking), holds it since ``token``, or checked it out offline and owes the
+    vault's lock (``owed``)."""
     folder = directory / _MARKS
     folder.mkdir(mode=DIR_MODE, exist_ok=True)
     path = folder / str(doc_id)
     temp = folder / f".{doc_id}.new"
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
     try:
-        os.write(fd, json.dumps({"locked_date": token}).encode() if token else b"")
+        if owed:
+            os.write(fd, json.dumps({"owed": True}).encode())
+        elif token:
+            os.write(fd, json.dumps({"locked_date": token}).encode())
         os.fsync(fd)
     finally:
         os.close(fd)
@@ -447,9 +510,23 @@ def _read_mark(directory: Path, doc_id: int) -> tuple[bool, str | None]:
     except FileNotFoundError:
         return False, None
     with contextlib.suppress(ValueError, AttributeError):
-        token = json.loads(text).get("locked_date") if text.strip() else None
+        mark = json.loads(text) if text.strip() else {}
+        if mark.get("owed"):
+            return False, None  # checked out offline: no lock was asked for
+        token = mark.get("locked_date")
         return True, str(token) if token else None
     return True, None
+
+
+def _owes(directory: Path, doc_id: int) -> bool:
+    """Whether ``doc_id``'s mark is of a check-out taken offline (no lock was asked)."""
+    try:
+        text = (directory / _MARKS / str(doc_id)).read_text()
+    except FileNotFoundError:
+        return False
+    with contextlib.suppress(ValueError, AttributeError):
+        return bool(json.loads(text).get("owed")) if text.strip() else False
+    return False
 
 
 def _drop_mark(directory: Path, doc_id: int) -> None:

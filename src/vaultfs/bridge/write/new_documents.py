@@ -40,6 +40,7 @@ from vaultfs.bridge.write.scratch import (
     new_document_name,
 )
 from vaultfs.bridge.write.spool import store as spool_store
+from vaultfs.bridge.write.spool.queue import may_pass
 
 __all__ = ["Names", "NewDocuments"]
 
@@ -88,6 +89,8 @@ class NewDocuments:
         self.keep_names = keep_names
         #: new documents (or uploads) a last close started making, not done yet
         self.in_flight = 0
+        #: closed new files whose create waits for the vault (``run`` makes them)
+        self.waiting_for_vault: dict[int, ScratchFile] = {}
         #: files dropped into documents' directories, waiting out their grace (None
         #: on a read-only mount); its ``run`` is the mount's to start
         self.drops = Drops(self.take_drop, self._waits) if files_in is not None else None
@@ -145,6 +148,8 @@ class NewDocuments:
         # Being tried: a setfattr meanwhile is picked up by this try (below), not by a
         # second one.
         scratch.missing = None
+        if not await self._metadata_known(scratch, where, name, given):
+            return
         try:
             doc_id = await self._draft_of_namesake(where, name, scratch.path)
             while doc_id is None:
@@ -186,6 +191,47 @@ class NewDocuments:
             store.move_children(folder.key, keys.document(doc_id))
             store.unname(folder.key)
         await self._fields_given_meanwhile(doc_id, given, self.new_fields.given(where, scratch))
+
+    async def _metadata_known(
+        self, scratch: ScratchFile, where: NodeKey, name: str, given: dict[str, str]
+    ) -> bool:
+        """Whether the type metadata a create is made from can be read (kept from before
+        when the vault is away). Else, the vault away or offline, the file waits in
+        place, closed and complete, until it is back (``run``): nothing is queued that
+        could not be sent as it is."""
+        assert self.creator is not None
+        try:
+            await self.creator.missing(where, name, given)
+        except errors.VaultError as exc:
+            if not may_pass(exc):
+                raise
+            scratch.dirty = True  # made once the vault is back
+            self.waiting_for_vault[scratch.number] = scratch
+            log.info("new file %r waits for the vault: %s", scratch.name, exc)
+            return False
+        self.waiting_for_vault.pop(scratch.number, None)
+        return True
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """The background work of new files, until cancelled: dropped files taken once
+        their grace is over (``drops``), and the files that waited for the vault made
+        each time it is back."""
+        reach = self.tree.reach
+        async with trio.open_nursery() as nursery:
+            if self.drops is not None:
+                await nursery.start(self.drops.run)
+            task_status.started()
+            while True:
+                await reach.wait_until(online=False)
+                await reach.wait_until(online=True)
+                for number, scratch in list(self.waiting_for_vault.items()):
+                    if scratch.linked and scratch.writers.count == 0 and scratch.dirty:
+                        try:
+                            await self.make_document(scratch)
+                        except (errors.VaultError, OSError) as exc:
+                            log.warning("new file %r: %s", scratch.name, exc)
+                    else:
+                        self.waiting_for_vault.pop(number, None)
 
     def _target(self, scratch: ScratchFile) -> tuple[NodeKey, str]:
         """The folder a new file makes its document in, and the document's name: the

@@ -33,7 +33,13 @@ from vaultfs.bridge.write.spool.entry import EDITING, PENDING, UNLOCKING, UPLOAD
 from vaultfs.bridge.write.spool.interface import CheckIn
 from vaultfs.bridge.write.spool.queue import NOT_PROCESSED, PERMANENT, describe
 from vaultfs.bridge.write.spool.streaming import STREAM_FROM, DraftStream
-from vaultfs.errors import CheckInConflict, InvalidDocument, OperationNotAllowed, VaultError
+from vaultfs.errors import (
+    CheckInConflict,
+    InvalidDocument,
+    LockedByOther,
+    OperationNotAllowed,
+    VaultError,
+)
 from vaultfs.wire import parse_datetime
 
 __all__ = ["SpoolCheckIn", "conflict"]
@@ -96,6 +102,7 @@ class SpoolCheckIn:
         size = entry.appended(run) if run is not None else None
         if (
             self._books.nursery is None
+            or self._books.leases.owed(entry.doc_id)  # offline: nothing is sent
             or entry.state != EDITING
             or size is None
             or size < STREAM_FROM
@@ -256,6 +263,13 @@ class SpoolCheckIn:
             log.info("spool: doc %d unchanged; nothing uploaded", doc_id)
             await self._books.set_state(entry, UNLOCKING)
             return
+        try:
+            # A save made offline: the vault's lock it owes first (``Leases.settle``).
+            await self._books.leases.settle(doc_id)
+        except LockedByOther as exc:
+            raise CheckInConflict(
+                f"document {doc_id} ({record.filename}): saved offline, and meanwhile {exc}"
+            ) from exc
         document = (await self._books.client.get_document(doc_id)).get("document") or {}
         in_vault = str(document.get("md5checksum__v") or "").lower()
         # ``sent_md5`` (kept until a reopen) also covers content on disk that differs

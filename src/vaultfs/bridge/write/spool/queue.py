@@ -10,7 +10,8 @@ still open for writing does not) and its backoff is over, by one loop, a few at 
 all at once on ``flush_now``; waited for by ``wait_idle``. A failure that may pass is
 counted and its next try scheduled by ``failed``, the one backoff path (the check-ins'
 policy, equal jitter, longer when the vault says when to come back). What a start finds
-on disk is due at once: the replay is the loop's first turn. rclone's
+on disk is due at once: the replay is the loop's first turn. While the vault cannot be
+reached (offline) nothing is tried; once it is back, everything is due at once. rclone's
 ``vfs/vfscache/writeback`` is the pattern: one queue whose items carry what to do.
 
 Also how every job reads a failure, so that all treat the vault's answers alike:
@@ -33,7 +34,7 @@ from typing import Any, Protocol
 import trio
 
 from vaultfs.bridge.tree.locks import Changes
-from vaultfs.client import RetryPolicy
+from vaultfs.client import Reach, Reachability, RetryPolicy
 from vaultfs.errors import (
     ApiLimitExceeded,
     InsufficientAccess,
@@ -172,8 +173,13 @@ class Job(Retried, Protocol):
 class WorkQueue:
     """The one queue of a spool's durable jobs. ``run`` must be started for retries."""
 
-    def __init__(self, retry: RetryPolicy) -> None:
+    def __init__(self, retry: RetryPolicy, reach: Reachability | None = None) -> None:
+        """``reach``: whether the vault can be reached; while it cannot, no job is
+        tried, and every job is due once it is back."""
         self.retry = retry
+        self._reach = reach
+        if reach is not None:
+            reach.on_change.append(lambda state: self.due_now() if state == Reach.ONLINE else None)
         self.rng = random.Random()
         #: every change of a job: the loop and ``wait_idle`` listen
         self.changed = Changes()
@@ -232,6 +238,8 @@ class WorkQueue:
         async with trio.open_nursery() as nursery:
             task_status.started()
             while True:
+                if self._reach is not None and not self._reach.online:
+                    await self._reach.wait_until(online=True)  # then all is due
                 seen = self.changed.count
                 now = trio.current_time()
                 wake = math.inf
@@ -246,8 +254,17 @@ class WorkQueue:
                 with trio.move_on_at(wake):
                     await self.changed.wait_since(seen)
 
+    def due_now(self) -> None:
+        """Every job is due now (the vault is back): tried by the loop at once."""
+        for job in self._jobs.values():
+            job.next_attempt = min(job.next_attempt, 0.0)
+        self.notify()
+
     async def flush_now(self) -> None:
-        """Try every job that waits now (failures stay for the loop)."""
+        """Try every job that waits now (failures stay for the loop); offline, none
+        (they are all due once the vault is back)."""
+        if self._reach is not None and not self._reach.online:
+            return
         jobs = [(key, job) for key, job in self._jobs.items() if job.waits()]
         for _, job in jobs:
             job.next_attempt = min(job.next_attempt, 0.0)
