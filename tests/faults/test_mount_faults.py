@@ -212,32 +212,38 @@ def test_a_new_file_being_written_when_the_daemon_dies_is_kept(
         assert kept.read_bytes() == b"words a user typed\n"
 
 
-def test_the_vault_away_fails_fast_at_mount_and_at_open_for_writing(
+def test_the_vault_away_at_a_save_takes_it_offline_and_fails_fast_at_mount(
     fresh_vault: VaultProcess, tmp_path: Path
 ) -> None:
     with MountProcess(fresh_vault.url, tmp_path / "m") as mount:
         path = mount.mountpoint / CHECKLIST
-        assert path.read_bytes()  # in the content cache now
+        before = path.read_bytes()  # in the content cache now
         fresh_vault.stop()
         try:
             # The deadline is the test's patience, not a measurement: without the
-            # vault the open must give up within seconds, not minutes.
+            # vault the check-out gives up within seconds, not minutes.
             result = subprocess.run(
                 ["sh", "-c", 'echo offline >> "$1"', "sh", path],
                 capture_output=True,
                 text=True,
                 timeout=20,
             )
-            # the first write checks out: EIO ("I/O error" as sh words it)
-            assert result.returncode != 0 and "I/O error" in result.stderr
-            assert path.read_bytes()  # reading the cached content still works
-            assert mount.status()["pending_uploads"] == []  # nothing half-made
+            # The first write finds the vault away: the mount goes offline and takes
+            # the save into its spool (docs/user-guide.md "Offline").
+            assert result.returncode == 0, result.stderr
+            assert mount.status()["vault"]["state"] == "offline"
+            assert path.read_bytes() == before + b"offline\n"
+            assert [e["state"] for e in mount.status()["pending_uploads"]] == ["pending"]
         finally:
             fresh_vault.start()
+        wait_until(
+            lambda: mount.status()["vault"]["state"] == "online", timeout=120, what="back online"
+        )
+        assert mount.settle(timeout=120)["lost_and_found"] == []
     (tmp_path / "x").mkdir()
     nobody = fresh_vault.url.rsplit(":", 1)[0] + ":9"  # the discard port: nothing listens
     said = mount_refusal(nobody, tmp_path / "x", tmp_path / "c")
-    assert "cannot reach the vault" in said
+    assert "cannot reach the vault" in said and "no index" in said
 
 
 def test_a_field_set_while_the_vault_is_away_waits_and_reaches_it_once_back(

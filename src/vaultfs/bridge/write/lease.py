@@ -50,7 +50,7 @@ from vaultfs.bridge.write.spool.durable import DIR_MODE, FILE_MODE, fsync_dir
 from vaultfs.bridge.write.spool.queue import PERMANENT, describe
 from vaultfs.bridge.write.spool.states import Machine
 from vaultfs.client import Attempt, RetryPolicy, VaultApi, retrying, surely_not_sent
-from vaultfs.errors import InvalidDocument, LockedByOther, VaultError
+from vaultfs.errors import InvalidDocument, LockedByOther, VaultError, VaultUnavailable
 
 __all__ = ["LEASE_MOVES", "Lease", "LeaseState", "Leases", "Reason"]
 
@@ -221,17 +221,20 @@ class Leases:
                 return False
             await lease.moved.park()  # a take or a release under way: then look again
         lease = self._leases[doc_id] = Lease(doc_id)
-        if not self.client.reach.online and reason in OWED_REASONS:
-            # Offline: checked out here now, the vault's lock owed (``settle``).
-            await self.run_sync(_write_mark, self.directory, doc_id, None, True)
-            lease.move(LeaseState.OWED)
-            lease.reasons[reason] += 1
-            log.info("lease: doc %d checked out offline (%s)", doc_id, reason.value)
-            await self.shown(doc_id, True, reason)
+        owed = reason in OWED_REASONS
+        if owed and not self.client.reach.online:
+            await self._owe(lease, reason)
             return True
         lease.move(LeaseState.TAKING)
         try:
             lease.token = await self._lock(doc_id)
+        except VaultUnavailable:
+            if owed and not self.client.reach.online:  # the vault went away meanwhile
+                await self._owe(lease, reason)
+                return True
+            lease.move(LeaseState.FREE)
+            del self._leases[doc_id]
+            raise
         except BaseException:
             lease.move(LeaseState.FREE)
             del self._leases[doc_id]
@@ -240,6 +243,15 @@ class Leases:
         lease.reasons[reason] += 1
         await self.shown(doc_id, True, reason)
         return True
+
+    async def _owe(self, lease: Lease, reason: Reason) -> None:
+        """Offline: checked out here now, the vault's lock owed (``settle``)."""
+        with trio.CancelScope(shield=True):
+            await self.run_sync(_write_mark, self.directory, lease.doc_id, None, True)
+        lease.move(LeaseState.OWED)
+        lease.reasons[reason] += 1
+        log.info("lease: doc %d checked out offline (%s)", lease.doc_id, reason.value)
+        await self.shown(lease.doc_id, True, reason)
 
     def owed(self, doc_id: int) -> bool:
         """Whether the document was checked out offline and its lock is still owed."""

@@ -263,6 +263,7 @@ class SpoolCheckIn:
             log.info("spool: doc %d unchanged; nothing uploaded", doc_id)
             await self._books.set_state(entry, UNLOCKING)
             return
+        settling = self._books.leases.owed(doc_id)
         try:
             # A save made offline: the vault's lock it owes first (``Leases.settle``).
             await self._books.leases.settle(doc_id)
@@ -281,6 +282,8 @@ class SpoolCheckIn:
             return
         refusal = conflict(record, document)
         if refusal is not None:
+            if settling:  # the lock was taken for this check-in: it goes with it
+                await self._books.leases.drop_quietly(doc_id, Reason.SAVE)
             raise CheckInConflict(f"document {doc_id} ({record.filename}): {refusal}")
         if md5 == in_vault:
             log.info("spool: doc %d same as the vault's latest; nothing uploaded", doc_id)
