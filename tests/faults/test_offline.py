@@ -151,11 +151,13 @@ def test_a_mount_starts_offline_from_its_kept_index_and_what_waited_goes_in_once
     assert int(status["api_calls"]) - int(calls) <= 30
 
 
-def test_a_daemon_killed_offline_with_a_save_waiting_loses_nothing(
-    fresh_vault: VaultProcess, api: httpx.Client, kept: Kept, tmp_path: Path
+@pytest.mark.parametrize("end", ["kill -9", "vaultfs umount"])
+def test_a_mount_ended_offline_with_a_save_waiting_loses_nothing(
+    fresh_vault: VaultProcess, api: httpx.Client, kept: Kept, tmp_path: Path, end: str
 ) -> None:
-    """kill -9 while offline with a save in the spool; the next start is offline too,
-    and takes the save up; the vault back, it goes in once."""
+    """The daemon killed, or unmounted, while offline with a save in the spool (an
+    unmount says it keeps it, and does not wait); the next start is offline too, and
+    takes the save up; the vault back, it goes in once."""
     first, doc_id = kept.mount, kept.doc_id
     checklist = first.mountpoint / CHECKLIST
     before = checklist.read_bytes()
@@ -167,9 +169,14 @@ def test_a_daemon_killed_offline_with_a_save_waiting_loses_nothing(
         what="the save closed, in the spool",
     )
     assert first.proc is not None
-    first.proc.kill()
-    first.proc.wait(timeout=10)
-    first.stop()  # the dead mount unmounted
+    if end == "kill -9":
+        first.proc.kill()
+        first.proc.wait(timeout=10)
+    else:
+        said = run_vaultfs("umount", str(first.mountpoint))
+        assert said.returncode == 0 and "kept in the spool" in said.stderr, said.stderr
+        first.proc.wait(timeout=30)
+    first.stop()  # the dead mount unmounted (the ended one: nothing to do)
     with MountProcess(fresh_vault.url, tmp_path / "m", cache_dir=first.cache_dir) as again:
         status = again.status()
         assert status["vault"]["state"] == "offline"

@@ -402,8 +402,22 @@ def _umount(args: argparse.Namespace) -> int:
         # A mount whose daemon is gone or hangs: only the kernel's side is left to undo.
         return 0 if control.unmount(mountpoint) else 1
     pid: int = status["pid"]
+    vault = status.get("vault") or {}
     try:
-        if not args.force:
+        if not args.force and vault.get("state", "online") != "online":
+            # Offline: nothing would go in by waiting. Files still open refuse as ever.
+            left = control.not_in_vault(status)
+            if any(e.get("state") == _OPEN for e in left):
+                print(_refusal(mountpoint, left), file=sys.stderr)
+                return 1
+            if left:
+                print(
+                    f"vaultfs umount: the vault cannot be reached (offline since "
+                    f"{vault.get('since')}): {len(left)} save(s) are kept in the spool, and "
+                    f"the next mount, online or offline, checks them in:\n{_describe(left)}",
+                    file=sys.stderr,
+                )
+        elif not args.force:
             drained, left = _drain(mountpoint, pid, args.timeout, "vaultfs umount")
             if not drained:
                 print(_refusal(mountpoint, left), file=sys.stderr)

@@ -3,6 +3,7 @@
 - ``SIGUSR1`` (``FLUSH_SIGNAL``): try every pending upload now, and look for the
   vault's changes now (``vaultfs flush``, ``vaultfs refresh``);
 - ``SIGTERM`` (also ``SIGINT``, ``SIGHUP``): flush pending uploads (bounded), unmount;
+  offline, unmount at once (pending uploads stay in the spool for the next mount);
 - ``SIGUSR2`` (``STOP_NOW_SIGNAL``): unmount now; pending uploads stay in the spool for
   the next mount. A second stop signal cuts a stop's wait short as well.
 
@@ -76,6 +77,8 @@ async def _stop(
 ) -> None:
     """Upload pending check-ins now and wait for them (within ``waiting``, at most
     ``_FLUSH_TIMEOUT``), then end the FUSE main loop."""
+    if spool is not None and not spool.client.reach.online:
+        waiting.cancel()  # offline: nothing would go in; the spool keeps it all
     now = waiting.cancel_called
     log.info("signal %s: unmounting%s", signame, "" if now else " once pending uploads are in")
     notify("STOPPING=1")
