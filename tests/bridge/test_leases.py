@@ -20,7 +20,8 @@ from vaultfs.bridge.write.lease import LEASE_MOVES, Lease, LeaseState, Reason
 from vaultfs.bridge.write.spool.interface import start_from
 from vaultfs.bridge.write.spool.spool import Spool
 from vaultfs.bridge.write.spool.states import IllegalTransition
-from vaultfs.errors import CheckInConflict, LockedByOther
+from vaultfs.client import Reach
+from vaultfs.errors import CheckInConflict, LockedByOther, VaultOffline
 
 from .test_spool_unit import (
     DOC,
@@ -334,3 +335,66 @@ async def test_a_draft_that_overtook_another_clients_save_gives_it_back(
     assert vault.versions[2] == ORIGINAL + b"mine\n"  # 0.3, from the old base
     [lost] = spool.lost_records()
     assert "0.2" in str(lost) and "latest again" in str(lost)
+
+
+# --- offline: a check-out owed ---------------------------------------------------
+
+
+async def test_a_save_offline_is_owed_and_its_check_in_takes_the_lock_first(
+    vault: FakeVault, tmp_path: Path, original: Path
+) -> None:
+    vault.reach.move(Reach.OFFLINE, "no network")
+    spool = make_spool(tmp_path / "spool", vault)
+    entry = await check_out(spool, original)
+    assert spool.leases.state(DOC) == LeaseState.OWED and spool.leases.held_here(DOC)
+    assert vault.calls["lock"] == 0 and vault.locks == {}
+    assert '"owed"' in (tmp_path / "spool" / "locks" / str(DOC)).read_text()
+    entry.pwrite(len(ORIGINAL), b"on the train\n")
+    with pytest.raises(VaultOffline):  # close() is told; the spool keeps it
+        await spool.commit(entry)
+    assert spool.entry(DOC) is not None and vault.drafts == []
+    vault.reach.move(Reach.ONLINE)
+    await spool.flush_now()  # what the queue does once the vault is back
+    assert vault.calls["lock"] == 1
+    assert vault.drafts == [(DOC, ORIGINAL + b"on the train\n")]
+    assert vault.locks == {} and spool.leases.state(DOC) == LeaseState.FREE
+    assert spool_files(tmp_path / "spool") == []
+
+
+async def test_an_owed_lease_found_after_a_crash_stays_owed_and_names_no_lock(
+    vault: FakeVault, tmp_path: Path, original: Path
+) -> None:
+    vault.reach.move(Reach.OFFLINE, "no network")
+    first = make_spool(tmp_path / "spool", vault)
+    entry = await check_out(first, original)
+    entry.pwrite(0, b"X")
+    vault.locks[DOC] = ME  # this user's other client checks it out meanwhile
+    vault.reach.move(Reach.ONLINE)
+    again = make_spool(tmp_path / "spool", vault)  # the daemon died; a new start
+    assert again.leases.state(DOC) == LeaseState.OWED
+    await again.leases.release_stale()
+    assert vault.calls["unlock"] == 0  # the other client's lock is not ours to release
+    await again.flush_now()
+    assert vault.locks == {DOC: ME} and vault.drafts == []
+    [lost] = again.lost_records()
+    assert "CHECK_IN_CONFLICT" in str(lost["error"]) and "saved offline" in str(lost["error"])
+
+
+async def test_an_owed_lease_let_go_before_the_vault_is_back_asks_nothing(
+    vault: FakeVault, tmp_path: Path
+) -> None:
+    vault.reach.move(Reach.OFFLINE, "no network")
+    spool = make_spool(tmp_path / "spool", vault)
+    await hold(spool)
+    assert spool.leases.state(DOC) == LeaseState.OWED
+    await let_go(spool)
+    assert spool.leases.state(DOC) == LeaseState.FREE
+    assert sum(vault.calls.values()) == 0 and spool_files(tmp_path / "spool") == []
+
+
+async def test_a_trips_check_out_is_never_owed(vault: FakeVault, tmp_path: Path) -> None:
+    vault.reach.move(Reach.OFFLINE, "no network")
+    spool = make_spool(tmp_path / "spool", vault)
+    with pytest.raises(VaultOffline):
+        await spool.leases.take(DOC, Reason.TRIP)
+    assert not spool.leases.held_here(DOC)
