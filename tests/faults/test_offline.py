@@ -226,3 +226,43 @@ def test_going_offline_mid_session_and_a_conflict_at_reconnect(
         assert kept_as.read_bytes() == before + LINE
     assert latest(api, doc_id) == b"another client's version\n"
     assert not lock_of(api, doc_id)
+
+
+def test_a_check_out_for_the_trip_outlives_the_mount_and_its_saves_go_in_under_it(
+    fresh_vault: VaultProcess, api: httpx.Client, tmp_path: Path
+) -> None:
+    """``vaultfs checkout`` before going offline: the vault's check-out, held across
+    an unmount and an offline start, so the save made offline checks in under it (no
+    conflict possible); ``vaultfs checkin`` ends it."""
+    cache = tmp_path / "cache"
+    with MountProcess(fresh_vault.url, tmp_path / "m", cache_dir=cache) as online:
+        checklist = online.mountpoint / CHECKLIST
+        before = checklist.read_bytes()
+        doc_id = int(os.getxattr(checklist.parent, "user.vault.id"))
+        took = run_vaultfs("checkout", str(checklist.parent))
+        assert took.returncode == 0, took.stderr
+        [held] = online.status()["checked_out"]
+        assert held["why"] == ["check-out for offline work"] and held["state"] == "held"
+    count = versions(api, doc_id)
+    assert lock_of(api, doc_id)  # the unmount left it checked out: it is the trip's
+    fresh_vault.stop()
+    with MountProcess(fresh_vault.url, tmp_path / "m", cache_dir=cache) as offline:
+        assert state(offline) == "offline"
+        [held] = offline.status()["checked_out"]
+        assert held["why"] == ["check-out for offline work"] and held["state"] == "held"
+        other = unread_source(offline).parent
+        refused = run_vaultfs("checkout", str(other))
+        assert refused.returncode == 1 and "cannot be reached" in refused.stderr
+        checklist = offline.mountpoint / CHECKLIST
+        with open(checklist, "ab") as f:
+            f.write(LINE)
+        fresh_vault.start()
+        status = back_online(offline)
+        assert status["lost_and_found"] == []
+        assert versions(api, doc_id) == count + 1
+        assert latest(api, doc_id) == before + LINE
+        assert lock_of(api, doc_id)  # still the trip's
+        ended = run_vaultfs("checkin", str(checklist.parent))
+        assert ended.returncode == 0, ended.stderr
+        assert offline.status()["checked_out"] == []
+    assert not lock_of(api, doc_id)

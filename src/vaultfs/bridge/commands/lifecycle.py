@@ -1,4 +1,5 @@
-"""The commands of a document's life on a mounted vault: ``actions``, ``do``, ``event``.
+"""The commands of a document's life on a mounted vault: ``actions``, ``do``, ``event``,
+``checkout`` and ``checkin``.
 
 They speak to the mount's daemon through extended attributes of the document's
 directory (or its source file), so they need no credentials and no pyfuse3:
@@ -10,7 +11,10 @@ directory (or its source file), so they need no credentials and no pyfuse3:
   checks that every required requirement is met or given, and starts the action by
   writing ``user.vault.action`` (a JSON object when it has WorkflowActivation values);
 * ``vaultfs event PATH TYPE SUBTYPE [--classification C] [--set NAME=VALUE ...]``
-  logs an event by writing ``user.vault.event``.
+  logs an event by writing ``user.vault.event``;
+* ``vaultfs checkout PATH...`` checks each document out for a trip (``user.vault.checkout``
+  = 1: the vault's check-out, held until ``vaultfs checkin PATH...`` writes 0), so that
+  what is saved offline checks in without a conflict.
 
 Exit codes: 0 done, 1 refused (the reason on stderr: from the check made here, or
 the vault's, read back from ``user.vault.last_error``), 2 a usage error.
@@ -33,6 +37,7 @@ ACTIONS = "user.vault.actions"
 ACTION = "user.vault.action"
 EVENT = "user.vault.event"
 LAST_ERROR = "user.vault.last_error"
+CHECKOUT = "user.vault.checkout"
 FIELD_PREFIX = "user.vault."
 _DOCUMENT_SCOPES = frozenset({"Document", "Binder"})
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -73,6 +78,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--set", dest="sets", action="append", default=[], metavar="NAME=VALUE", help="a property"
     )
     event.set_defaults(handler=_event)
+
+    checkout = sub.add_parser(
+        "checkout", help="check documents out before going offline (held until checkin)"
+    )
+    checkout.add_argument("paths", type=Path, nargs="+", metavar="PATH", help="documents")
+    checkout.set_defaults(handler=lambda args: _run("checkout", _trip, args.paths, True))
+    checkin = sub.add_parser("checkin", help="end the check-outs vaultfs checkout took")
+    checkin.add_argument("paths", type=Path, nargs="+", metavar="PATH", help="documents")
+    checkin.set_defaults(handler=lambda args: _run("checkin", _trip, args.paths, False))
 
 
 # --- talking to the daemon ----------------------------------------------------------
@@ -124,6 +138,29 @@ def _run(command: str, body: Any, *args: Any) -> int:
     except Refused as exc:
         print(f"vaultfs {command}: {exc}", file=sys.stderr)
         return 1
+
+
+# --- checkout and checkin ------------------------------------------------------------
+
+
+def _trip(paths: list[Path], out: bool) -> int:
+    """Check each document out for a trip, or end that; every path is tried, and the
+    exit code is 1 when any was refused (each named with why)."""
+    refused = 0
+    for path in paths:
+        _get(path, CHECKOUT)  # a document on a mount, or refused as not one
+        try:
+            os.setxattr(path, CHECKOUT, b"1" if out else b"0")
+        except OSError as exc:
+            refused += 1
+            why = {
+                errno.EBUSY: "checked out by someone else (or by you on another client)",
+                errno.EHOSTUNREACH: "the vault cannot be reached: check out while online",
+            }.get(exc.errno or 0, exc.strerror or str(exc))
+            print(f"vaultfs {'checkout' if out else 'checkin'}: {path}: {why}", file=sys.stderr)
+            continue
+        print(f"{path}: {'checked out' if out else 'checked in'}")
+    return 1 if refused else 0
 
 
 # --- actions ------------------------------------------------------------------------

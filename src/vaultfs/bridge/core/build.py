@@ -324,7 +324,7 @@ def build_daemon(
             links=Linker(tree, client, options.mountpoint),
             editor_locks=editor_locks,
         ),
-        life=LifeAttributes(LifecycleActions(tree, client), DocumentEvents(tree, client)),
+        life=LifeAttributes(LifecycleActions(tree, client), DocumentEvents(tree, client), leases),
         report=report,
     )
     filesystem = FileSystem(parts, inodes, handles, blobs, NameRules(catalog))

@@ -6,6 +6,7 @@
 | ``user.vault.action`` | ENODATA | starts the action (a name, or JSON with params) |
 | ``user.vault.event`` | ENODATA | logs the event (JSON of its fields) |
 | ``user.vault.last_error`` | JSON: the last refusal of an action or event here | EPERM |
+| ``user.vault.checkout`` | JSON: this client's check-out | ``1`` for a trip, ``0`` ends it |
 
 None of them is listed by ``listxattr``: ``getfattr -d`` stays free of calls, and
 ``cp --preserve=xattr``, ``rsync -X`` and editors that copy attributes never carry
@@ -28,8 +29,9 @@ from typing import Any
 from vaultfs import errors
 from vaultfs.bridge.lifecycle.actions import LifecycleActions, parse_request
 from vaultfs.bridge.lifecycle.events import DocumentEvents
+from vaultfs.bridge.write.lease import Leases, Reason
 
-__all__ = ["ACTION", "ACTIONS", "EVENT", "LAST_ERROR", "NAMES", "LifeAttributes"]
+__all__ = ["ACTION", "ACTIONS", "CHECKOUT", "EVENT", "LAST_ERROR", "NAMES", "LifeAttributes"]
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +39,9 @@ ACTIONS = "user.vault.actions"
 ACTION = "user.vault.action"
 EVENT = "user.vault.event"
 LAST_ERROR = "user.vault.last_error"
-NAMES = frozenset({ACTIONS, ACTION, EVENT, LAST_ERROR})
+#: a check-out for a trip (``vaultfs checkout``/``checkin``: docs/user-guide.md "Offline")
+CHECKOUT = "user.vault.checkout"
+NAMES = frozenset({ACTIONS, ACTION, EVENT, LAST_ERROR, CHECKOUT})
 #: seconds a refusal stays readable in ``user.vault.last_error``
 _KEEP_REFUSAL = 600.0
 
@@ -47,9 +51,13 @@ def _json(value: Any) -> bytes:
 
 
 class LifeAttributes:
-    def __init__(self, actions: LifecycleActions, events: DocumentEvents) -> None:
+    def __init__(
+        self, actions: LifecycleActions, events: DocumentEvents, leases: Leases | None = None
+    ) -> None:
+        """``leases``: this client's check-outs (None: a read-only mount, none)."""
         self.actions = actions
         self.events = events
+        self.leases = leases
         #: doc id -> (monotonic time, refusal record)
         self._refusals: dict[int, tuple[float, dict[str, Any]]] = {}
 
@@ -64,6 +72,12 @@ class LifeAttributes:
             raise errors.NoSuchAttribute(name)
         if name == ACTIONS:
             return _json(await self.actions.describe(doc_id))
+        if name == CHECKOUT:
+            leases = self.leases
+            if leases is None:
+                return _json({"state": "free", "why": []})
+            why = leases.held().get(doc_id, [])
+            return _json({"state": leases.state(doc_id).value, "why": why})
         if name == LAST_ERROR:
             kept = self._refusals.get(doc_id)
             if kept is None or time.monotonic() - kept[0] > _KEEP_REFUSAL:
@@ -80,7 +94,9 @@ class LifeAttributes:
             raise errors.Unsupported(f"{name} is on document directories and their files")
         if value is None:
             raise errors.NotEditable(f"{name} cannot be removed")
-        if name == ACTION:
+        if name == CHECKOUT:
+            await self._trip(doc_id, value)
+        elif name == ACTION:
             request = parse_request(value)
             what = f"lifecycle action {request.action}"
             try:
@@ -95,6 +111,21 @@ class LifeAttributes:
                 self._refused(doc_id, "event", exc)
                 raise
         self._refusals.pop(doc_id, None)
+
+    async def _trip(self, doc_id: int, value: bytes) -> None:
+        """Check the document out for a trip (``1``), or end that (``0``): the vault's
+        check-out, held across unmounts until ended, so that what is saved offline
+        checks in without a conflict."""
+        if self.leases is None:
+            raise errors.ReadOnly("a read-only mount checks nothing out")
+        wanted = value.strip()
+        if wanted not in (b"0", b"1"):
+            raise errors.InvalidData(f"{CHECKOUT} takes 1 (check out) or 0 (end it)")
+        holding = self.leases.holding(doc_id, Reason.TRIP)
+        if wanted == b"1" and not holding:
+            await self.leases.take(doc_id, Reason.TRIP)
+        elif wanted == b"0" and holding:
+            await self.leases.drop(doc_id, Reason.TRIP)
 
     def _refused(self, doc_id: int, what: str, exc: errors.VaultError) -> None:
         if isinstance(exc, errors.VaultUnavailable):

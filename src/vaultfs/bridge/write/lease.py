@@ -57,6 +57,9 @@ __all__ = ["LEASE_MOVES", "Lease", "LeaseState", "Leases", "Reason"]
 log = logging.getLogger(__name__)
 
 _MARKS = "locks"
+#: ``<spool>/trips/<doc_id>``: the documents checked out for a trip (``Reason.TRIP``),
+#: which outlive the daemon: a start takes them up (``adopt_trips``)
+_TRIPS = "trips"
 
 
 class LeaseState(enum.StrEnum):
@@ -208,6 +211,20 @@ class Leases:
                 lease = self._leases[doc_id] = Lease(doc_id, LeaseState.HELD, token=token)
         lease.reasons[reason] += 1
 
+    def adopt_trips(self) -> None:
+        """The check-outs for a trip an earlier daemon took: held again, for the trip
+        (before ``release_stale``, which would release their locks otherwise)."""
+        for doc_id in _trips(self.directory):
+            marked, _ = _read_mark(self.directory, doc_id)
+            if marked:
+                self.adopt(doc_id, Reason.TRIP)
+            else:  # its lock was never recorded as taken: no trip to take up
+                _drop_trip(self.directory, doc_id)
+
+    def trips(self) -> list[int]:
+        """The documents checked out for a trip."""
+        return [d for d, lease in sorted(self._leases.items()) if lease.reasons[Reason.TRIP] > 0]
+
     async def take(self, doc_id: int, reason: Reason) -> bool:
         """Check the document out for ``reason``; True when the vault's lock was taken
         now, False when this client held it already. ``LockedByOther`` when another
@@ -217,6 +234,10 @@ class Leases:
             if lease is None:
                 break
             if lease.state in (LeaseState.HELD, LeaseState.OWED):
+                if reason == Reason.TRIP:
+                    if lease.state == LeaseState.OWED:  # a trip's must hold the vault
+                        await self.settle(doc_id)
+                    await self.run_sync(_write_trip, self.directory, doc_id)
                 lease.reasons[reason] += 1
                 return False
             await lease.moved.park()  # a take or a release under way: then look again
@@ -241,6 +262,8 @@ class Leases:
             raise
         lease.move(LeaseState.HELD)
         lease.reasons[reason] += 1
+        if reason == Reason.TRIP:
+            await self.run_sync(_write_trip, self.directory, doc_id)
         await self.shown(doc_id, True, reason)
         return True
 
@@ -347,6 +370,8 @@ class Leases:
         if lease is None or lease.reasons[reason] <= 0:
             return lease is None
         lease.reasons[reason] -= 1
+        if reason == Reason.TRIP and lease.reasons[reason] == 0:
+            await self.run_sync(_drop_trip, self.directory, doc_id)
         if +lease.reasons:
             return False
         if lease.state == LeaseState.OWED:  # no lock of the vault's to release
@@ -360,6 +385,9 @@ class Leases:
             await self._release(doc_id)
         except BaseException:
             lease.reasons[reason] += 1
+            if reason == Reason.TRIP:
+                with trio.CancelScope(shield=True):  # still the trip's
+                    await self.run_sync(_write_trip, self.directory, doc_id)
             lease.move(LeaseState.HELD)
             raise
         lease.move(LeaseState.FREE)
@@ -528,6 +556,29 @@ def _read_mark(directory: Path, doc_id: int) -> tuple[bool, str | None]:
         token = mark.get("locked_date")
         return True, str(token) if token else None
     return True, None
+
+
+def _write_trip(directory: Path, doc_id: int) -> None:
+    folder = directory / _TRIPS
+    folder.mkdir(mode=DIR_MODE, exist_ok=True)
+    fd = os.open(folder / str(doc_id), os.O_WRONLY | os.O_CREAT, FILE_MODE)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    fsync_dir(folder)
+
+
+def _drop_trip(directory: Path, doc_id: int) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        (directory / _TRIPS / str(doc_id)).unlink()
+
+
+def _trips(directory: Path) -> list[int]:
+    folder = directory / _TRIPS
+    if not folder.is_dir():
+        return []
+    return sorted(int(p.name) for p in folder.iterdir() if p.name.isdigit())
 
 
 def _owes(directory: Path, doc_id: int) -> bool:

@@ -133,6 +133,7 @@ class Spool:
         durable.ensure_private_dir(directory)
         for record in lost.usable_entries(directory):
             self._load(record)
+        books.leases.adopt_trips()
         lost.rescue_scratch(directory, creates.contents_in_flight(directory))
 
     def _load(self, record: store.EntryRecord) -> None:
