@@ -42,7 +42,7 @@ WAYS = {
 #: workloads whose figures depend on the way (the others run once, the first way)
 _PER_WAY = frozenset({"read", "listing", "grep"})
 #: workloads that start vaults of their own: a run of only these builds no data set
-_OWN_VAULTS = frozenset({"servers", "scale", "walk"})
+_OWN_VAULTS = frozenset({"servers", "scale", "walk", "offline"})
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from ..context import Context
 from ..results import Row
-from . import content, cp, grep, listing, read, scale, search, servers, walk, webdav
+from . import content, cp, grep, listing, offline, read, scale, search, servers, walk, webdav
 
 __all__ = ["WORKLOADS"]
 
@@ -25,4 +25,5 @@ WORKLOADS: dict[str, Callable[[Context], list[Row]]] = {
     "scale": scale.run,
     "webdav": webdav.run,
     "walk": walk.run,
+    "offline": offline.run,
 }

@@ -90,7 +90,9 @@ async def start_core(
     stack.callback(store.close)
     kept = _Identity.kept(store)
     try:
-        await client.login(max_retries=_LOGIN_RETRIES)
+        # With a kept index, one try: the vault away starts the mount offline at once,
+        # and a probe a second later finds a vault that was only slow.
+        await client.login(max_retries=0 if kept is not None else _LOGIN_RETRIES)
     except (VaultUnavailable, ServerException) as exc:
         if not isinstance(exc, VaultUnavailable) and exc.http_status not in _PROXY_FAULTS:
             raise
