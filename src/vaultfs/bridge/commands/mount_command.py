@@ -118,7 +118,9 @@ def _single_sign_on(
     from vaultfs.bridge.commands import signin
 
     settings = signin.SsoSettings.from_table(request.oauth)
-    discovery = signin.how_user_signs_in(config.url, config.user, settings)
+    discovery = signin.how_user_signs_in(
+        config.url, config.user, settings, kept=config.cache_dir / "sign-in.json"
+    )
     if not discovery.sso:
         return None
     setup = signin.prepare(config.url, config.user, discovery, settings)

@@ -12,6 +12,7 @@ person must see (the address, the code) goes to stderr, never to a log.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
@@ -90,14 +91,71 @@ class SsoSetup:
     store: SignInStore
 
 
-def how_user_signs_in(url: str, user: str, settings: SsoSettings) -> Discovery:
+def how_user_signs_in(
+    url: str, user: str, settings: SsoSettings, *, kept: Path | None = None
+) -> Discovery:
     """The vault's discovery answer for ``user``; ``password`` when the vault has no
-    discovery or cannot be asked (the password login then says what is wrong)."""
+    discovery or cannot be asked (the password login then says what is wrong).
+    ``kept``: where the last answer is kept (a mount's cache: no secret in it), and
+    taken from when the vault cannot be reached, so that a mount starts offline
+    (docs/user-guide.md "Offline")."""
     try:
-        return trio.run(discover, url, user, DEFAULT_CLIENT_ID)
+        discovery = trio.run(discover, url, user, DEFAULT_CLIENT_ID)
     except errors.VaultError as exc:
+        remembered = _kept_discovery(kept) if isinstance(exc, errors.VaultUnavailable) else None
+        if remembered is not None:
+            log.info("the vault cannot be reached; %s signs in as it did last", user)
+            return remembered
         log.debug("discovery for %s failed (%s); signing in with a password", user, exc.type)
         return Discovery("password")
+    if kept is not None:
+        _keep_discovery(kept, discovery)
+    return discovery
+
+
+def _keep_discovery(path: Path, discovery: Discovery) -> None:
+    body = {
+        "auth_type": discovery.auth_type,
+        "profiles": [
+            {
+                "id": p.id,
+                "label": p.label,
+                "session_endpoint": p.session_endpoint,
+                "metadata": dict(p.metadata),
+                "client_id": p.client_id,
+            }
+            for p in discovery.profiles
+        ],
+    }
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        temp = path.with_name(f".{path.name}.new")
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            json.dump(body, f)
+        os.replace(temp, path)
+    except OSError as exc:  # an offline start then signs in with a password
+        log.warning("the vault's sign-in answer could not be kept in %s: %s", path, exc)
+
+
+def _kept_discovery(path: Path | None) -> Discovery | None:
+    if path is None:
+        return None
+    try:
+        body = json.loads(path.read_text())
+        profiles = tuple(
+            SsoProfile(
+                str(p["id"]),
+                str(p["label"]),
+                str(p["session_endpoint"]),
+                dict(p.get("metadata") or {}),
+                p.get("client_id"),
+            )
+            for p in body.get("profiles") or []
+        )
+        return Discovery(str(body["auth_type"]), profiles)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
 
 
 def _profile(discovery: Discovery, wanted: str | None, user: str) -> SsoProfile:
