@@ -24,14 +24,22 @@ import json
 import logging
 import time
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from vaultfs import errors
 from vaultfs.bridge.lifecycle.actions import LifecycleActions, parse_request
 from vaultfs.bridge.lifecycle.events import DocumentEvents
-from vaultfs.bridge.write.lease import Leases, Reason
 
-__all__ = ["ACTION", "ACTIONS", "CHECKOUT", "EVENT", "LAST_ERROR", "NAMES", "LifeAttributes"]
+__all__ = [
+    "ACTION",
+    "ACTIONS",
+    "CHECKOUT",
+    "EVENT",
+    "LAST_ERROR",
+    "NAMES",
+    "LifeAttributes",
+    "TripCheckouts",
+]
 
 log = logging.getLogger(__name__)
 
@@ -46,18 +54,29 @@ NAMES = frozenset({ACTIONS, ACTION, EVENT, LAST_ERROR, CHECKOUT})
 _KEEP_REFUSAL = 600.0
 
 
+class TripCheckouts(Protocol):
+    """This client's check-outs for a trip (``write.lease.Leases``, handed in)."""
+
+    async def check_out_for_trip(self, doc_id: int) -> None: ...
+    async def end_trip(self, doc_id: int) -> None: ...
+    def checkout_of(self, doc_id: int) -> dict[str, Any]: ...
+
+
 def _json(value: Any) -> bytes:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 class LifeAttributes:
     def __init__(
-        self, actions: LifecycleActions, events: DocumentEvents, leases: Leases | None = None
+        self,
+        actions: LifecycleActions,
+        events: DocumentEvents,
+        trips: TripCheckouts | None = None,
     ) -> None:
-        """``leases``: this client's check-outs (None: a read-only mount, none)."""
+        """``trips``: this client's check-outs (None: a read-only mount, none)."""
         self.actions = actions
         self.events = events
-        self.leases = leases
+        self.trips = trips
         #: doc id -> (monotonic time, refusal record)
         self._refusals: dict[int, tuple[float, dict[str, Any]]] = {}
 
@@ -73,11 +92,9 @@ class LifeAttributes:
         if name == ACTIONS:
             return _json(await self.actions.describe(doc_id))
         if name == CHECKOUT:
-            leases = self.leases
-            if leases is None:
+            if self.trips is None:
                 return _json({"state": "free", "why": []})
-            why = leases.held().get(doc_id, [])
-            return _json({"state": leases.state(doc_id).value, "why": why})
+            return _json(self.trips.checkout_of(doc_id))
         if name == LAST_ERROR:
             kept = self._refusals.get(doc_id)
             if kept is None or time.monotonic() - kept[0] > _KEEP_REFUSAL:
@@ -116,16 +133,15 @@ class LifeAttributes:
         """Check the document out for a trip (``1``), or end that (``0``): the vault's
         check-out, held across unmounts until ended, so that what is saved offline
         checks in without a conflict."""
-        if self.leases is None:
+        if self.trips is None:
             raise errors.ReadOnly("a read-only mount checks nothing out")
         wanted = value.strip()
         if wanted not in (b"0", b"1"):
             raise errors.InvalidData(f"{CHECKOUT} takes 1 (check out) or 0 (end it)")
-        holding = self.leases.holding(doc_id, Reason.TRIP)
-        if wanted == b"1" and not holding:
-            await self.leases.take(doc_id, Reason.TRIP)
-        elif wanted == b"0" and holding:
-            await self.leases.drop(doc_id, Reason.TRIP)
+        if wanted == b"1":
+            await self.trips.check_out_for_trip(doc_id)
+        else:
+            await self.trips.end_trip(doc_id)
 
     def _refused(self, doc_id: int, what: str, exc: errors.VaultError) -> None:
         if isinstance(exc, errors.VaultUnavailable):

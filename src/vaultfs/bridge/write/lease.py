@@ -221,9 +221,21 @@ class Leases:
             else:  # its lock was never recorded as taken: no trip to take up
                 _drop_trip(self.directory, doc_id)
 
-    def trips(self) -> list[int]:
-        """The documents checked out for a trip."""
-        return [d for d, lease in sorted(self._leases.items()) if lease.reasons[Reason.TRIP] > 0]
+    # --- a check-out for a trip (``vaultfs checkout``/``checkin``) ----------------
+
+    async def check_out_for_trip(self, doc_id: int) -> None:
+        """Check the document out for a trip (once: a second time changes nothing)."""
+        if not self.holding(doc_id, Reason.TRIP):
+            await self.take(doc_id, Reason.TRIP)
+
+    async def end_trip(self, doc_id: int) -> None:
+        """End the document's check-out for a trip (a save under way still holds it)."""
+        if self.holding(doc_id, Reason.TRIP):
+            await self.drop(doc_id, Reason.TRIP)
+
+    def checkout_of(self, doc_id: int) -> dict[str, Any]:
+        """This client's check-out of the document: its state and why."""
+        return {"state": self.state(doc_id).value, "why": self.held().get(doc_id, [])}
 
     async def take(self, doc_id: int, reason: Reason) -> bool:
         """Check the document out for ``reason``; True when the vault's lock was taken
