@@ -133,7 +133,12 @@ def test_a_mount_starts_offline_from_its_kept_index_and_what_waited_goes_in_once
     status = mount.status()
     assert [e["doc_id"] for e in status["pending_uploads"] if e["doc_id"] == doc_id]
     assert [c["state"] for c in status["checked_out"]] == ["owed"]
-    assert [f["state"] for f in status["new_files"]] == ["waiting for the vault"]
+    # (The kernel sends the new file's release after cp's close: waited for.)
+    wait_until(
+        lambda: [f["state"] for f in mount.status()["new_files"]] == ["waiting for the vault"],
+        timeout=30,
+        what="the new file waiting for the vault",
+    )
 
     fresh_vault.start()
     calls = mount.status()["api_calls"]
