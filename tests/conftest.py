@@ -64,6 +64,15 @@ def fresh_vault(tmp_path: Path) -> Iterator[VaultProcess]:
         server.stop()
 
 
+@pytest.fixture
+def fresh_api(fresh_vault: VaultProcess) -> Iterator[httpx.Client]:
+    """An API client of ``fresh_vault``, as the demo admin (its session outlives a
+    stop and start of the vault: the local vault keeps sessions on disk)."""
+    headers = {"Authorization": login(fresh_vault.url)}
+    with httpx.Client(base_url=fresh_vault.url + API, headers=headers, timeout=60) as client:
+        yield client
+
+
 @pytest.fixture(scope="module")
 def module_vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VaultProcess]:
     """A demo vault of the test module's own: its tests change documents (each its own)."""

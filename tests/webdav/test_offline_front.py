@@ -6,14 +6,12 @@ it is back."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
 
 import httpx
 import pytest
 
-from tests.conftest import API, login
 from vaultfs.testing.vault_process import VaultProcess, wait_until
 from vaultfs.testing.webdav_process import WebdavProcess
 
@@ -25,10 +23,8 @@ AT_ONCE = 10.0
 
 
 @pytest.fixture
-def api(fresh_vault: VaultProcess) -> Iterator[httpx.Client]:
-    headers = {"Authorization": login(fresh_vault.url)}
-    with httpx.Client(base_url=fresh_vault.url + API, headers=headers, timeout=60) as client:
-        yield client
+def api(fresh_api: httpx.Client) -> httpx.Client:
+    return fresh_api
 
 
 def versions(api: httpx.Client, doc_id: int) -> int:
