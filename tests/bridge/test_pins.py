@@ -92,7 +92,7 @@ async def test_a_pinned_folder_is_downloaded_two_at_a_time_and_never_evicted(
         reference = await walk(core, "Reference")
         vault.calls.clear()
         vault.gate = trio.Event()  # every download waits after its first chunk
-        await core.setxattr(reference, PIN_XATTR, b"1")  # a read-only mount pins too
+        await core.setxattr(reference, PIN_XATTR, b"1")  # no spool: nothing is written
         await until(lambda: daemon.blobs.usage()["downloading"] == 2)
         await trio.testing.wait_all_tasks_blocked(cushion=0.05)
         # Paced: two at a time, one call each; none of them a listing (the index says

@@ -118,6 +118,8 @@ def _why(path: Path, exc: OSError) -> str:
         )
     if exc.errno in (errno.ENOTSUP, errno.ENODATA):
         return "only a document, a folder or a view can be pinned"
+    if exc.errno == errno.EROFS:
+        return "the mount is read-only (-o ro): pin on a read-write mount of its cache"
     if exc.errno == errno.EHOSTUNREACH:
         return f"{exc.strerror}: what it holds needs the vault, which cannot be reached now"
     return exc.strerror or str(exc)
@@ -169,6 +171,8 @@ def _pin_all(args: argparse.Namespace) -> int:
         return 1
     if args.wait:
         _wait(args.paths, mounts, time.monotonic() + max(0.0, args.timeout))
+        for path in args.paths:
+            print(f"{path}: all kept for offline")
     return 0
 
 

@@ -323,8 +323,8 @@ class FileSystem:
     async def setxattr(self, ino: int, name: str, value: bytes | None) -> None:
         """Set (or with None remove) a field; or pin or unpin (``user.vaultfs.pin``)."""
         if self.pins.owns(name):
-            # Keeping content for offline changes nothing in the vault: a read-only
-            # mount pins too.
+            # Keeping content for offline changes nothing in the vault: not refused
+            # as a write (a ``-o ro`` mount's kernel refuses every setxattr itself).
             await self._ready()
             await self.pins.set(self._key(ino), value)
             return
