@@ -18,6 +18,8 @@ import trio
 import trio.testing
 
 from vaultfs import errors
+from vaultfs.bridge.commands import pin as pin_command
+from vaultfs.bridge.commands.manage import format_status
 from vaultfs.bridge.content.blobcache import BlobCache
 from vaultfs.bridge.content.pins import PIN_XATTR, pins_file_name
 from vaultfs.bridge.core.build import Daemon, build_daemon
@@ -258,6 +260,28 @@ async def test_what_cannot_be_pinned_and_what_a_pin_takes(vault: FakeVault, tmp_
         # The root is every document.
         described = json.loads(await core.getxattr(1, PIN_XATTR))
         assert described["documents"] == 8 and described["bytes"] == 8 * ESTIMATE
+    # The command writes the attribute the daemon reads.
+    assert pin_command.PIN == PIN_XATTR
     # One set per vault and user: another's document ids are never taken for these.
     assert pins_file_name("http://vault/", "me") == pins_file_name("http://vault", "me")
     assert pins_file_name("http://vault", "you") != pins_file_name("http://vault", "me")
+
+
+def test_the_status_line_of_what_is_pinned() -> None:
+    pinned = {
+        "documents": 3,
+        "bytes": 3 << 20,
+        "to_download": 1 << 20,
+        "waiting": 1,
+        "paths": ["General/A", "General/B"],
+        "more": 1,
+        "failed": [{"doc_id": 7, "path": "General/C/c.pdf", "error": "no access"}],
+    }
+    shown = format_status({"pinned": pinned, "vault": {"state": "offline"}})
+    assert (
+        "pinned           3 documents, 3.0 MiB, 1.0 MiB to download (1): waiting for the vault"
+        in shown
+    )
+    assert "    General/A\n    General/B\n    ... and 1 more\n" in shown
+    assert "not downloaded: General/C/c.pdf: no access" in shown
+    assert "pinned           none" in format_status({"pinned": {"documents": 0}})

@@ -41,8 +41,8 @@ from vaultfs.bridge.commands.sync import mount_of
 
 __all__ = ["PIN", "register"]
 
-#: the daemon's attribute (``bridge.content.pins.PIN_XATTR``; the commands import
-#: nothing below them that a mount needs)
+#: the daemon's attribute (``bridge.content.pins.PIN_XATTR``, which a test checks
+#: this is: the command loads none of the daemon's side, trio and the content cache)
 PIN = "user.vaultfs.pin"
 #: how often ``--wait`` reads what is left
 _POLL = 0.2

@@ -203,9 +203,6 @@ class Pins:
         content cache's eviction asks, ``BlobCache.keeps``)."""
         return file in self._files
 
-    def is_pinned(self, doc_id: int) -> bool:
-        return doc_id in self._pinned
-
     def _size(self, content: Content | None) -> int:
         """Bytes ``content`` takes in the cache: exact once a download told it, else
         the index's estimate (``size__v`` is in KB)."""
