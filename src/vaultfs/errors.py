@@ -23,6 +23,7 @@ __all__ = [
     "ApiLimitExceeded",
     "BadHandle",
     "BridgeError",
+    "CacheTooSmall",
     "CheckInConflict",
     "CrossDevice",
     "DirectoryNotEmpty",
@@ -298,6 +299,12 @@ class WalkShareSpent(BridgeError):
     directly (open, read, save, the vault's search) is never refused."""
 
 
+class CacheTooSmall(BridgeError):
+    """Pinning (``vaultfs pin``, ``bridge.content.pins``) would keep more content for
+    offline than the content cache may hold (its bound, ``cache_size``): refused, and
+    nothing is pinned. The message gives the numbers."""
+
+
 # --- the errno table --------------------------------------------------------------
 
 #: By class; a class not in it answers as its nearest base class that is (the most
@@ -330,6 +337,9 @@ _ERRNO: dict[type[VaultError], int] = {
     # "Disk quota exceeded": the mount's quota of API calls for walks; a program
     # reports it and goes on (find, GNOME Files' search, rsync skip the folder).
     WalkShareSpent: _errno.EDQUOT,
+    # "No space left on device": the content cache is the device whose size the mount
+    # reports (statfs), and pinned content must fit in it whole.
+    CacheTooSmall: _errno.ENOSPC,
     ParameterRequired: _errno.EINVAL,
     InvalidData: _errno.EINVAL,
     MethodNotSupported: _errno.EINVAL,

@@ -97,3 +97,38 @@ async def test_a_failed_download_fails_the_read_and_is_retried(tmp_path: Path) -
         handle = await cache.open("k", _fetch(b"fine"))
         assert await handle.read(0, 10) == b"fine"
         handle.close()
+
+
+async def test_eviction_never_takes_a_pinned_file(tmp_path: Path) -> None:
+    """A pinned file (``keeps``) counts against the bound but is never evicted: what
+    does not fit goes among the others, oldest first, the newest too when only pinned
+    files are left."""
+    async with running(BlobCache(tmp_path, 250)) as cache:
+        pinned = {BlobCache.file_of("a")}
+        cache.keeps = lambda name: name in pinned
+        for key in "abcd":
+            await cache.cached_path(key, _fetch(key.encode() * 100))
+            assert cache.is_cached("a")  # the oldest, yet pinned
+        assert not cache.is_cached("b") and not cache.is_cached("c") and cache.is_cached("d")
+        assert cache.usage()["bytes"] == 200
+        pinned.add(BlobCache.file_of("d"))
+        # Nothing but pinned files to make room: the newcomer is served, then goes.
+        path = await cache.cached_path("e", _fetch(b"e" * 100))
+        assert not path.exists() and not cache.is_cached("e")
+        assert cache.is_cached("a") and cache.is_cached("d")
+        # Unpinned, a file is the least recently used again and goes first.
+        pinned.discard(BlobCache.file_of("a"))
+        await cache.cached_path("f", _fetch(b"f" * 100))
+        assert not cache.is_cached("a") and cache.is_cached("d") and cache.is_cached("f")
+        assert len(list((tmp_path / "blobs").iterdir())) == 2
+
+
+async def test_a_smaller_bound_at_a_restart_keeps_the_pinned_files(tmp_path: Path) -> None:
+    async with running(BlobCache(tmp_path, 1 << 20)) as cache:
+        for key in "abc":
+            await cache.cached_path(key, _fetch(key.encode() * 100))
+    smaller = BlobCache(tmp_path, 150)
+    smaller.keeps = lambda name: name == BlobCache.file_of("a")  # the builder's subscription
+    async with running(smaller) as cache:
+        assert cache.is_cached("a") and not cache.is_cached("b") and not cache.is_cached("c")
+        assert cache.usage()["bytes"] == 100

@@ -26,7 +26,7 @@ from vaultfs.bridge.tree.nodes import CONTROL_DIR, LOST_AND_FOUND
 from vaultfs.bridge.write.spool.states import EntryState
 from vaultfs.profiles import ProfileError, load_profile, names_profile
 
-__all__ = ["format_status", "register"]
+__all__ = ["format_status", "human_size", "register"]
 
 #: how often progress is polled from the status file, and how often a flush that is
 #: still waiting asks the daemon again (a failed try backs off for minutes otherwise)
@@ -101,7 +101,8 @@ def _status(args: argparse.Namespace) -> int:
     return 1 if any("error" in status for status in results) else 0
 
 
-def _size(n: float) -> str:
+def human_size(n: float) -> str:
+    """Bytes as people read them: ``512 B``, ``1.5 MiB``."""
     for unit in ("B", "KiB", "MiB", "GiB"):
         if n < 1024 or unit == "GiB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
@@ -204,6 +205,30 @@ def _reach_line(vault: dict[str, Any]) -> str:
     return f"{state} since {vault.get('since')}: {vault.get('message')}{reason}"
 
 
+def _pinned_lines(pinned: dict[str, Any], vault: dict[str, Any]) -> list[str]:
+    """The documents kept for offline: a summary, the paths the daemon named, and the
+    downloads that failed."""
+    count = int(pinned.get("documents") or 0)
+    if not count:
+        return [f"  {'pinned':<16} none"]
+    line = f"{count} document{'s' if count != 1 else ''}, {human_size(pinned.get('bytes') or 0)}"
+    waiting = int(pinned.get("waiting") or 0)
+    if not waiting:
+        line += ", all kept for offline"
+    else:
+        line += f", {human_size(pinned.get('to_download') or 0)} to download ({waiting})"
+        if (vault.get("state") or "online") != "online":
+            line += ": waiting for the vault"
+    lines = [f"  {'pinned':<16} {line}"]
+    lines += [f"    {path}" for path in pinned.get("paths") or [] if path]
+    if pinned.get("more"):
+        lines.append(f"    ... and {pinned['more']} more")
+    for failed in pinned.get("failed") or []:
+        where = failed.get("path") or f"doc {failed.get('doc_id')}"
+        lines.append(f"    not downloaded: {where}: {failed.get('error')}")
+    return lines
+
+
 def format_status(status: dict[str, Any]) -> str:
     """The human form of one mount's status."""
     if "error" in status:
@@ -234,7 +259,7 @@ def format_status(status: dict[str, Any]) -> str:
         ),
         (
             "cache",
-            f"{_size(cache.get('bytes', 0))} of {_size(cache.get('limit', 0))} "
+            f"{human_size(cache.get('bytes', 0))} of {human_size(cache.get('limit', 0))} "
             f"in {cache.get('files', 0)} files",
         ),
         (
@@ -254,6 +279,8 @@ def format_status(status: dict[str, Any]) -> str:
         lines += _waiting_table(waiting)
     lines.append(f"  {'lost+found':<16} {len(lost) if lost else 'none'}")
     lines += _lost_lines(lost)
+    if "pinned" in status:  # (a daemon older than pins says nothing of them)
+        lines += _pinned_lines(status["pinned"], status.get("vault") or {})
     return "\n".join(lines)
 
 

@@ -1,10 +1,10 @@
 """Sub-commands of the bridge half: ``mount``, ``umount``, ``status``, ``flush``,
 ``demo``, ``set-password``, ``login``, ``logout``, ``install-helper``, ``webdav``, and
-``actions``, ``do``, ``event`` (``lifecycle``).
+``actions``, ``do``, ``event`` (``lifecycle``), ``pin``, ``unpin`` (``pin``).
 
 Owns the bridge's part of the command line: it registers each sub-command, the ones
 in a module of their own (``mount_command``; ``webdav_command``; ``sign_in_commands``:
-set-password, login, logout; ``manage``, ``sync``, ``lifecycle``, ``search``) and the
+set-password, login, logout; ``manage``, ``sync``, ``lifecycle``, ``search``, ``pin``) and the
 two small ones here, ``demo`` and ``install-helper``.
 """
 
@@ -20,6 +20,7 @@ from vaultfs.bridge.commands import (
     lifecycle,
     manage,
     mount_command,
+    pin,
     search,
     sign_in_commands,
     sync,
@@ -37,6 +38,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     manage.register(sub)
     sync.register(sub)
     lifecycle.register(sub)
+    pin.register(sub)
     search.register(sub)
     webdav_command.register(sub)
 

@@ -43,7 +43,7 @@ from typing import Any
 from vaultfs.bridge.commands import control
 from vaultfs.bridge.write.spool.states import EntryState
 
-__all__ = ["Pending", "find_pending", "register", "under"]
+__all__ = ["Pending", "find_pending", "mount_of", "register", "under"]
 
 #: how often the status is read while waiting, and how often a daemon still holding
 #: uploads is asked again (a failed try otherwise backs off for minutes)
@@ -157,7 +157,7 @@ class _Mount:
     asked: float = -_RESIGNAL
 
 
-def _mount_of(path: Path, mounts: list[Path]) -> tuple[Path, str] | None:
+def mount_of(path: Path, mounts: list[Path]) -> tuple[Path, str] | None:
     """(the vaultfs mount holding ``path``, ``path`` relative to it)."""
     real = os.path.realpath(path)
     holding = [m for m in mounts if real == str(m) or real.startswith(str(m).rstrip("/") + "/")]
@@ -177,7 +177,7 @@ def _targets(paths: list[Path]) -> dict[Path, _Mount]:
             targets.setdefault(mountpoint, _Mount(mountpoint)).prefixes.append("")
         return targets
     for path in paths:
-        found = _mount_of(path, mounts)
+        found = mount_of(path, mounts)
         if found is None:
             raise ValueError(f"{path} is not on a vaultfs mount")
         mountpoint, prefix = found

@@ -2,8 +2,10 @@
 
 Owns the cache directory (0700; files 0600): one file per content key (a version id
 plus checksum, a rendition, an attachment version), least-recently-used eviction under
-a byte bound, rebuilt from the files on start so it survives restarts, and the exact
-sizes learned from downloads (``sizes.json``, no secrets in it).
+a byte bound that never takes a pinned file (``keeps``: the documents kept for
+offline, whose set is ``content.pins``'; they count against the bound), rebuilt from
+the files on start so it survives restarts, and the exact sizes learned from downloads
+(``sizes.json``, no secrets in it).
 
 Reads stream: the first reader of a key starts one background download into a
 ``.part`` file; every reader waits only until the bytes it asks for have arrived (a
@@ -22,12 +24,12 @@ import hashlib
 import json
 import logging
 import os
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
-import cachetools
 import trio
 
 from vaultfs import errors
@@ -50,19 +52,72 @@ _SIZES_FILE = "sizes.json"
 _SIZES_SAVE_INTERVAL = 2.0
 
 
-class _Lru(cachetools.LRUCache[str, int]):
-    """File name -> size; evicting an entry deletes its file."""
+class _Lru:
+    """File name -> size, least recently used first, under a byte bound: what does not
+    fit goes, oldest first, except the files ``keeps`` says are pinned (kept for
+    offline, ``content.pins``), which count against the bound and are never evicted;
+    evicting a file deletes it. A pinned file met by an eviction moves to the recent
+    end, so the next one does not walk past it again (a cache full of pinned files
+    costs each insertion O(1) on average, not a scan)."""
 
-    def __init__(self, maxsize: int, directory: Path) -> None:
-        super().__init__(maxsize=maxsize, getsizeof=lambda size: max(size, 1))
+    def __init__(self, maxsize: int, directory: Path, keeps: Callable[[str], bool]) -> None:
+        self.maxsize = maxsize
+        self.currsize = 0
         self._directory = directory
+        self._keeps = keeps
+        self._sizes: OrderedDict[str, int] = OrderedDict()
 
-    def popitem(self) -> tuple[str, int]:
-        name, size = super().popitem()
-        with contextlib.suppress(FileNotFoundError):
-            (self._directory / name).unlink()
-        log.debug("cache: evicted %s (%d bytes)", name, size)
-        return name, size
+    def __contains__(self, name: object) -> bool:
+        return name in self._sizes
+
+    def __len__(self) -> int:
+        return len(self._sizes)
+
+    @staticmethod
+    def _cost(size: int) -> int:
+        return max(size, 1)  # an empty file still takes an entry
+
+    def load(self, name: str, size: int) -> None:
+        """Take a file found on disk (the newest last), without evicting: the files
+        to keep are known once the mount's parts are built (``evict`` then)."""
+        self.discard(name)
+        self._sizes[name] = size
+        self.currsize += self._cost(size)
+
+    def add(self, name: str, size: int) -> None:
+        """A complete file, the most recently used; evicts what no longer fits."""
+        self.load(name, size)
+        self.evict()
+
+    def touch(self, name: str) -> None:
+        self._sizes.move_to_end(name)
+
+    def discard(self, name: str) -> None:
+        size = self._sizes.pop(name, None)
+        if size is not None:
+            self.currsize -= self._cost(size)
+
+    def clear(self) -> None:
+        """Forget every file (their deletion is the caller's)."""
+        self._sizes.clear()
+        self.currsize = 0
+
+    def evict(self) -> None:
+        """Delete the least recently used files that are not pinned until the rest fits
+        (the newest file too, when only pinned ones are older: it is served to the
+        handles open on it and read again later)."""
+        passed = 0
+        while self.currsize > self.maxsize and passed < len(self._sizes):
+            name = next(iter(self._sizes))
+            if self._keeps(name):
+                self._sizes.move_to_end(name)
+                passed += 1
+                continue
+            size = self._sizes.pop(name)
+            self.currsize -= self._cost(size)
+            with contextlib.suppress(FileNotFoundError):
+                (self._directory / name).unlink()
+            log.debug("cache: evicted %s (%d bytes)", name, size)
 
 
 class _Download:
@@ -143,7 +198,10 @@ class BlobCache:
         self._blobs.mkdir(parents=True, exist_ok=True, mode=0o700)
         os.chmod(directory, 0o700)
         os.chmod(self._blobs, 0o700)
-        self._lru = _Lru(max_bytes, self._blobs)
+        #: whether the cache file named so (``file_of``) must not be evicted: the
+        #: pinned documents' content (``content.pins``, subscribed by the builder)
+        self.keeps: Callable[[str], bool] = lambda name: False
+        self._lru = _Lru(max_bytes, self._blobs, lambda name: self.keeps(name))
         self._active: dict[str, _Download] = {}
         self._sizes: dict[str, int] = self._load_sizes()
         #: called with a content key whose exact size was just learned
@@ -164,7 +222,7 @@ class BlobCache:
             st = path.stat()
             files.append((max(st.st_atime, st.st_mtime), path.name, st.st_size))
         for _, name, size in sorted(files):
-            self._lru[name] = size
+            self._lru.load(name, size)
 
     def _load_sizes(self) -> dict[str, int]:
         try:
@@ -203,6 +261,12 @@ class BlobCache:
         # Kept for the keys used lately: a warm walk asks it a few times per file opened.
         return hashlib.sha256(key.encode()).hexdigest()[:40]
 
+    @classmethod
+    def file_of(cls, key: str) -> str:
+        """The name of the cache file that holds ``key``'s content (what ``keeps`` is
+        asked about)."""
+        return cls._name(key)
+
     # --- queries -----------------------------------------------------------------
 
     def exact_size(self, key: str) -> int | None:
@@ -232,6 +296,9 @@ class BlobCache:
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Host the download tasks until cancelled (``nursery.start(cache.run)``)."""
+        # What an earlier run left over the bound (a smaller cache_size) goes now that
+        # the pinned files are known.
+        self._lru.evict()
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             task_status.started()
@@ -271,9 +338,9 @@ class BlobCache:
             try:
                 fd = os.open(path, os.O_RDONLY)
             except FileNotFoundError:
-                del self._lru[name]
+                self._lru.discard(name)
             else:
-                self._lru.get(name)  # marks it most recently used
+                self._lru.touch(name)  # marks it most recently used
                 return BlobHandle(self, key, fd, None)
         dl = self._active.get(key)
         if dl is None:
@@ -306,7 +373,7 @@ class BlobCache:
             if dl.have > self.max_bytes:
                 final.unlink()  # bigger than the whole cache: serve the open handles only
             else:
-                self._lru[final.name] = dl.have
+                self._lru.add(final.name, dl.have)
         except Exception as exc:
             dl.error = _cause(exc)
             log.warning("download of %s failed: %s", dl.key, dl.error)

@@ -3,7 +3,8 @@
 ``build_daemon`` makes the document index and the tree over a client, the content
 cache, the write-back spool (with its uploads), the node families and their registry,
 the overlay of names, the write side (scratch files, editing, new documents, fields,
-links), the read-ahead, the status and the file system, handing each part what it
+links), the read-ahead, the pins (documents kept for offline), the status and the
+file system, handing each part what it
 needs at construction: no part builds another, nothing reaches the client through
 another part, and the callbacks between parts (the index's and the content cache's
 changes told to the kernel, a check-in or upload shown in the tree) are subscribed
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from vaultfs.bridge.content.blobcache import BlobCache
+from vaultfs.bridge.content.pins import Pins, pins_file_name
 from vaultfs.bridge.content.prefetch import Prefetcher
 from vaultfs.bridge.content.sources import Contents
 from vaultfs.bridge.fs.attributes import Attributes
@@ -114,6 +116,9 @@ class Daemon:
     #: what new files become; its ``run`` is a background task of the mount (the
     #: drops' grace, the files that waited for the vault)
     new_documents: NewDocuments
+    #: the documents kept for offline; its ``run`` (their downloads) is a background
+    #: task of the mount
+    pins: Pins
 
 
 def families(
@@ -239,6 +244,17 @@ def build_daemon(
     tree = Tree(client, index, catalog, registry, walks)
     blobs = BlobCache(content_dir, cache_size)
     contents = Contents(tree, client)
+    # The documents kept for offline: their latest content is never evicted, and a
+    # new version the index learns of is downloaded in the background.
+    pins = Pins(
+        content_dir / pins_file_name(options.url, options.user),
+        tree,
+        blobs,
+        contents,
+        identity={"vault_url": options.url, "user": options.user},
+    )
+    blobs.keeps = pins.keeps
+    index.on_change.append(pins.document_changed)
     the_spool = None
     if spool is not None and leases is not None:
         the_spool = _spool(client, tree, blobs, leases, spool)
@@ -302,6 +318,7 @@ def build_daemon(
         inodes,
         paths,
         walks,
+        pins,
         started=started,
         extra=status_extra,
     )
@@ -326,8 +343,17 @@ def build_daemon(
         ),
         life=LifeAttributes(LifecycleActions(tree, client), DocumentEvents(tree, client), leases),
         report=report,
+        pins=pins,
     )
     filesystem = FileSystem(parts, inodes, handles, blobs, NameRules(catalog))
     return Daemon(
-        index, tree, blobs, the_spool, filesystem, editor_locks, new_documents.drops, new_documents
+        index,
+        tree,
+        blobs,
+        the_spool,
+        filesystem,
+        editor_locks,
+        new_documents.drops,
+        new_documents,
+        pins,
     )

@@ -94,6 +94,7 @@ async def run_mount(config: MountConfig, ready: Callable[[], None] | None = None
         stack.callback(events.close)
         nursery = await stack.enter_async_context(trio.open_nursery())
         await nursery.start(daemon.blobs.run)
+        await nursery.start(daemon.pins.run)
         await nursery.start(filesystem.freshness.run)
         await nursery.start(daemon.index.run, config.poll_interval)
         nursery.start_soon(client.keep_reaching)

@@ -23,6 +23,7 @@ from vaultfs import errors
 from vaultfs.bridge.tree.keys import NodeKey
 
 if TYPE_CHECKING:
+    from vaultfs.bridge.content.pins import Pins
     from vaultfs.bridge.content.prefetch import Prefetcher
     from vaultfs.bridge.fs.attributes import Attr, Attributes
     from vaultfs.bridge.fs.freshness import Freshness
@@ -205,8 +206,9 @@ class Writing:
 @dataclass(frozen=True)
 class Parts:
     """The parts of the mount a family operation may use: what the file system shares
-    with the families (the tree, the names overlay, attributes, opening), the write
-    side, and what a few families show (the status, a document's lifecycle)."""
+        with the families (the tree, the names overlay, attributes, opening), the write
+        side, and what a few families show (the status, a document's lifecycle), and the
+    documents kept for offline, which the file system's extended attributes change."""
 
     options: Options
     tree: Tree
@@ -219,6 +221,8 @@ class Parts:
     write: Writing
     life: LifeAttributes
     report: StatusReport
+    #: the documents kept for offline (``user.vaultfs.pin``)
+    pins: Pins
 
     def writable(self) -> None:
         if self.options.read_only:

@@ -74,6 +74,7 @@ class FileSystem:
         self.options = parts.options
         self.freshness = parts.freshness
         self.life = parts.life
+        self.pins = parts.pins
         self.report = parts.report
         self.inodes = inodes
         self.handles = handles
@@ -303,6 +304,9 @@ class FileSystem:
         return xattrs.names_of(await self._fields(self._key(ino)))
 
     async def getxattr(self, ino: int, name: str) -> bytes:
+        if self.pins.owns(name):  # what pinning the node means: not a field, never listed
+            await self._ready()  # a folder's documents are the index's
+            return await self.pins.describe(self._key(ino))
         if self.life.owns(name):  # actions, events: not fields, never listed
             key = self._key(ino)
             return await self.life.get(self.registry.of(key).lifecycle_of(key), name)
@@ -317,7 +321,13 @@ class FileSystem:
         return xattrs.value_of(fields[field_name])
 
     async def setxattr(self, ino: int, name: str, value: bytes | None) -> None:
-        """Set (or with None remove) a field."""
+        """Set (or with None remove) a field; or pin or unpin (``user.vaultfs.pin``)."""
+        if self.pins.owns(name):
+            # Keeping content for offline changes nothing in the vault: not refused
+            # as a write (a ``-o ro`` mount's kernel refuses every setxattr itself).
+            await self._ready()
+            await self.pins.set(self._key(ino), value)
+            return
         self.parts.writable()
         key = self._key(ino)
         if self.life.owns(name):

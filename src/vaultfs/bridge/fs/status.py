@@ -20,6 +20,9 @@ Every save the vault does not have yet names its file by its path in the mount
 - ``checked_out``: the documents this client holds checked out (its leases), each with
   its path, why (a save, an editor's lock file, a WebDAV lock) and its state (``owed``:
   checked out offline, the vault's lock taken once it is back);
+- ``pinned``: the documents kept for offline (``content.pins``): how many, their
+  bytes, the bytes and documents still to download, downloads under way and done,
+  the first few by path and the downloads that failed;
 - ``lost_and_found``: content the vault refused, with ``mount_path`` (the file under
   ``.vaultfs/lost+found``) and ``saved_as`` (the file it was saved as, None when not
   known: a new document's folder is not recorded).
@@ -34,6 +37,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from vaultfs.bridge.content.blobcache import BlobCache
+from vaultfs.bridge.content.pins import Pins
 from vaultfs.bridge.fs.inodes import InodeTable
 from vaultfs.bridge.fs.options import Options
 from vaultfs.bridge.fs.paths import DisplayPaths
@@ -62,6 +66,7 @@ class StatusReport:
         inodes: InodeTable,
         paths: DisplayPaths,
         walks: WalkShare,
+        pins: Pins,
         *,
         started: float,
         extra: Callable[[], dict[str, Any]] = dict,
@@ -78,6 +83,7 @@ class StatusReport:
         self._inodes = inodes
         self._extra = extra
         self._walks = walks
+        self._pins = pins
         self.paths = paths
         self.started = started
 
@@ -121,6 +127,7 @@ class StatusReport:
                 self._waiting_with_path(w) for w in self._new_documents.pending_new()
             ],
             "checked_out": self._checked_out(),
+            "pinned": self._pinned(),
             # check-ins and creates a last close started and that are not done yet
             "saves_in_flight": self._editing.in_flight + self._new_documents.in_flight,
             "inodes": len(self._inodes),
@@ -154,6 +161,17 @@ class StatusReport:
             }
             for doc_id, reasons in leases.held().items()
         ]
+
+    def _pinned(self) -> dict[str, Any]:
+        pinned = self._pins.status()
+        doc_ids: list[int] = pinned.pop("doc_ids")
+        return {
+            **pinned,
+            "paths": [self.paths.of_document(d) for d in doc_ids],
+            # pinned documents the paths leave out
+            "more": pinned["documents"] - len(doc_ids),
+            "failed": [{**f, "path": self.paths.of_source(f["doc_id"])} for f in pinned["failed"]],
+        }
 
     # --- paths of what the vault does not have yet ------------------------------------
 

@@ -318,6 +318,17 @@ class IndexStore:
         ).fetchone()
         return None if row is None else ((row[0], row[1], row[2]), row[3])
 
+    def ids_below(self, labels: tuple[str, ...]) -> list[int]:
+        """The ids of the documents in a folder or in any folder below it: ``labels``
+        is (type,), (type, subtype) or (type, subtype, classification), () for every
+        document; a seek in the folder index by its first columns."""
+        columns = ("type", "subtype", "classification")[: len(labels)]
+        where = " AND ".join(f"{column} = ?" for column in columns) or "1"
+        return [
+            r[0]
+            for r in self._db.execute(f"SELECT id FROM documents WHERE {where} ORDER BY id", labels)
+        ]
+
     def count_in(self, folder: Folder) -> int:
         (count,) = self._db.execute(
             f"SELECT count(*) FROM documents WHERE {_IN_FOLDER}", folder

@@ -424,6 +424,14 @@ class Tree:
     def online(self) -> bool:
         return self._client.reach.online
 
+    def documents_below(self, folder: NodeKey) -> list[int]:
+        """The documents in folder ``folder`` or below it (the root: every document),
+        smallest id first, from the index alone."""
+        key = typed(folder)
+        if not isinstance(key, FolderKey):
+            raise ValueError(f"{key!r} is not a folder of the type hierarchy")
+        return self.index.store.ids_below(key.labels)
+
     def documents_named(self, folder: NodeKey, name: str) -> list[int]:
         """The documents of ``folder`` whose name is ``name``, smallest id first."""
         return self.index.store.named(_index_folder(folder), name)

@@ -178,6 +178,7 @@ async def open_front(
     spool = daemon.spool
     provider = VaultProvider(pfs, read_only=config.read_only, held_elsewhere=locks.held_elsewhere)
     await nursery.start(daemon.blobs.run)
+    await nursery.start(daemon.pins.run)
     await nursery.start(daemon.filesystem.freshness.run)
     await nursery.start(daemon.index.run, config.poll_interval)
     nursery.start_soon(core.client.keep_reaching)
