@@ -23,7 +23,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from trio.testing import MockClock
 
-from vaultfs.bridge.write.spool import durable, store
+from vaultfs import durable
+from vaultfs.bridge.write.spool import store
 from vaultfs.bridge.write.spool.entry import SpoolEntry
 from vaultfs.bridge.write.spool.spool import Spool, start_from
 from vaultfs.client import Reachability, VaultClient

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from vaultfs import client, errors
+from vaultfs import client, durable, errors
 from vaultfs.bridge.commands.tokens import SignInStore
 from vaultfs.client import (
     DEFAULT_CLIENT_ID,
@@ -128,12 +128,8 @@ def _keep_discovery(path: Path, discovery: Discovery) -> None:
         ],
     }
     try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        temp = path.with_name(f".{path.name}.new")
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            json.dump(body, f)
-        os.replace(temp, path)
+        durable.ensure_private_dir(path.parent)
+        durable.write_json_atomically(path, body)
     except OSError as exc:  # an offline start then signs in with a password
         log.warning("the vault's sign-in answer could not be kept in %s: %s", path, exc)
 

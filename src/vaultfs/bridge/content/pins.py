@@ -38,14 +38,13 @@ import hashlib
 import json
 import logging
 import math
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import trio
 
-from vaultfs import errors
+from vaultfs import durable, errors
 from vaultfs.bridge.content.blobcache import BlobCache
 from vaultfs.bridge.content.sources import Content, Contents
 from vaultfs.bridge.tree.keys import DocumentKey, FolderKey, Kind, NodeKey, SourceKey, typed
@@ -63,7 +62,6 @@ PIN_XATTR = "user.vaultfs.pin"
 DOWNLOADS = 2
 #: documents (and failures) the status names; the counts cover all of them
 SHOWN = 20
-_FILE_MODE = 0o600
 _YES = frozenset({"1", "true", "yes", "on"})
 _NO = frozenset({"0", "false", "no", "off"})
 #: a failed download is tried again after this long, doubled per failure, at most
@@ -78,25 +76,6 @@ def pins_file_name(vault_url: str, user: str) -> str:
     index is, so one user's or vault's document ids never stand for another's."""
     digest = hashlib.sha256(f"{vault_url.rstrip('/')}\0{user}".encode()).hexdigest()[:24]
     return f"pins-{digest}.json"
-
-
-def _write_atomically(path: Path, data: dict[str, Any]) -> None:
-    """tmp + fsync + rename + fsync(dir), as the spool's records are written
-    (``write.spool.durable``, which this layer does not import)."""
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, _FILE_MODE)
-    try:
-        os.fchmod(fd, _FILE_MODE)
-        os.write(fd, json.dumps(data, indent=1, sort_keys=True).encode())
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    directory = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
 
 
 @dataclass
@@ -171,13 +150,15 @@ class Pins:
         the file ends as the last change left the set)."""
         async with self._save_lock:
             data = {**self._identity, "documents": sorted(self._pinned)}
-            await trio.to_thread.run_sync(_write_atomically, self.path, data)
+            await trio.to_thread.run_sync(durable.write_json_atomically, self.path, data)
 
     def _save_soon(self) -> None:
         if self._nursery is not None:
             self._nursery.start_soon(self._save)
         else:
-            _write_atomically(self.path, {**self._identity, "documents": sorted(self._pinned)})
+            durable.write_json_atomically(
+                self.path, {**self._identity, "documents": sorted(self._pinned)}
+            )
 
     # --- what is pinned ---------------------------------------------------------------
 

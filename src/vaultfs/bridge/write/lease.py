@@ -46,10 +46,10 @@ from typing import Any
 
 import trio
 
-from vaultfs.bridge.write.spool.durable import DIR_MODE, FILE_MODE, fsync_dir
 from vaultfs.bridge.write.spool.queue import PERMANENT, describe
 from vaultfs.bridge.write.spool.states import Machine
 from vaultfs.client import Attempt, RetryPolicy, VaultApi, retrying, surely_not_sent
+from vaultfs.durable import DIR_MODE, FILE_MODE, fsync_dir
 from vaultfs.errors import InvalidDocument, LockedByOther, VaultError, VaultUnavailable
 
 __all__ = ["LEASE_MOVES", "Lease", "LeaseState", "Leases", "Reason"]

@@ -38,9 +38,9 @@ from typing import Any
 
 import trio
 
-from vaultfs import errors
+from vaultfs import durable, errors
 from vaultfs.bridge.tree.index import SORT
-from vaultfs.bridge.write.spool import durable, lost
+from vaultfs.bridge.write.spool import lost
 from vaultfs.bridge.write.spool.queue import JobKind, WorkQueue, describe, may_pass, pending_row
 from vaultfs.bridge.write.spool.states import CREATE_MOVES, CreateState
 from vaultfs.client import CREATES, Attempt, VaultApi, retrying

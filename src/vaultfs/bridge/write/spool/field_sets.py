@@ -37,8 +37,8 @@ from typing import Any
 
 import trio
 
-from vaultfs import errors
-from vaultfs.bridge.write.spool import durable, lost
+from vaultfs import durable, errors
+from vaultfs.bridge.write.spool import lost
 from vaultfs.bridge.write.spool.queue import JobKind, WorkQueue, describe, may_pass, pending_row
 from vaultfs.client import VaultApi
 

@@ -25,8 +25,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from vaultfs import durable
 from vaultfs.bridge.tree.nodes import LOST_AND_FOUND
-from vaultfs.bridge.write.spool import durable, store
+from vaultfs.bridge.write.spool import store
 
 __all__ = [
     "QUARANTINE",

@@ -51,9 +51,10 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from vaultfs import durable
 from vaultfs.bridge.tree.locks import KeyedLocks
 from vaultfs.bridge.write.lease import Leases, Reason
-from vaultfs.bridge.write.spool import creates, durable, lost, store
+from vaultfs.bridge.write.spool import creates, lost, store
 from vaultfs.bridge.write.spool.bookkeeping import SpoolBookkeeping
 from vaultfs.bridge.write.spool.checkin import SpoolCheckIn
 from vaultfs.bridge.write.spool.entry import EDITING, PENDING, SpoolEntry

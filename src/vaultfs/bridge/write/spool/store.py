@@ -42,14 +42,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from vaultfs.bridge.write.spool.durable import (
+from vaultfs.bridge.write.spool.states import ENTRY_MOVES, EntryState
+from vaultfs.durable import (
     FILE_MODE,
     checked_fields,
     fsync_dir,
     number_named,
     write_json_atomically,
 )
-from vaultfs.bridge.write.spool.states import ENTRY_MOVES, EntryState
 
 __all__ = [
     "SCRATCH",

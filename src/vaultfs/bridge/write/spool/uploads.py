@@ -49,7 +49,8 @@ from typing import Any
 
 import trio
 
-from vaultfs.bridge.write.spool import durable, lost, store
+from vaultfs import durable
+from vaultfs.bridge.write.spool import lost, store
 from vaultfs.bridge.write.spool.queue import (
     NOT_PROCESSED,
     PERMANENT,

@@ -1,10 +1,11 @@
-"""The durable-file steps every part of the spool uses.
+"""The durable-file steps of what the bridge keeps on disk.
 
 Private directories (0700) and files (0600), fsync of a directory, JSON records replaced
 atomically (old or new after a crash, never torn), checking a record read back against
-its dataclass, and the harmless local names of files: the primitives ``store``,
-``uploads``, ``lost`` and ``creates`` build their layouts from. Blocking: callers
-run the slow ones in a worker thread.
+its dataclass, and the harmless local names of files: the primitives the spool
+(``store``, ``uploads``, ``lost``, ``creates``), the lease's marks, the pins and the
+kept sign-in answer build their files from. Blocking: callers run the slow ones in a
+worker thread.
 """
 
 from __future__ import annotations
