@@ -12,6 +12,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -252,3 +253,36 @@ def test_a_refused_dropped_file_is_told_as_an_attachment_kept_in_lost_and_found(
     assert "/mnt/vault/General/Plan/attachments/notes.txt" in notice.body
     assert "/mnt/vault/.vaultfs/lost+found/7-notes.txt" in notice.body
     assert "copy it back" not in notice.body
+
+
+async def test_going_offline_and_coming_back_are_each_told_once() -> None:
+    sent: list[str] = []
+
+    async def send(summary: str, body: str) -> None:
+        sent.append(summary)
+
+    since = datetime.now(UTC).isoformat(timespec="seconds")
+    state: dict[str, Any] = {
+        "mountpoint": "/m",
+        "vault_url": "https://vault.example.com",
+        "vault": {"state": "offline", "since": since, "last_away": None},
+        "pending_uploads": [{"path": "General/Plan/plan.txt", "attempts": 0}],
+    }
+    notifier = Notifier(lambda: state, send)
+    await notifier.check()
+    await notifier.check()
+    assert sent == ["Working offline"]  # once while it lasts
+    state["vault"] = {
+        "state": "online",
+        "since": since,
+        "last_away": {"from": since, "until": since},
+    }
+    await notifier.check()
+    await notifier.check()
+    assert sent == ["Working offline", "Back online"]
+    # Long after, the return is not told again (nor is anything else).
+    old = (datetime.now(UTC) - timedelta(hours=1)).isoformat(timespec="seconds")
+    state["vault"] = {"state": "online", "since": old, "last_away": {"from": old, "until": old}}
+    notifier = Notifier(lambda: state, send)
+    await notifier.check()
+    assert sent == ["Working offline", "Back online"]
