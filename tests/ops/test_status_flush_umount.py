@@ -1,7 +1,7 @@
 """A pending upload seen through ``vaultfs status``, cured by ``vaultfs flush``, and an
 unmount that refuses to leave it behind unless ``--force`` (which keeps it in the
-spool for the next mount); ``vaultfs refresh``. Real daemons, a real server stopped
-and started."""
+spool for the next mount), or, offline, keeps it and says so; ``vaultfs refresh``.
+Real daemons, a real server stopped and started."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from tests.conftest import login
+from tests.faultproxy import FaultProxy
 from tests.ops.conftest import Daemon, documents, latest_file, needs_mount, run_vaultfs
 from vaultfs.bridge.commands.control import alive
 from vaultfs.testing.vault_process import VaultProcess, wait_until
@@ -90,21 +91,53 @@ def test_status_shows_the_pending_upload_and_flush_sends_it(
 def test_umount_refuses_to_drop_pending_work_unless_forced(
     fresh_vault: VaultProcess, daemon_factory: Any
 ) -> None:
+    """The vault answers, and refuses the check-in for now (every POST answered 503 by
+    a proxy in front of it): the unmount waits, then refuses; --force keeps it."""
+    port = int(fresh_vault.url.rsplit(":", 1)[1])
+    with FaultProxy(port, seed=1, share=1.0, faults=("503",), methods=("POST",)) as proxy:
+        daemon: Daemon = daemon_factory(proxy.url, OPTIONS)
+        doc = next(
+            d for d in documents(fresh_vault) if d.get("md5checksum__v") and not d.get("locked__v")
+        )
+        doc_id = int(doc["id"])
+        source = latest_file(daemon.mountpoint, doc_id)
+        path = str(source.relative_to(daemon.mountpoint))
+        with source.open("ab", buffering=0) as handle:
+            handle.write(b"\nadded while the vault refused\n")  # checked out: no POST yet
+            proxy.active = True
+        wait_until(
+            lambda: any(e["last_error"] for e in daemon.status()["pending_uploads"]),
+            timeout=60,
+            what="the refused check-in",
+        )
+        assert daemon.status()["vault"]["state"] == "online"  # a refusal, not an outage
+        refused = run_vaultfs("umount", str(daemon.mountpoint), "--timeout", "1")
+        assert refused.returncode == 1
+        assert path in refused.stderr and "--force" in refused.stderr
+        assert "once the vault is reachable" in refused.stderr
+        assert "1 upload(s) pending" in refused.stdout  # progress while it waited
+        assert os.path.ismount(daemon.mountpoint) and daemon.status()["pending_uploads"]
+        forced = run_vaultfs("umount", str(daemon.mountpoint), "--force", "--timeout", "30")
+        assert forced.returncode == 0, forced.stderr
+        assert path in forced.stderr  # says what stays in the spool
+        assert not os.path.ismount(daemon.mountpoint)
+        assert daemon.pid is not None and not alive(daemon.pid)
+        assert (daemon.cache_dir / "spool" / f"{doc_id}.json").exists()
+
+
+def test_umount_offline_keeps_pending_work_says_so_and_the_next_mount_takes_it(
+    fresh_vault: VaultProcess, daemon_factory: Any
+) -> None:
+    """The vault cannot be reached (docs/user-guide.md "Offline"): waiting would send
+    nothing, so the unmount says what the spool keeps and unmounts at once."""
     daemon: Daemon = daemon_factory(fresh_vault.url, OPTIONS)
     doc, content = leave_pending(daemon, fresh_vault)
     doc_id = int(doc["id"])
     path = str(latest_file(daemon.mountpoint, doc_id).relative_to(daemon.mountpoint))
-
-    refused = run_vaultfs("umount", str(daemon.mountpoint), "--timeout", "1")
-    assert refused.returncode == 1
-    assert path in refused.stderr and "--force" in refused.stderr
-    assert "once the vault is reachable" in refused.stderr
-    assert "1 upload(s) pending" in refused.stdout  # progress while it waited
-    assert os.path.ismount(daemon.mountpoint) and daemon.status()["pending_uploads"]
-
-    forced = run_vaultfs("umount", str(daemon.mountpoint), "--force", "--timeout", "30")
-    assert forced.returncode == 0, forced.stderr
-    assert path in forced.stderr  # says what stays in the spool
+    wait_until(lambda: daemon.status()["vault"]["state"] == "offline", timeout=60, what="offline")
+    said = run_vaultfs("umount", str(daemon.mountpoint), "--timeout", "30")
+    assert said.returncode == 0, said.stderr
+    assert path in said.stderr and "kept in the spool" in said.stderr
     assert not os.path.ismount(daemon.mountpoint)
     assert daemon.pid is not None and not alive(daemon.pid)
     assert (daemon.cache_dir / "spool" / f"{doc_id}.json").exists()
