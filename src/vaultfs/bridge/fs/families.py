@@ -206,8 +206,8 @@ class Writing:
 @dataclass(frozen=True)
 class Parts:
     """The parts of the mount a family operation may use: what the file system shares
-        with the families (the tree, the names overlay, attributes, opening), the write
-        side, and what a few families show (the status, a document's lifecycle), and the
+    with the families (the tree, the names overlay, attributes, opening), the write
+    side, what a few families show (the status, a document's lifecycle), and the
     documents kept for offline, which the file system's extended attributes change."""
 
     options: Options

@@ -420,10 +420,6 @@ class Tree:
         """Whether the vault can be reached now (offline: what needs it fails at once)."""
         return self._client.reach
 
-    @property
-    def online(self) -> bool:
-        return self._client.reach.online
-
     def documents_below(self, folder: NodeKey) -> list[int]:
         """The documents in folder ``folder`` or below it (the root: every document),
         smallest id first, from the index alone."""

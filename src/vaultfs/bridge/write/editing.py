@@ -201,7 +201,7 @@ class Editing:
         offline, the index's record and the content kept of it."""
 
         async def start() -> Start:
-            if not self.tree.online:
+            if not self.tree.reach.online:
                 # Offline: from the index and the content kept of it, and the check-in
                 # takes this exact version for the base (anything newer in the vault
                 # then is a conflict, never replaced).
@@ -284,8 +284,6 @@ class Editing:
             async with writers.taken():
                 if writers.count == 0:  # nobody opened it again (while the lock was held)
                     await self._commit(handle.doc_id)
-        except VaultOffline:
-            log.info("document %d saved offline: in the spool", handle.doc_id)
         except (VaultError, OSError) as exc:
             log.warning(
                 "check-in of document %d failed (kept in the spool or lost+found, see "
@@ -298,11 +296,16 @@ class Editing:
             self._drop_if_idle(handle.doc_id)
 
     async def _commit(self, doc_id: int) -> None:
-        """Check in the document's entry; ``writers.lock`` is held."""
+        """Check in the document's entry; ``writers.lock`` is held. Offline the save is
+        taken as online (safe in the spool; its queue checks it in once the vault is
+        back): no error reaches the program."""
         entry = self.entry(doc_id)
         if self.spool is None or entry is None or entry.state != EDITING:
             return  # nothing open, or a check-in was tried already: the worker carries on
-        await self.spool.commit(entry)
+        try:
+            await self.spool.commit(entry)
+        except VaultOffline:
+            log.info("document %d saved offline: in the spool", doc_id)
 
     async def truncate(self, doc_id: int, size: int) -> None:
         """truncate(2) of the source file: of the open edit, or else one whole save."""
@@ -325,12 +328,7 @@ class Editing:
         writers = self._docs[handle.doc_id]
         async with writers.lock:
             if writers.count == 1:
-                try:
-                    await self._commit(handle.doc_id)
-                except VaultOffline:
-                    # Taken as a close's is: safe in the spool, checked in once the
-                    # vault is back (its queue waits for that).
-                    log.info("document %d saved offline: in the spool", handle.doc_id)
+                await self._commit(handle.doc_id)
 
     async def check_in_file(self, doc_id: int, source: Path) -> None:
         """Make ``source`` the document's content: a file renamed over the source file.

@@ -42,7 +42,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import trio
 
@@ -204,19 +204,18 @@ class Leases:
         holds the lock that daemon took (its mark's date is the token)."""
         lease = self._leases.get(doc_id)
         if lease is None:
-            if _owes(self.directory, doc_id):  # checked out offline: the lock is owed
+            mark = _read_mark(self.directory, doc_id)
+            if mark.owed:  # checked out offline: the lock is owed
                 lease = self._leases[doc_id] = Lease(doc_id, LeaseState.OWED)
             else:
-                _, token = _read_mark(self.directory, doc_id)
-                lease = self._leases[doc_id] = Lease(doc_id, LeaseState.HELD, token=token)
+                lease = self._leases[doc_id] = Lease(doc_id, LeaseState.HELD, token=mark.token)
         lease.reasons[reason] += 1
 
     def adopt_trips(self) -> None:
         """The check-outs for a trip an earlier daemon took: held again, for the trip
         (before ``release_stale``, which would release their locks otherwise)."""
         for doc_id in _trips(self.directory):
-            marked, _ = _read_mark(self.directory, doc_id)
-            if marked:
+            if _read_mark(self.directory, doc_id).locked:
                 self.adopt(doc_id, Reason.TRIP)
             else:  # its lock was never recorded as taken: no trip to take up
                 _drop_trip(self.directory, doc_id)
@@ -261,14 +260,10 @@ class Leases:
         lease.move(LeaseState.TAKING)
         try:
             lease.token = await self._lock(doc_id)
-        except VaultUnavailable:
-            if owed and not self.client.reach.online:  # the vault went away meanwhile
-                await self._owe(lease, reason)
+        except BaseException as exc:
+            if owed and isinstance(exc, VaultUnavailable) and not self.client.reach.online:
+                await self._owe(lease, reason)  # the vault went away while asking
                 return True
-            lease.move(LeaseState.FREE)
-            del self._leases[doc_id]
-            raise
-        except BaseException:
             lease.move(LeaseState.FREE)
             del self._leases[doc_id]
             raise
@@ -330,9 +325,7 @@ class Leases:
         # Its date, the token, is read by the first ``verify`` (no call here).
         return None
 
-    async def _held_already(
-        self, doc_id: int, lock: dict[str, Any], earlier: tuple[bool, str | None]
-    ) -> str | None:
+    async def _held_already(self, doc_id: int, lock: dict[str, Any], earlier: _Mark) -> str | None:
         """The lock exists before this client asked: this client's own (an earlier
         daemon's mark with its date), or someone else's."""
         holder = lock.get("locked_by__v")
@@ -340,7 +333,7 @@ class Leases:
         if not self.is_me(holder):
             log.info("lease: doc %d is checked out by user %s", doc_id, holder)
             raise LockedByOther(f"document {doc_id} is checked out by user {holder}")
-        marked, token = earlier
+        marked, token = earlier.locked, earlier.token
         if marked and token in (None, since):
             log.info("lease: doc %d: the lock an earlier daemon took is ours still", doc_id)
             await self.run_sync(_write_mark, self.directory, doc_id, since)
@@ -507,11 +500,12 @@ class Leases:
         )
 
     async def _release_stale(self, doc_id: int) -> None:
-        if await self.run_sync(_owes, self.directory, doc_id):
+        mark = await self.run_sync(_read_mark, self.directory, doc_id)
+        if mark.owed:
             # Checked out offline and never settled: no lock of the vault's is ours.
             await self.run_sync(_drop_mark, self.directory, doc_id)
             return
-        _, token = await self.run_sync(_read_mark, self.directory, doc_id)
+        token = mark.token
         try:
             lock = await self.client.get_lock(doc_id)
         except InvalidDocument:
@@ -555,19 +549,29 @@ def _write_mark(directory: Path, doc_id: int, token: str | None, owed: bool = Fa
     fsync_dir(folder)
 
 
-def _read_mark(directory: Path, doc_id: int) -> tuple[bool, str | None]:
-    """(whether ``doc_id`` is marked, the date its mark holds: None when none)."""
+class _Mark(NamedTuple):
+    """What ``doc_id``'s mark says."""
+
+    #: it names a lock of the vault's this client asked for (or holds)
+    locked: bool
+    #: that lock's date, when known
+    token: str | None = None
+    #: a check-out taken offline: no lock was asked for
+    owed: bool = False
+
+
+def _read_mark(directory: Path, doc_id: int) -> _Mark:
     try:
         text = (directory / _MARKS / str(doc_id)).read_text()
     except FileNotFoundError:
-        return False, None
+        return _Mark(False)
     with contextlib.suppress(ValueError, AttributeError):
         mark = json.loads(text) if text.strip() else {}
         if mark.get("owed"):
-            return False, None  # checked out offline: no lock was asked for
+            return _Mark(False, owed=True)
         token = mark.get("locked_date")
-        return True, str(token) if token else None
-    return True, None
+        return _Mark(True, str(token) if token else None)
+    return _Mark(True)
 
 
 def _write_trip(directory: Path, doc_id: int) -> None:
@@ -591,17 +595,6 @@ def _trips(directory: Path) -> list[int]:
     if not folder.is_dir():
         return []
     return sorted(int(p.name) for p in folder.iterdir() if p.name.isdigit())
-
-
-def _owes(directory: Path, doc_id: int) -> bool:
-    """Whether ``doc_id``'s mark is of a check-out taken offline (no lock was asked)."""
-    try:
-        text = (directory / _MARKS / str(doc_id)).read_text()
-    except FileNotFoundError:
-        return False
-    with contextlib.suppress(ValueError, AttributeError):
-        return bool(json.loads(text).get("owed")) if text.strip() else False
-    return False
 
 
 def _drop_mark(directory: Path, doc_id: int) -> None:
