@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -221,3 +223,35 @@ def test_a_writers_close_still_flushes_and_saves(own_mount: MountProcess) -> Non
     assert cost["flush"] == 1, cost  # close(2) of a writer: what it wrote is made durable
     own_mount.settle()
     assert source.read_bytes() == new
+
+
+def test_a_file_managers_count_of_a_document_folder_costs_a_lookup_and_its_listing(
+    own_mount: MountProcess, pyfuse3_features: str
+) -> None:
+    """GNOME Files counts the items of every document folder it shows: GIO lists the
+    folder and reads its ``.hidden``. Where the kernel keeps listings and opens, that
+    reaches the mount as the lookup of ``.hidden`` (one node for every document
+    folder, its pages kept) and the listing: its end asked again (the kernel's look
+    past the last entry it keeps) is answered without listing the folder again."""
+    if shutil.which("gio") is None:
+        pytest.skip("needs gio (Debian package libglib2.0-bin)")
+    general = own_mount.mountpoint / "General"
+    folders = sorted(p for p in general.iterdir() if (p / "versions").is_dir())[:4]
+
+    def count(folder: Path) -> Callable[[], object]:
+        argv = ["gio", "list", "-a", "standard::name,standard::type,standard::is-hidden"]
+        return lambda: subprocess.run([*argv, str(folder)], check=True, capture_output=True)
+
+    _cost(own_mount, count(folders[0]))  # the first .hidden: opened and read once
+    relisted = own_mount.log_path.read_text().count("listed from entry")
+    for folder in folders[1:]:
+        cost = +_cost(own_mount, count(folder))
+        print(folder.name, dict(cost))
+        if pyfuse3_features == "default" and _kept_opens(pyfuse3_features):
+            assert cost == Counter({"lookup": 1, "readdir": 3}), cost
+        else:
+            assert cost["lookup"] <= 1 and cost["read"] <= 1, cost
+    if pyfuse3_features == "default" and _kept_opens(pyfuse3_features):
+        assert own_mount.log_path.read_text().count("listed from entry") == relisted
+    assert (folders[-1] / ".hidden").read_bytes() == b"versions\n"
+    assert os.stat(folders[1] / ".hidden").st_ino == os.stat(folders[2] / ".hidden").st_ino

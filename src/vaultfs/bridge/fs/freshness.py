@@ -175,7 +175,7 @@ class Freshness:
         key = typed(key)
         if key.kind == Kind.SCRATCH and parent in self._folders:
             self._new_files[ino] = (parent, name)
-        if self._is_local(key):
+        if self._is_local(key) or key.kind in key.SHARED_KINDS:
             return
         if key.is_answer:
             self._seen_in_answer(parent, key, name, ino)

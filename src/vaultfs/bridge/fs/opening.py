@@ -26,6 +26,7 @@ from vaultfs.bridge.fs.handles import (
     OpenFile,
     ScratchOpen,
     SharedContent,
+    Snapshot,
 )
 from vaultfs.bridge.tree.keys import NodeKey
 from vaultfs.bridge.write.new_documents import NewDocuments
@@ -76,6 +77,16 @@ class Opener:
     def direct(self, handle: OpenFile) -> Opened:
         """``handle`` served without the page cache (its size may change under it)."""
         return Opened(self._handles.add_file(handle), direct_io=True)
+
+    def constant(self, ino: int, data: bytes) -> Opened:
+        """``data``, the same for ``ino``'s life: one handle for every read-only open,
+        its pages kept by the kernel (``Opened.shared``), so that only the first open and
+        read reach the mount."""
+        handles = self._shared.setdefault(ino, {})
+        fh = handles.get("")
+        if fh is None:
+            fh = handles[""] = self._handles.add_shared(Snapshot(data))
+        return Opened(fh, keep_cache=True, shared=True)
 
     def writer(self, ino: int, handle: OpenFile) -> Opened:
         """A read-write open of a source file, served through the page cache: the kernel

@@ -25,7 +25,7 @@ from vaultfs.bridge.fs.opening import Opened
 from vaultfs.bridge.fs.paths import DisplayPaths
 from vaultfs.bridge.nodes.editor_locks import editor_lock
 from vaultfs.bridge.nodes.family import Family
-from vaultfs.bridge.nodes.hidden import HIDDEN_FILE, hidden_list
+from vaultfs.bridge.nodes.hidden import HIDDEN, HIDDEN_FILE
 from vaultfs.bridge.tree import keys
 from vaultfs.bridge.tree.filenames import Sibling, assign_names, unescape
 from vaultfs.bridge.tree.keys import DocumentKey, Kind, NodeKey
@@ -75,7 +75,7 @@ class Documents(Family):
             return keys.events(key.doc_id)
         if key.kind == Kind.DOC and name == HIDDEN_FILE:
             tree.record(key.doc_id)
-            return hidden_list(key.doc_id)
+            return HIDDEN
         return None
 
     def step(self, paths: DisplayPaths, key: NodeKey) -> tuple[NodeKey, str] | None:

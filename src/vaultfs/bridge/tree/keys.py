@@ -121,6 +121,10 @@ class NodeKey(tuple[str | int, ...]):
     ANSWER_KINDS: ClassVar[frozenset[str]] = frozenset()
     #: the family's kinds that are symbolic links
     LINK_KINDS: ClassVar[frozenset[str]] = frozenset()
+    #: the family's kinds that are one node under the same name in many directories
+    #: (every document directory's ``.hidden``), that never changes: the kernel holds
+    #: it under each name, and nothing of it is followed
+    SHARED_KINDS: ClassVar[frozenset[str]] = frozenset()
 
     def __new__(cls, kind: str, *names: str | int) -> Self:
         return super().__new__(cls, (kind, *names))

@@ -1,10 +1,10 @@
 """What the kernel keeps of the mount, and the notifications that make it drop it:
-the directory inodes whose listings it may keep (``kept``), the files whose read-only
-opens pyfuse3 answers itself (``kept_opens``), ``invalidate_attr`` (an inode's
-attributes, its kept listing and its kept open), ``invalidate_entry`` (a name, sent by
-a thread of its own), ``invalidate_link`` (a link's attributes and the target the
-kernel keeps of it, sent by that thread too), ``forget_entry`` and ``delete_entry``
-(a name, now) and ``drop_listing``.
+the directory inodes whose listings it may keep, with where each ends (``kept``), the
+files whose read-only opens pyfuse3 answers itself (``kept_opens``), ``invalidate_attr``
+(an inode's attributes, its kept listing and its kept open), ``invalidate_entry`` (a
+name, sent by a thread of its own), ``invalidate_link`` (a link's attributes and the
+target the kernel keeps of it, sent by that thread too), ``forget_entry`` and
+``delete_entry`` (a name, now) and ``drop_listing``.
 
 A kept open stands for "this inode's read-only opens all get this handle, the kernel's
 pages kept". Whatever changes what such an open would get (a new version the index
@@ -49,8 +49,11 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 #: directory inodes whose listings the kernel may keep (opened with cache_readdir, or
-#: read without OPENDIR); emptied when a mount starts
-kept: set[int] = set()
+#: read without OPENDIR) -> the position this mount's last answer found the listing's
+#: end at, while nothing dropped the listing since (0: not known); emptied when a mount
+#: starts. The kernel asks once more at the end of a listing it keeps whole (it looks
+#: for an entry after the last and, finding none, asks the mount): answered from here.
+kept: dict[int, int] = {}
 
 #: file inode -> the handle pyfuse3 answers its read-only opens with (and whose releases
 #: it answers); a dict of pyfuse3's own where it offers ``kept_opens``, never filled
@@ -66,6 +69,8 @@ def invalidations() -> int:
 
 
 def drop_listing(inode: int) -> None:
+    if inode in kept:
+        kept[inode] = 0
     try:
         pyfuse3.invalidate_inode(inode, attr_only=False)
     except OSError as exc:
@@ -84,6 +89,7 @@ def invalidate_attr(inode: int) -> None:
     kept_opens.pop(inode, None)
     listing = inode in kept
     if listing:
+        kept[inode] = 0
         # With --log-level debug, the listings this mount makes the kernel drop; one
         # the kernel drops by itself (its pages reclaimed) shows as a read resumed
         # mid-way (``listing_by_inode``).

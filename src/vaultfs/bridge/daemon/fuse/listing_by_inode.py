@@ -33,6 +33,12 @@ class ListingsByInode:
             if start_id == 0 and fh is not None:
                 self.core.releasedir(fh)  # a listing not read to its end
                 fh = None
+            if fh is None and start_id and kept.get(ino) == start_id:
+                # The end of a listing the kernel keeps whole, asked for again (the
+                # kernel looks in what it keeps for an entry after the last, and asks
+                # the mount when it finds none): nothing after it, as nothing dropped
+                # the listing since. An empty reply, with no listing made for it.
+                return
             if fh is None:
                 if start_id:
                     # No listing under way, yet not from the start: the kernel served the
@@ -65,7 +71,8 @@ class ListingsByInode:
                 # listing is never complete in the kernel and is asked for anew.
                 drop_listing(ino)
             else:
-                kept.add(ino)  # from the first part on: the kernel serves parts too
+                # From the first part on: the kernel serves parts too.
+                kept[ino] = start_id if ended else kept.get(ino, 0)
             if not plain:
                 reply_entries(self.core, entries, token)
             elif not ended:

@@ -108,7 +108,7 @@ class FuseOps(pyfuse3.Operations):
             self.core.forget(ino, nlookup)
             if self.core.inodes.key(ino) is None:
                 # The kernel dropped the inode, and its listing (its opens are closed).
-                kept.discard(ino)
+                kept.pop(ino, None)
                 kept_opens.pop(ino, None)
 
     async def getattr(
@@ -157,7 +157,7 @@ class FuseOps(pyfuse3.Operations):
                 # The mount's own directories (and the search folders) change with
                 # nothing announcing it: their listings are never kept.
                 return fh
-            kept.add(inode)
+            kept.setdefault(inode, 0)
             # Both flags: without keep_cache the kernel drops the listing at every open.
             return pyfuse3.FileInfo(fh=fh, keep_cache=True, cache_readdir=True)
 
