@@ -10,8 +10,11 @@ against a local directory of the same names; ``find MOUNT -name PATTERN`` from t
 of the second mount at the default walks' share (``tree.walks``): its time against
 the same ``find`` over a local tree of the same shape (a folder per document with its
 four sub-folders), the calls it cost against the share, what the share refused, and
-the daemon's memory after it; the server's list page at the last offset (sorted as
-mounts sort), the first time and again. Each row names its floor:
+the daemon's memory after it; GNOME Files opening the big folder on a third mount (the
+index kept, nothing listed) against opening that local tree's folder: until the window
+shows it, and until GNOME Files and the mount are done counting each document folder's
+items (``files_window``), and the daemon's memory after; the server's list page at the
+last offset (sorted as mounts sort), the first time and again. Each row names its floor:
 a first mount cannot cost less than one call per started page of 200 documents (plus
 a few metadata calls), a second mount on the same cache needs next to none.
 """
@@ -40,6 +43,7 @@ from vaultfs.wire import API_VERSION, PAGE_LIMIT
 from ..context import Context
 from ..measure import median, rss_kib, timed_run
 from ..results import Aim, Row, seconds
+from . import files_window
 
 __all__ = ["FOLDER", "SERVER_ARGS", "build", "run", "session"]
 
@@ -304,6 +308,7 @@ def run(ctx: Context) -> list[Row]:
                     _local_tree(folder, local_tree)
             finally:
                 mount.stop()
+        windows = _files_windows(ctx, server.url, cache, local_tree, count)
     finally:
         server.stop()
         if ctx.scale_vault is None:
@@ -425,6 +430,56 @@ def run(ctx: Context) -> list[Row]:
             Aim(False, 50),
         ),
     ]
+    rows += windows
     if ctx.scale_postgresql:
         rows += _on_postgresql(ctx, count, repeats)
     return rows
+
+
+def _files_windows(ctx: Context, url: str, cache: Path, local_tree: Path, count: int) -> list[Row]:
+    """GNOME Files opening the big folder on a third mount (the kernel knows nothing of
+    it yet, the index is kept), against the same on the local tree of its shape."""
+    lacking = files_window.missing()
+    if lacking:
+        return [Row("scale: GNOME Files opening the big folder", "not run", f"needs {lacking}",
+                    None, None)]  # fmt: skip
+    mount = _mount(ctx, url, cache)
+    try:
+        mount.start(timeout=300)  # its index ready: nothing listed yet
+        before = int(mount.status()["api_calls"])
+        ctx.drop_caches()
+        opened = files_window.open_folder(mount.mountpoint / FOLDER, ctx.scratch("files-mount"),
+                                          [mount.pid])  # fmt: skip
+        spent = int(mount.status()["api_calls"]) - before
+        rss_mib = rss_kib(mount.pid) / 1024
+    finally:
+        mount.stop()
+    ctx.drop_caches()
+    local = files_window.open_folder(local_tree, ctx.scratch("files-local"))
+    where = f"{FOLDER} ({count} documents)"
+    return [
+        Row(
+            f"scale: GNOME Files opening {where}, until it shows the folder",
+            seconds(opened.shown),
+            f"local folder of as many directories: {seconds(local.shown)}",
+            opened.shown / local.shown,
+            Aim(False, 2),
+            f"{spent}",
+        ),
+        Row(
+            f"scale: GNOME Files opening {where}, until it and the mount are done (its"
+            " item count of every document folder)",
+            seconds(opened.settled),
+            f"local: {seconds(local.settled)}",
+            opened.settled / local.settled,
+            Aim(False, 2),
+            f"{spent}",
+        ),
+        Row(
+            "scale: daemon memory (VmRSS) after GNOME Files opened the big folder",
+            f"{rss_mib:.0f} MiB",
+            "aim: 200 MiB",
+            rss_mib,
+            Aim(False, 200),
+        ),
+    ]
