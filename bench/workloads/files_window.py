@@ -7,18 +7,16 @@ as the desktop tests drive it (``tests.desktop.desktop``)."""
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.desktop.desktop import PROGRAMS, SYSTEM_PYTHON, Desktop
+from tests.desktop.desktop import Desktop, missing_programs
 
 from ..measure import cpu_seconds
 
-__all__ = ["Opened", "missing", "open_folder"]
+__all__ = ["Opened", "missing_programs", "open_folder"]
 
 #: seconds with no CPU used by GNOME Files or the mount: the folder is done with
 _STILL = 3.0
@@ -32,13 +30,6 @@ class Opened:
     shown: float
     #: seconds until GNOME Files and the mount were done with it (the last CPU used)
     settled: float
-
-
-def missing() -> list[str]:
-    """What GNOME Files on a virtual display needs and this machine lacks."""
-    lacking = [p for p in PROGRAMS if shutil.which(p) is None]
-    probe = subprocess.run([SYSTEM_PYTHON, "-c", "import pyatspi"], capture_output=True)
-    return lacking + (["python3-pyatspi"] if probe.returncode else [])
 
 
 def _nautilus(session: int) -> list[int]:

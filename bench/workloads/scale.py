@@ -439,7 +439,7 @@ def run(ctx: Context) -> list[Row]:
 def _files_windows(ctx: Context, url: str, cache: Path, local_tree: Path, count: int) -> list[Row]:
     """GNOME Files opening the big folder on a third mount (the kernel knows nothing of
     it yet, the index is kept), against the same on the local tree of its shape."""
-    lacking = files_window.missing()
+    lacking = files_window.missing_programs()
     if lacking:
         return [Row("scale: GNOME Files opening the big folder", "not run", f"needs {lacking}",
                     None, None)]  # fmt: skip

@@ -37,7 +37,7 @@ import pytest
 from tests.programs import end_group
 from vaultfs.testing.vault_process import end_process, wait_until
 
-__all__ = ["Desktop", "View", "need_desktop"]
+__all__ = ["Desktop", "View", "missing_programs", "need_desktop"]
 
 #: Debian's Python, for which python3-pyatspi is built (the tests' own may be another)
 SYSTEM_PYTHON = "/usr/bin/python3"
@@ -57,15 +57,21 @@ FILE_OPERATIONS = (
 SETTINGS_INI = "[Settings]\ngtk-enable-animations=0\n"
 
 
-def need_desktop() -> None:
-    """Skip unless GNOME Files and the tools that drive it are installed; in CI their
-    absence fails (``./run test`` installs them)."""
+def missing_programs() -> list[str]:
+    """What GNOME Files on a virtual display needs and this machine lacks."""
     missing = [p for p in PROGRAMS if shutil.which(p) is None]
     probe = subprocess.run(
         [SYSTEM_PYTHON, "-c", "import pyatspi"], capture_output=True, check=False
     )
     if probe.returncode != 0:
         missing.append("python3-pyatspi")
+    return missing
+
+
+def need_desktop() -> None:
+    """Skip unless GNOME Files and the tools that drive it are installed; in CI their
+    absence fails (``./run test`` installs them)."""
+    missing = missing_programs()
     if missing:
         reason = f"needs {', '.join(missing)} (Debian packages of ./run's APT_PACKAGES)"
         if os.environ.get("CI"):
