@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
+from unittest.mock import patch
 
 import trio
 import trio.testing
 
 from vaultfs.bridge.tree.catalog import TypeCatalog
 from vaultfs.bridge.tree.index import DocumentIndex
-from vaultfs.bridge.tree.index_store import SCHEMA_VERSION, IndexStore
+from vaultfs.bridge.tree.index_store import SCHEMA_VERSION, IndexStore, Records
 from vaultfs.wire import time_ns
 
 from .fakevault import FakeVault
@@ -200,9 +201,39 @@ def test_an_index_of_schema_1_is_brought_up_to_date_in_place(tmp_path: Path) -> 
     store = IndexStore(path, vault_url="http://v", user="u")
     assert store.set_aside is None and store.meta("schema") == str(SCHEMA_VERSION)
     assert store.get(7) == record  # the records stay: no build from the start
-    assert list(store.times([7])) == [(7, tuple(time_ns(record[f]) for f in _TIME_FIELDS))]
+    times = tuple(time_ns(record[f]) for f in _TIME_FIELDS)
+    assert list(store.times([7])) == [(7, times)]
+    assert store.times_from(7, 10) == [(7, times)]
     assert list(store.folders()) == [("General", "", "", record["version_modified_date__v"])]
     store.close()
+
+
+def test_a_documents_times_are_read_with_those_after_it_in_its_folder() -> None:
+    """A program that stats a folder's entries one by one asks in the listing's order:
+    one query reads the times of the next ones too."""
+    store = IndexStore(None)
+    store.put_many(
+        {
+            "id": n,
+            "name__v": f"doc {n % 50:02d}",  # two documents of each name
+            "type__v": "General" if n < 100 else "Other",
+            "version_modified_date__v": f"2026-01-01T00:00:{n % 60:02d}.000Z",
+        }
+        for n in range(110)
+    )
+    listed = [doc_id for doc_id, _ in store.names_after(("General", "", ""), None, 200)]
+    start = listed.index(51)
+    ahead = store.times_from(51, 5)
+    assert [doc_id for doc_id, _ in ahead] == listed[start : start + 5]
+    assert all(times[0] == time_ns(f"2026-01-01T00:00:{d % 60:02d}.000Z") for d, times in ahead)
+    assert [d for d, _ in store.times_from(listed[-1], 5)] == [listed[-1]]  # its folder's last
+    assert store.times_from(1000, 5) == []
+    records = Records(store, times=16)
+    assert records.times(51) == ahead[0][1]
+    with patch.object(store, "times_from", side_effect=AssertionError("read again")):
+        assert [records.times(d) for d in listed[start + 1 : start + 5]] == [
+            t for _, t in ahead[1:]
+        ]
 
 
 def test_the_folders_are_each_folder_once_with_its_latest_change() -> None:

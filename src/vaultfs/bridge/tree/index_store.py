@@ -37,7 +37,7 @@ __all__ = ["SCHEMA_VERSION", "Folder", "IndexStore", "Records", "Times", "index_
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 _FILE_MODE = 0o600
 
 _SCHEMA = """
@@ -56,7 +56,8 @@ CREATE TABLE IF NOT EXISTS documents (
     born_ns INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS folder_modified ON documents (type, subtype, classification, modified);
-CREATE INDEX IF NOT EXISTS folder_names ON documents (type, subtype, classification, name);
+CREATE INDEX IF NOT EXISTS folder_names
+    ON documents (type, subtype, classification, name, id, modified_ns, created_ns, born_ns);
 CREATE INDEX IF NOT EXISTS documents_build ON documents (build);
 """
 
@@ -83,6 +84,15 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
     # classification says (``nodes.folder_of``): stored so, a folder is three equalities
     # and its names come in the order of ``folder_names`` (no sort per page).
     3: ("UPDATE documents SET classification = '' WHERE subtype = '' AND classification != ''",),
+    # 4 -> 5: the times in the folder index too, so that the lookups of a folder's
+    # documents one after another read them a page at a time from the index's dense
+    # pages (``times_from``), not a row each (a record's page, cold after a reboot:
+    # 68 % of the daemon's CPU in GNOME Files listing a folder of 100,000).
+    4: (
+        "DROP INDEX folder_names",
+        "CREATE INDEX folder_names"
+        " ON documents (type, subtype, classification, name, id, modified_ns, created_ns, born_ns)",
+    ),
 }
 
 Record = dict[str, Any]
@@ -252,6 +262,21 @@ class IndexStore:
         for doc_id, *times in self._by_ids("modified_ns, created_ns, born_ns", doc_ids):
             yield doc_id, (times[0], times[1], times[2])
 
+    def times_from(self, doc_id: int, count: int) -> list[tuple[int, Times]]:
+        """(id, times) of ``doc_id`` and of the next ``count - 1`` documents of its
+        folder, by name then id (the order of a folder's listing, and of the lookups
+        of a program that stats what it listed): a seek in ``folder_names``."""
+        place = self.place(doc_id)
+        if place is None:
+            return []
+        folder, name = place
+        rows = self._db.execute(
+            f"SELECT id, modified_ns, created_ns, born_ns FROM documents WHERE {_IN_FOLDER}"
+            " AND (name, id) >= (?, ?) ORDER BY name, id LIMIT ?",
+            (*folder, name, doc_id, count),
+        )
+        return [(row[0], (row[1], row[2], row[3])) for row in rows]
+
     def _by_ids(self, columns: str, doc_ids: list[int]) -> Iterator[tuple[Any, ...]]:
         """(id, *columns) of those of ``doc_ids`` the index holds: one query per 500."""
         for first in range(0, len(doc_ids), 500):
@@ -412,6 +437,10 @@ class _transaction:
         self._db.execute("COMMIT" if kind is None else "ROLLBACK")
 
 
+#: the documents whose times are read with one asked for (``Records.times``)
+_TIMES_AHEAD = 128
+
+
 class Records(Mapping[int, Record]):
     """The index's records as a read-only mapping: read from the store, the most
     recently used kept in memory (bounded, like the content cache); and each document's
@@ -460,8 +489,14 @@ class Records(Mapping[int, Record]):
         None when the index does not hold it."""
         times = self._times.get(doc_id)
         if times is None:
-            for _, times in self._store.times([doc_id]):
-                self._times[doc_id] = times
+            # With the documents after it in its folder: a program that looks up a
+            # folder's entries one by one (``ls -l`` after ``ls``, GNOME Files) asks
+            # for them next, in this order.
+            ahead = min(_TIMES_AHEAD, int(self._times.maxsize) // 2)
+            for other, other_times in self._store.times_from(doc_id, ahead):
+                self._times[other] = other_times
+                if other == doc_id:
+                    times = other_times
         return times
 
     def preload_times(self, doc_ids: Iterable[int]) -> None:
