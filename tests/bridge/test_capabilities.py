@@ -45,6 +45,29 @@ PATCHED = frozenset(
         ),
         # asked for, not offered: not used
         (frozenset({"xattr_namespaces"}), "no_opendir,cache_readdir", Capabilities()),
+        # the mount's choice of the pages with attributes in place of the kernel's,
+        # only where it reads by inode; the kernel's where it is not offered or wanted
+        (
+            PATCHED | {"readdirplus_auto", "plus_names"},
+            None,
+            Capabilities(
+                no_opendir=True,
+                xattr_namespaces=True,
+                noflush=True,
+                kept_opens=True,
+                plus_names=True,
+            ),
+        ),
+        (
+            PATCHED | {"readdirplus_auto", "plus_names"},
+            "no_opendir,readdirplus_auto",
+            Capabilities(no_opendir=True, readdirplus_auto=True),
+        ),
+        (
+            PATCHED | {"readdirplus_auto", "plus_names"},
+            "cache_readdir,readdirplus_auto,plus_names",
+            Capabilities(cache_readdir=True, readdirplus_auto=True),
+        ),
     ],
     ids=[
         "patched",
@@ -56,6 +79,9 @@ PATCHED = frozenset(
         "kept_opens only",
         "partial",
         "not offered",
+        "plus_names",
+        "kernel's choice",
+        "plus_names needs no_opendir",
     ],
 )
 def test_detect(offered: frozenset[str], setting: str | None, expected: Capabilities) -> None:

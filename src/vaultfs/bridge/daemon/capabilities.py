@@ -29,6 +29,10 @@ install`` elsewhere) names nothing, and the mount then behaves as before. What i
   the first part of a listing and while a program looks its entries up (``ls -l``);
   otherwise (``ls``, ``find``) a plain READDIR, answered with names, inode numbers and
   types (``FileSystem.readdir_plain``): no attributes made, no inode counted;
+- ``plus_names`` (with ``no_opendir``, in place of ``readdirplus_auto``): every listing
+  is a READDIRPLUS, and the mount chooses which pages carry attributes and which are
+  names (entries of node id 0, as cheap as a plain READDIR's): the kernel's choice
+  misses programs that read many names before they stat them (``fuse.listing_pages``);
 - ``cache_symlinks``: the kernel keeps what a symbolic link reads (a view's and a
   search's links, a relationship's) until the mount drops it (``fs.freshness``: the
   link's answer or its documents changed), so a warm ``find -ls`` reads no link twice.
@@ -67,6 +71,9 @@ class Capabilities:
     kept_opens: bool = False
     #: plain READDIR where the kernel needs no attributes
     readdirplus_auto: bool = False
+    #: every listing a READDIRPLUS, its pages names only where the mount sees no program
+    #: that needs attributes
+    plus_names: bool = False
     #: the kernel keeps what a symbolic link reads
     cache_symlinks: bool = False
 
@@ -88,6 +95,7 @@ DEFAULT = frozenset(
         "noflush",
         "kept_opens",
         "readdirplus_auto",
+        "plus_names",
         "cache_symlinks",
     }
 )
@@ -101,6 +109,8 @@ def detect(offered: Iterable[str], environ: Mapping[str, str] | None = None) -> 
     setting = (os.environ if environ is None else environ).get(ENVIRONMENT, "").strip()
     wanted = {n.strip() for n in setting.split(",")} if setting else set(DEFAULT)
     no_opendir = "no_opendir" in wanted and "ino_without_fh" in available
+    # The mount's own choice of the pages with attributes, where it reads by inode.
+    plus_names = no_opendir and "plus_names" in wanted & available
     return Capabilities(
         no_opendir=no_opendir,
         # Without OPENDIR there is no open to set flags at: the kernel keeps listings.
@@ -108,6 +118,7 @@ def detect(offered: Iterable[str], environ: Mapping[str, str] | None = None) -> 
         xattr_namespaces="xattr_namespaces" in wanted & available,
         noflush="noflush" in wanted & available,
         kept_opens="kept_opens" in wanted & available,
-        readdirplus_auto="readdirplus_auto" in wanted & available,
+        readdirplus_auto=not plus_names and "readdirplus_auto" in wanted & available,
+        plus_names=plus_names,
         cache_symlinks="cache_symlinks" in wanted & available,
     )

@@ -1,8 +1,9 @@
-"""A plain READDIR's entries: names, inode numbers and types, nothing else.
+"""A names-only page's entries: names, inode numbers and types, nothing else.
 
 The kernel asks for entries' attributes (READDIRPLUS) only for the first part of a
 listing and while a program looks its entries up (``ls -l``); otherwise (``ls``,
-``find``) it asks for names (``Capabilities.readdirplus_auto``). It takes no reference
+``find``) it asks for names (``Capabilities.readdirplus_auto``); or the mount decides
+which pages of a READDIRPLUS are names (``plus_names``). The kernel takes no reference
 to a plain entry, so none is counted here and no attributes are made: a listing of
 100,000 documents is names, not 100,000 records read and inodes numbered. A node
 without an inode number yet is given ``UNKNOWN_INO``, as libfuse gives it for file

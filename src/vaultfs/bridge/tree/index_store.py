@@ -501,9 +501,15 @@ class Records(Mapping[int, Record]):
 
     def preload_times(self, doc_ids: Iterable[int]) -> None:
         """Bring the times of ``doc_ids`` into memory in a few queries (a listing's
-        attributes are about to be made)."""
-        missing = [d for d in doc_ids if d not in self._times]
-        for doc_id, times in self._store.times(missing[: int(self._times.maxsize) // 2]):
+        attributes are about to be made). A folder's page lists its documents in the
+        folder's order: they are read from the folder index from the first on, and
+        only what that missed by id (a record's page each)."""
+        missing = [d for d in doc_ids if d not in self._times][: int(self._times.maxsize) // 2]
+        if not missing:
+            return
+        for doc_id, times in self._store.times_from(missing[0], len(missing)):
+            self._times[doc_id] = times
+        for doc_id, times in self._store.times([d for d in missing if d not in self._times]):
             self._times[doc_id] = times
 
     def forget(self, doc_ids: Iterable[int]) -> None:

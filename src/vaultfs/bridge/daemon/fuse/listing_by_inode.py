@@ -1,6 +1,7 @@
 """readdir without OPENDIR (``Capabilities.no_opendir``): the kernel names the
 directory by its inode, and the listing the core makes at the first read is kept here
-until a read finds its end."""
+until a read finds its end. Each page is answered with attributes or names only as the
+kernel asks (``readdirplus_auto``) or as ``listing_pages`` decides (``plus_names``)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import logging
 import pyfuse3
 
 from vaultfs.bridge.daemon.fuse.kernel_cache import drop_listing, kept
+from vaultfs.bridge.daemon.fuse.listing_pages import ListingPages
 from vaultfs.bridge.daemon.fuse.replies import is_plain, reply_entries, reply_plain
 from vaultfs.bridge.daemon.fuse.requests import RequestErrors
 from vaultfs.bridge.fs.filesystem import FileSystem
@@ -19,13 +21,17 @@ log = logging.getLogger(__name__)
 
 
 class ListingsByInode:
-    def __init__(self, core: FileSystem, errors: RequestErrors) -> None:
+    def __init__(self, core: FileSystem, errors: RequestErrors, pages: ListingPages | None) -> None:
+        """``pages``: which pages carry attributes (None: as the kernel asks)."""
         self.core = core
         self.errors = errors
+        self.pages = pages
         #: directory inode -> the core's handle of the listing being read
         self._reading: dict[int, int] = {}
 
-    async def readdir(self, ino: int, start_id: int, token: pyfuse3.ReaddirToken) -> None:
+    async def readdir(
+        self, ino: int, start_id: int, token: pyfuse3.ReaddirToken, pid: int | None
+    ) -> None:
         """Without OPENDIR the kernel names the directory by its inode: the listing is
         made at its first read and kept until a read finds its end."""
         with self.errors.handling("readdir", ino):
@@ -52,7 +58,9 @@ class ListingsByInode:
                         start_id,
                     )
                 fh = self._reading[ino] = await self.core.opendir(ino)
-            plain = is_plain(token)
+            plain = is_plain(token) or (
+                self.pages is not None and not self.pages.with_attributes(ino, start_id, pid)
+            )
             if not plain:
                 entries = await self.core.readdir(fh, start_id)
                 ended = not entries
@@ -77,3 +85,15 @@ class ListingsByInode:
                 reply_entries(self.core, entries, token)
             elif not ended:
                 reply_plain(self.core, fh, start_id, token)
+
+    def forget(self, ino: int) -> None:
+        """The kernel forgot directory ``ino``."""
+        if self.pages is not None:
+            self.pages.forget(ino)
+
+    def looked_up(self, parent: int, pid: int | None) -> None:
+        """A name was looked up in ``parent``: where that shows a program stating its
+        way through a listing the kernel keeps whole, the kept listing is dropped, so
+        that its next read reaches the mount and gets attributes."""
+        if self.pages is not None and self.pages.looked_up(parent, pid) and kept.get(parent):
+            drop_listing(parent)

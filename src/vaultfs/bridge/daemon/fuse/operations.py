@@ -25,6 +25,7 @@ import pyfuse3
 from vaultfs.bridge.daemon.capabilities import Capabilities, detect
 from vaultfs.bridge.daemon.fuse.kernel_cache import invalidations, kept, kept_opens
 from vaultfs.bridge.daemon.fuse.listing_by_inode import ListingsByInode
+from vaultfs.bridge.daemon.fuse.listing_pages import ListingPages
 from vaultfs.bridge.daemon.fuse.replies import (
     entry_attributes,
     is_plain,
@@ -76,12 +77,15 @@ class FuseOps(pyfuse3.Operations):
             # the answer (none) instead of sending the probes of every ``ls -l``; the
             # kernel then leaves the umask to the file system (``create``).
             self.enable_acl = True
-        # Attributes in a listing only where the kernel wants them (``ls -l``).
+        # Attributes in a listing only where the kernel wants them (``ls -l``); with
+        # ``plus_names``, where ``listing_pages`` sees a program that stats.
         self.readdirplus_auto = self.using.readdirplus_auto
         self.cache_symlinks = self.using.cache_symlinks
         self.errors = RequestErrors(core)
         #: without OPENDIR: the listings being read, by directory inode
-        self.by_inode = ListingsByInode(core, self.errors)
+        self.by_inode = ListingsByInode(
+            core, self.errors, ListingPages() if self.using.plus_names else None
+        )
         #: open directory handle -> the process that opened it (its walk's share)
         self._listers: dict[int, int] = {}
 
@@ -99,7 +103,9 @@ class FuseOps(pyfuse3.Operations):
         # What only a walk needs of the vault is paid from the walks' share
         # (``tree.walks``): of a listing, and of a lookup or stat by a process that lists.
         walks = self.core.tree.walks
-        with self.errors.handling("lookup", parent_inode, name), walks.naming(_pid(ctx)):
+        pid = _pid(ctx)
+        self.by_inode.looked_up(parent_inode, pid)
+        with self.errors.handling("lookup", parent_inode, name), walks.naming(pid):
             return entry_attributes(await self.core.lookup(parent_inode, os.fsdecode(name)))
 
     async def forget(self, inode_list: Sequence[tuple[int, int]]) -> None:
@@ -110,6 +116,7 @@ class FuseOps(pyfuse3.Operations):
                 # The kernel dropped the inode, and its listing (its opens are closed).
                 kept.pop(ino, None)
                 kept_opens.pop(ino, None)
+                self.by_inode.forget(ino)
 
     async def getattr(
         self, inode: int, ctx: pyfuse3.RequestContext | None = None
@@ -167,11 +174,13 @@ class FuseOps(pyfuse3.Operations):
         # the directory, else unknown.
         pid = getattr(token, "pid", None) or self._listers.get(fh)
         with self.core.tree.walks.listing(pid):
-            await self._readdir(fh, start_id, token)
+            await self._readdir(fh, start_id, token, pid)
 
-    async def _readdir(self, fh: int, start_id: int, token: pyfuse3.ReaddirToken) -> None:
+    async def _readdir(
+        self, fh: int, start_id: int, token: pyfuse3.ReaddirToken, pid: int | None
+    ) -> None:
         if self.using.no_opendir:
-            await self.by_inode.readdir(fh, start_id, token)
+            await self.by_inode.readdir(fh, start_id, token, pid)
             return
         with self.errors.handling("readdir"):
             if is_plain(token):
