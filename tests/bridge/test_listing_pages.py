@@ -1,6 +1,7 @@
 """Which pages of a listing carry attributes (``plus_names``): the first; the rest once
 a program looks up the names it was given, and for that process's later listings; a
-listing the kernel keeps is to be dropped then."""
+listing the kernel keeps is to be dropped when another program than its reader looks
+its names up."""
 
 from __future__ import annotations
 
@@ -23,9 +24,8 @@ def test_a_program_that_looks_up_what_it_was_given_gets_attributes_from_then_on(
     pages = ListingPages()
     assert pages.with_attributes(FOLDER, 0, GLIB)
     assert not pages.with_attributes(FOLDER, 512, GLIB)  # read before its first stat
-    looked = [pages.looked_up(FOLDER, GLIB) for _ in range(STATS)]
-    assert looked == [False] * (STATS - 1) + [True]  # once: then a kept listing is dropped
-    assert not pages.looked_up(FOLDER, GLIB)
+    # Its own listing's names: it has them (the kernel keeps nothing to drop).
+    assert not any(pages.looked_up(FOLDER, GLIB) for _ in range(STATS + 1))
     assert pages.with_attributes(FOLDER, 1300, GLIB)
     # Another thread of it reads on: the folder's listing carries attributes.
     assert pages.with_attributes(FOLDER, 2100, GLIB + 1)
@@ -41,3 +41,12 @@ def test_lookups_in_a_folder_listed_with_attributes_count_for_nothing() -> None:
     assert not any(pages.looked_up(FOLDER, LS) for _ in range(2 * STATS))
     pages.forget(FOLDER)
     assert not pages.looked_up(FOLDER, LS)
+
+
+def test_another_program_stating_its_way_through_a_kept_listing_has_it_dropped() -> None:
+    pages = ListingPages()
+    assert pages.with_attributes(FOLDER, 0, LS)
+    assert not pages.with_attributes(FOLDER, 512, LS)  # ls: names, kept by the kernel
+    looked = [pages.looked_up(FOLDER, LS + 1) for _ in range(STATS)]  # then ls -l
+    assert looked == [False] * (STATS - 1) + [True]
+    assert pages.with_attributes(FOLDER, 4096, LS + 1)  # what it reads next

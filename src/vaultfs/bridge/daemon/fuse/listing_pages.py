@@ -16,9 +16,11 @@ What is decided here, with what the mount sees of each directory and process:
   names-only page) carries attributes from then on, and so do the later listings of
   that process (the program stats what it lists: GNOME Files, ``ls -l``, ``rsync``);
   ``ls`` and ``find`` of a big folder stay names;
-- where the kernel keeps such a listing whole (``ls``, then ``ls -l``: the second reads
-  the names the first left in the kernel), ``looked_up`` says so, and the caller drops
-  it, so that the rest is asked for again and comes with attributes.
+- where another program than the one that read it looks it up (``ls``, then ``ls -l``:
+  the second reads the names the first left in the kernel), ``looked_up`` says so, and
+  the caller drops the listing the kernel keeps, so that the rest is asked for again
+  and comes with attributes. The program that read it looking its names up (``find``
+  going into each folder it listed) has them all already: that listing stays.
 """
 
 from __future__ import annotations
@@ -38,8 +40,9 @@ _PROCESSES = 256
 
 class ListingPages:
     def __init__(self) -> None:
-        #: directory inode -> lookups in it since its listing's last names-only page
-        self._named: dict[int, int] = {}
+        #: directory inode -> (lookups in it since its listing's last names-only page,
+        #: the process that read that page)
+        self._named: dict[int, tuple[int, int | None]] = {}
         #: directories whose listing under way carries attributes
         self._with_attributes: set[int] = set()
         #: processes that stat what they list
@@ -54,23 +57,25 @@ class ListingPages:
             return True
         if ino in self._with_attributes or (pid is not None and pid in self._stating):
             return True
-        self._named.setdefault(ino, 0)
+        self._named[ino] = (self._named.get(ino, (0, None))[0], pid)
         return False
 
     def looked_up(self, parent: int, pid: int | None) -> bool:
         """A name was looked up in ``parent``: True when that made its listing one that
-        carries attributes (a listing the kernel keeps of it is then best dropped)."""
-        count = self._named.get(parent)
-        if count is None:
+        carries attributes and the process is not the one that read its names (a
+        listing the kernel keeps of it is then best dropped)."""
+        named = self._named.get(parent)
+        if named is None:
             return False
+        count, reader = named
         if count + 1 < STATS:
-            self._named[parent] = count + 1
+            self._named[parent] = (count + 1, reader)
             return False
         del self._named[parent]
         self._with_attributes.add(parent)
         if pid is not None:
             self._stating[pid] = None
-        return True
+        return pid != reader
 
     def forget(self, ino: int) -> None:
         """The kernel forgot directory ``ino``."""
