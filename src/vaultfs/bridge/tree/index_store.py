@@ -446,7 +446,10 @@ class Records(Mapping[int, Record]):
     recently used kept in memory (bounded, like the content cache); and each document's
     times alone (``times``), which a listing's attributes need of many documents."""
 
-    def __init__(self, store: IndexStore, size: int = 4096, times: int = 65536) -> None:
+    def __init__(self, store: IndexStore, size: int = 4096, times: int = 8192) -> None:
+        """``size`` records and ``times`` documents' times kept in memory: times are read
+        128 at a time in a folder's order (``times_from``), and a listing's page needs
+        512; more held 24 MiB at 65,536 and spared no query."""
         self._store = store
         self._cache: LRUCache[int, Record] = LRUCache(maxsize=size)
         self._times: LRUCache[int, Times] = LRUCache(maxsize=times)
