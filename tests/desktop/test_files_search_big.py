@@ -23,9 +23,9 @@ pytestmark = MARKS
 
 #: documents made in bulk: without the share, the search would cost a call each. The
 #: walk crawls every document's folder and sub-folders (about 100,000 directories
-#: here). It took more than 600 s under load while GNOME Files looked up each entry of
-#: the folder it had listed; with the listing's attributes (``plus_names``) 39 s in all
-#: on a quiet machine, the bulk create included. The speed of big walks is the
+#: here). An earlier build was still searching after 600 s under load; with the
+#: listing's attributes (``plus_names``) and the times read from the folder index, 39 s
+#: in all on a quiet machine, the bulk create included. The speed of big walks is the
 #: bench's (``./run bench --only walk``, the scale workload's find and GNOME Files rows)
 COUNT = 20_000
 #: the document searched for, the last made
