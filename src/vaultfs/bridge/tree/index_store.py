@@ -87,7 +87,7 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
     # 4 -> 5: the times in the folder index too, so that the lookups of a folder's
     # documents one after another read them a page at a time from the index's dense
     # pages (``times_from``), not a row each (a record's page, cold after a reboot:
-    # 68 % of the daemon's CPU in GNOME Files listing a folder of 100,000).
+    # 68 % of the daemon's CPU in ``gio list`` of a folder of 100,000).
     4: (
         "DROP INDEX folder_names",
         "CREATE INDEX folder_names"

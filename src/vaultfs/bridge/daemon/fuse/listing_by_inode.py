@@ -92,7 +92,7 @@ class ListingsByInode:
             self.pages.forget(ino)
 
     def looked_up(self, parent: int, pid: int | None) -> None:
-        """A name was looked up in ``parent``: where that shows a program stating its
+        """A name was looked up in ``parent``: where that shows a program that stats its
         way through a listing the kernel keeps whole, the kept listing is dropped, so
         that its next read reaches the mount and gets attributes."""
         if self.pages is not None and self.pages.looked_up(parent, pid) and kept.get(parent):

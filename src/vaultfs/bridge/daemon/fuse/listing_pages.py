@@ -33,7 +33,7 @@ __all__ = ["STATS", "ListingPages"]
 #: attributes: more than a person opening a few files of a big folder, fewer than the
 #: entries a program stats before it reads its next page
 STATS = 16
-#: processes remembered as stating what they list (GNOME Files' worker threads, a
+#: processes remembered as ones that stat what they list (GNOME Files' worker threads, a
 #: shell's ``ls -l``); the least recently seen go
 _PROCESSES = 256
 
@@ -46,7 +46,7 @@ class ListingPages:
         #: directories whose listing under way carries attributes
         self._with_attributes: set[int] = set()
         #: processes that stat what they list
-        self._stating: LRUCache[int, None] = LRUCache(maxsize=_PROCESSES)
+        self._statters: LRUCache[int, None] = LRUCache(maxsize=_PROCESSES)
 
     def with_attributes(self, ino: int, start: int, pid: int | None) -> bool:
         """Whether the page of directory ``ino`` from position ``start``, read by
@@ -55,7 +55,7 @@ class ListingPages:
             self._with_attributes.discard(ino)
             self._named.pop(ino, None)
             return True
-        if ino in self._with_attributes or (pid is not None and pid in self._stating):
+        if ino in self._with_attributes or (pid is not None and pid in self._statters):
             return True
         self._named[ino] = (self._named.get(ino, (0, None))[0], pid)
         return False
@@ -74,7 +74,7 @@ class ListingPages:
         del self._named[parent]
         self._with_attributes.add(parent)
         if pid is not None:
-            self._stating[pid] = None
+            self._statters[pid] = None
         return pid != reader
 
     def forget(self, ino: int) -> None:
