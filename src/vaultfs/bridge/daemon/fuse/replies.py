@@ -1,7 +1,8 @@
 """The core's answers in pyfuse3's types: an ``Attr`` as ``EntryAttributes``, the
 file system's numbers as ``StatvfsData``, and a listing's part as readdir replies; and
-the stand-in entry of a name event's delete. A READDIR (``token.plus`` false) is
-answered with names, inode numbers and types only (``reply_plain``)."""
+the stand-in entry of a name event's delete. A READDIR (``token.plus`` false), and a
+page of a READDIRPLUS the mount gives no attributes (``listing_pages``), is answered
+with names, inode numbers and types only (``reply_plain``)."""
 
 from __future__ import annotations
 
@@ -77,8 +78,9 @@ def is_plain(token: pyfuse3.ReaddirToken) -> bool:
 
 
 def reply_plain(core: FileSystem, fh: int, start: int, token: pyfuse3.ReaddirToken) -> bool:
-    """Answer a plain READDIR from position ``start`` of listing ``fh``, as many entries
-    as fit; True when the listing ended before the reply was full."""
+    """Answer a plain READDIR, or a READDIRPLUS names only, from position ``start`` of
+    listing ``fh``, as many entries as fit; True when the listing ended before the
+    reply was full."""
     for next_id, name, ino, kind in plain_entries(core.handles.dir(fh), core.inodes, start):
         if not pyfuse3.readdir_reply_plain(token, os.fsencode(name), ino, kind, next_id):
             return False
