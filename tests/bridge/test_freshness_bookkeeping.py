@@ -31,11 +31,13 @@ def test_a_documents_inodes_are_told_once_each_until_forgotten() -> None:
     assert sorted(i for i in invalidated if i != ROOT_INODE) == [doc_ino, source_ino]
 
     invalidated.clear()
+    inodes.forget(source_ino, 1)  # as ``FileSystem.forget``: the table, then this
     freshness.forgotten(source_ino, source)
     freshness.document_changed(7)
     assert [i for i in invalidated if i != ROOT_INODE] == [doc_ino]
 
     invalidated.clear()
+    inodes.forget(doc_ino, 1)
     freshness.forgotten(doc_ino, doc)
     freshness.document_changed(7)
     assert [i for i in invalidated if i != ROOT_INODE] == []

@@ -1,8 +1,10 @@
-"""Inodes: stable while referenced, freed on the last forget, never reused."""
+"""Inodes: stable while referenced, freed on the last forget; a document's own nodes
+numbered from its id, every other number never reused."""
 
 from __future__ import annotations
 
 from vaultfs.bridge.fs.inodes import ROOT_INODE, InodeTable
+from vaultfs.bridge.tree import keys
 
 
 def test_inodes_are_stable_counted_and_freed_on_forget() -> None:
@@ -16,8 +18,11 @@ def test_inodes_are_stable_counted_and_freed_on_forget() -> None:
     assert table.key(ino) == ("doc", 1)
     table.forget(ino, 1)
     assert table.key(ino) is None
-    again = table.lookup(("doc", 1))
-    assert again != ino  # numbers are never reused within a mount
+    assert table.lookup(("doc", 1)) == ino  # a document's node: numbered from its id
+    version = table.lookup(("ver", 1, 0, 1))
+    table.forget(version, 1)
+    assert table.key(version) is None
+    assert table.lookup(("ver", 1, 0, 1)) != version  # any other: never reused
 
 
 def test_root_survives_forget() -> None:
@@ -53,3 +58,31 @@ def test_the_roots_count_goes_up_and_down_and_never_frees_it() -> None:
     assert table.lookups(ROOT_INODE) == 1
     table.forget(ROOT_INODE, 1)
     assert table.lookups(ROOT_INODE) == 0 and table.key(ROOT_INODE) == ("root",)
+
+
+def test_a_documents_own_nodes_cost_one_entry_and_are_told_while_held() -> None:
+    """A walk holds a document's directory and its four sub-directories: the table
+    keeps one int for them, gives each its own number, and says which the kernel holds."""
+    table = InodeTable(("root",))
+    own = [keys.document(7), keys.versions(7), keys.renditions(7), keys.attachments(7),
+           keys.relationships(7), keys.source(7), keys.events(7)]  # fmt: skip
+    inos = [table.lookup(key) for key in own]
+    assert len(set(inos)) == len(own) and len(table) == 1 + len(own)
+    assert [table.key(ino) for ino in inos] == own
+    assert all(InodeTable.of_document(ino) for ino in inos)
+    assert table.key(inos[-1] + 1) is None  # the block's spare place: nothing
+    assert table.lookup(keys.document(8)) not in inos
+    assert sorted(table.document_nodes(7)) == sorted(inos)
+
+    table.inode(keys.version(7, 0, 1))  # a version's directory: counted out
+    assert not InodeTable.of_document(table.known(keys.version(7, 0, 1)) or 0)
+    table.forget(inos[1], 1)
+    assert table.key(inos[1]) is None and table.known(keys.versions(7)) is None
+    assert table.lookups(inos[1]) == 0 and inos[1] not in table.document_nodes(7)
+    unheld = table.inode(keys.versions(7))  # numbered again, not held: not told
+    assert unheld == inos[1] and unheld not in table.document_nodes(7)
+    for ino in inos:
+        table.forget(ino, 1)
+    table.forget(unheld, 0)
+    assert table.document_nodes(7) == [] and len(table) == 3  # root, 8, the version
+    assert table.peak == 10

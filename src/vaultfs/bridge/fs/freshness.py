@@ -120,8 +120,9 @@ class Freshness:
         #: inode -> (parent inode, name) the kernel was last given it under. A node has
         #: one path at a time, so one name per inode (a name it had before is stale)
         self._names: dict[int, tuple[int, str]] = {}
-        #: document id -> its inodes the kernel knows (a few each: a tuple is the
-        #: smallest container, 56 bytes less than a list a walk grows one by one)
+        #: document id -> its inodes the kernel knows other than its own nodes, which
+        #: the inode table keeps (``InodeTable.document_nodes``): its versions' and
+        #: renditions' nodes (a few each: a tuple is the smallest container)
         self._by_doc: dict[int, tuple[int, ...]] = {}
         #: folder inodes the kernel knows (the root, types, subtypes, classifications)
         self._folders: set[int] = {ROOT_INODE}
@@ -184,7 +185,7 @@ class Freshness:
             self._links.add(ino)
         if key.kind in FOLDERS:
             self._folders.add(ino)
-        elif (doc_id := self._document_of(key)) is not None:
+        elif (doc_id := self._document_of(key)) is not None and not self._inodes.of_document(ino):
             inos = self._by_doc.get(doc_id, ())
             if ino not in inos:
                 self._by_doc[doc_id] = (*inos, ino)
@@ -298,7 +299,7 @@ class Freshness:
 
     def document_changed(self, doc_id: int) -> None:
         """The index saw ``doc_id`` change, appear or leave (an ``on_change`` callback)."""
-        for ino in self._by_doc.get(doc_id, ()):
+        for ino in (*self._inodes.document_nodes(doc_id), *self._by_doc.get(doc_id, ())):
             self.invalidate_attr(ino)
         if self._folders_told != self._generation():
             # A folder's mtime is its newest document's: once per batch of changes.
@@ -365,7 +366,7 @@ class Freshness:
         pending, self._pending = self._pending, set()
         inos = set(self._in_folders) | self._folders
         for doc_id in pending:
-            inos.update(self._by_doc.get(doc_id, ()))
+            inos.update(self._inodes.document_nodes(doc_id), self._by_doc.get(doc_id, ()))
         for count, ino in enumerate(sorted(inos)):
             if count % _BATCH == _BATCH - 1:
                 await trio.lowlevel.checkpoint()  # a big folder: let requests in between

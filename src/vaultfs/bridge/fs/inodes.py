@@ -3,18 +3,58 @@
 A node key (``tree.nodes``) names a node of the tree. A key keeps its inode number
 while the kernel holds a reference (lookup count above zero); the number is freed when
 the kernel forgets the last reference, never on unlink, so an open file keeps working
-after its document leaves the tree. Numbers are never reused
-within one mount, so a stale kernel reference can never reach a different node.
+after its document leaves the tree.
+
+Two ranges of numbers. A document's own nodes (its directory, its four
+sub-directories, its source file and ``.events.jsonl``) are numbered from its id, in a
+block of eight above ``_DOCUMENTS``: the number is the node's for the whole mount, and
+the table keeps only which of them are numbered, one small int per document, rather
+than two dict entries and a key per node (a walk holds five nodes of each document it
+enters: 200,000 nodes cost 40 MiB of dicts kept one by one). Every other node is
+counted out one by one below that, and its number is never reused within one mount, so
+a stale kernel reference can never reach a different node; a document node's number
+stands for the same node each time it is given.
 """
 
 from __future__ import annotations
 
-from vaultfs.bridge.tree.nodes import NodeKey
+from collections.abc import Callable
+
+from vaultfs.bridge.tree import keys
+from vaultfs.bridge.tree.nodes import Kind, NodeKey
 
 __all__ = ["ROOT_INODE", "InodeTable"]
 
 #: FUSE's root inode number
 ROOT_INODE = 1
+
+#: a document's own nodes, by their place in its block (``keys``' constructors)
+_MEMBERS: tuple[tuple[str, Callable[[int], NodeKey]], ...] = (
+    (Kind.DOC, keys.document),
+    (Kind.VERS, keys.versions),
+    (Kind.RENDS, keys.renditions),
+    (Kind.ATTS, keys.attachments),
+    (Kind.RELS, keys.relationships),
+    (Kind.SRC, keys.source),
+    (Kind.EVENTS, keys.events),
+)
+_PLACE: dict[str | int, int] = {kind: place for place, (kind, _) in enumerate(_MEMBERS)}
+_BLOCK = 8
+#: the first number of the documents' blocks, above any number counted out one by one
+_DOCUMENTS = 1 << 40
+#: the highest document id numbered from its id (a larger one is counted out)
+_MAX_DOC_ID = ((1 << 63) - _DOCUMENTS) // _BLOCK - 1
+
+
+def _member(key: NodeKey) -> tuple[int, int] | None:
+    """(document id, place in its block) of a document's own node, else None."""
+    if len(key) != 2:
+        return None
+    place = _PLACE.get(key[0])
+    doc_id = key[1]
+    if place is None or type(doc_id) is not int or not 0 <= doc_id <= _MAX_DOC_ID:
+        return None
+    return doc_id, place
 
 
 class InodeTable:
@@ -22,28 +62,42 @@ class InodeTable:
         self._next = ROOT_INODE + 1
         self._by_key: dict[NodeKey, int] = {root_key: ROOT_INODE}
         self._by_inode: dict[int, NodeKey] = {ROOT_INODE: root_key}
-        #: lookup counts other than 1 of the inodes in ``_by_inode`` (0: numbered, not
-        #: held). After a walk nearly every inode is held once: keeping only the other
-        #: counts saves a third of the table (a dict entry per inode, 5 MiB for 90,000).
+        #: document id -> the places of its block that are numbered (bit ``place``)
+        self._members: dict[int, int] = {}
+        self._numbered_members = 0
+        #: lookup counts other than 1 of the numbered inodes (0: numbered, not held).
+        #: After a walk nearly every inode is held once: keeping only the other counts
+        #: saves a dict entry per inode.
         self._counts: dict[int, int] = {ROOT_INODE: 0}
         #: the most inodes numbered at once (the kernel forgets names it is told to
         #: only between requests: a walk may hold more than ``max_inodes`` for a while)
         self.peak = 1
 
     def __len__(self) -> int:
-        return len(self._by_inode)
+        return len(self._by_inode) + self._numbered_members
 
     def inode(self, key: NodeKey) -> int:
         """The inode of ``key``, allocating one when it has none (no reference taken)."""
-        ino = self._by_key.get(key)
-        if ino is None:
-            ino = self._next
+        member = _member(key)
+        if member is not None:
+            doc_id, place = member
+            ino = _DOCUMENTS + doc_id * _BLOCK + place
+            numbered = self._members.get(doc_id, 0)
+            if not numbered >> place & 1:
+                self._members[doc_id] = numbered | 1 << place
+                self._numbered_members += 1
+                self._counts[ino] = 0
+                self.peak = max(self.peak, len(self))
+            return ino
+        counted = self._by_key.get(key)
+        if counted is None:
+            counted = self._next
             self._next += 1
-            self._by_key[key] = ino
-            self._by_inode[ino] = key
-            self._counts[ino] = 0
-            self.peak = max(self.peak, len(self._by_inode))
-        return ino
+            self._by_key[key] = counted
+            self._by_inode[counted] = key
+            self._counts[counted] = 0
+            self.peak = max(self.peak, len(self))
+        return counted
 
     def lookup(self, key: NodeKey) -> int:
         """The inode of ``key``, counting one kernel reference to it."""
@@ -53,19 +107,51 @@ class InodeTable:
 
     def known(self, key: NodeKey) -> int | None:
         """The inode of ``key`` when it has one (held or not), else None; allocates none."""
-        return self._by_key.get(key)
+        member = _member(key)
+        if member is None:
+            return self._by_key.get(key)
+        doc_id, place = member
+        if self._members.get(doc_id, 0) >> place & 1:
+            return _DOCUMENTS + doc_id * _BLOCK + place
+        return None
 
     def held(self, key: NodeKey) -> int | None:
         """The inode of ``key`` when the kernel holds a reference to it, else None."""
-        ino = self._by_key.get(key)
+        ino = self.known(key)
         return ino if ino is not None and self.lookups(ino) > 0 else None
 
     def key(self, ino: int) -> NodeKey | None:
         """The node an inode stands for, None when it was freed (or never existed)."""
-        return self._by_inode.get(ino)
+        if ino < _DOCUMENTS:
+            return self._by_inode.get(ino)
+        doc_id, place = divmod(ino - _DOCUMENTS, _BLOCK)
+        if place < len(_MEMBERS) and self._members.get(doc_id, 0) >> place & 1:
+            return _MEMBERS[place][1](doc_id)
+        return None
+
+    def document_nodes(self, doc_id: int) -> list[int]:
+        """The inodes of the document's own nodes the kernel holds (``_MEMBERS``)."""
+        numbered = self._members.get(doc_id, 0)
+        base = _DOCUMENTS + doc_id * _BLOCK
+        return [
+            base + place
+            for place in range(len(_MEMBERS))
+            if numbered >> place & 1 and self._counts.get(base + place, 1) > 0
+        ]
+
+    @staticmethod
+    def of_document(ino: int) -> bool:
+        """Whether ``ino`` is one of a document's own nodes (``document_nodes`` has it)."""
+        return ino >= _DOCUMENTS
+
+    def _numbered(self, ino: int) -> bool:
+        if ino < _DOCUMENTS:
+            return ino in self._by_inode
+        doc_id, place = divmod(ino - _DOCUMENTS, _BLOCK)
+        return bool(self._members.get(doc_id, 0) >> place & 1)
 
     def lookups(self, ino: int) -> int:
-        if ino not in self._by_inode:
+        if not self._numbered(ino):
             return 0
         return self._counts.get(ino, 1)
 
@@ -85,6 +171,16 @@ class InodeTable:
             self._counts[ino] = 0
             return
         self._counts.pop(ino, None)
+        if ino >= _DOCUMENTS:
+            doc_id, place = divmod(ino - _DOCUMENTS, _BLOCK)
+            numbered = self._members.get(doc_id, 0)
+            if numbered >> place & 1:
+                self._numbered_members -= 1
+                if numbered == 1 << place:
+                    del self._members[doc_id]
+                else:
+                    self._members[doc_id] = numbered & ~(1 << place)
+            return
         key = self._by_inode.pop(ino, None)
         if key is not None and self._by_key.get(key) == ino:
             del self._by_key[key]
