@@ -108,16 +108,15 @@ class Link:
         return int(self.records[0]["id"])
 
 
-@dataclass(slots=True)
-class _Cached:
-    #: version_modified_date__v of the document the records were read for
-    stamp: Any
-    records: Sequence[Record]
-
-
-#: the records of every document without relationships (most of them: one tuple shared
-#: rather than an empty list each)
+#: the records of every document without relationships (most of them: kept for none)
 _NO_RECORDS: tuple[Record, ...] = ()
+
+
+def _stamp_of(modified: Any) -> int:
+    """What is kept of a document's version_modified_date__v to tell that it changed:
+    its hash, not the text (every document of the vault has one once any
+    ``relationships/`` is listed: 100,000 strings were 7 MiB)."""
+    return hash(modified)
 
 
 class _Versions(Protocol):
@@ -144,8 +143,10 @@ class Relationships:
     def __init__(self, tree: TreeView, client: VaultApi) -> None:
         self._tree = tree
         self._client = client
-        #: document id -> its outgoing relationship records
-        self._by_doc: dict[int, _Cached] = {}
+        #: document id -> the stamp (``_stamp_of``) of the document its relationships
+        #: were read for, and its outgoing relationship records where it has any
+        self._stamps: dict[int, int] = {}
+        self._records: dict[int, Sequence[Record]] = {}
         #: whether the vault offers the cross-document listing (None: not asked yet)
         self.listing_offered: bool | None = None
         self._load_lock = trio.Lock()
@@ -183,20 +184,32 @@ class Relationships:
 
     # --- the records ---------------------------------------------------------------
 
-    def _stamp(self, doc_id: int) -> Any:
-        return self._tree.record(doc_id).get("version_modified_date__v")
+    def _stamp(self, doc_id: int) -> int:
+        return _stamp_of(self._tree.record(doc_id).get("version_modified_date__v"))
+
+    def _kept(self, doc_id: int) -> Sequence[Record] | None:
+        """The records kept of ``doc_id`` when they were read for it as it is now."""
+        stamp = self._stamps.get(doc_id)
+        if stamp is None or stamp != self._stamp(doc_id):
+            return None
+        return self._records.get(doc_id, _NO_RECORDS)
+
+    def _keep(self, doc_id: int, stamp: int, records: Sequence[Record]) -> None:
+        self._stamps[doc_id] = stamp
+        if records:
+            self._records[doc_id] = records
+        else:
+            self._records.pop(doc_id, None)
 
     async def records(self, doc_id: int) -> Sequence[Record]:
         """The relationship records whose source is a version of ``doc_id``."""
-        stamp = self._stamp(doc_id)
-        cached = self._by_doc.get(doc_id)
-        if cached is not None and cached.stamp == stamp:
-            return cached.records
+        kept = self._kept(doc_id)
+        if kept is not None:
+            return kept
         if self.listing_offered is not False:
             await self._load_all()
             if self.listing_offered:
-                cached = self._by_doc.get(doc_id)
-                return cached.records if cached is not None else _NO_RECORDS
+                return self._records.get(doc_id, _NO_RECORDS)
         return await self._load_one(doc_id)
 
     async def _load_all(self) -> None:
@@ -204,13 +217,8 @@ class Relationships:
         record's modification date at the time of the read."""
         async with self._load_lock:
             # The modification dates from the index's column: no record is read.
-            stamps = dict(self._tree.index.store.stamps())
-            stale = [
-                d
-                for d, stamp in stamps.items()
-                if (c := self._by_doc.get(d)) is None or c.stamp != stamp
-            ]
-            if not stale:
+            stamps = {d: _stamp_of(m) for d, m in self._tree.index.store.stamps()}
+            if all(self._stamps.get(d) == stamp for d, stamp in stamps.items()):
                 return  # another task loaded while this one waited
             grouped: dict[int, list[Record]] = {}
             start = 0
@@ -233,16 +241,16 @@ class Relationships:
                 raise
             self.listing_offered = True
             log.debug("read %d relationship(s) of %d document(s)", start, len(grouped))
-            self._by_doc = {d: _Cached(s, grouped.get(d, _NO_RECORDS)) for d, s in stamps.items()}
+            self._stamps, self._records = stamps, dict(grouped)
 
     async def _load_one(self, doc_id: int) -> Sequence[Record]:
         """One document's relationships from the per-version listing (one call per
         version that can hold them)."""
         async with self._doc_locks.hold(doc_id):
+            kept = self._kept(doc_id)
+            if kept is not None:
+                return kept
             stamp = self._stamp(doc_id)
-            cached = self._by_doc.get(doc_id)
-            if cached is not None and cached.stamp == stamp:
-                return cached.records
             versions = (await self._tree.details(doc_id)).versions
             records: list[Record] = []
             for major, minor in versions:
@@ -252,13 +260,13 @@ class Relationships:
                         record
                     ) == (major, minor):
                         records.append(record)
-            self._by_doc[doc_id] = _Cached(stamp, records)
+            self._keep(doc_id, stamp, records)
             return records
 
     def learned(self, doc_id: int, records: list[Record]) -> None:
         """This mount changed the document's relationships (and reloaded its record):
         keep what it knows now rather than reading it again."""
-        self._by_doc[doc_id] = _Cached(self._stamp(doc_id), records)
+        self._keep(doc_id, self._stamp(doc_id), records)
 
     async def links(self, doc_id: int, relationship_type: str | None = None) -> list[Link]:
         """The document's links (of one type), oldest relationship first."""
