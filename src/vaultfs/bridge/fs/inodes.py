@@ -42,8 +42,9 @@ _PLACE: dict[str | int, int] = {kind: place for place, (kind, _) in enumerate(_M
 _BLOCK = 8
 #: the first number of the documents' blocks, above any number counted out one by one
 _DOCUMENTS = 1 << 40
-#: the highest document id numbered from its id (a larger one is counted out)
-_MAX_DOC_ID = ((1 << 63) - _DOCUMENTS) // _BLOCK - 1
+#: the highest document id numbered from its id (a larger one is counted out): the
+#: blocks end below 2**61, under the stand-ins' numbers (``daemon.name_events``, 2**62)
+_MAX_DOC_ID = ((1 << 61) - _DOCUMENTS) // _BLOCK - 1
 
 
 def _member(key: NodeKey) -> tuple[int, int] | None:
