@@ -38,7 +38,7 @@ _MEMBERS: tuple[tuple[str, Callable[[int], NodeKey]], ...] = (
     (Kind.SRC, keys.source),
     (Kind.EVENTS, keys.events),
 )
-_PLACE: dict[str | int, int] = {kind: place for place, (kind, _) in enumerate(_MEMBERS)}
+_PLACE: dict[str, int] = {kind: place for place, (kind, _) in enumerate(_MEMBERS)}
 _BLOCK = 8
 #: the first number of the documents' blocks, above any number counted out one by one
 _DOCUMENTS = 1 << 40
@@ -49,13 +49,13 @@ _MAX_DOC_ID = ((1 << 61) - _DOCUMENTS) // _BLOCK - 1
 
 def _member(key: NodeKey) -> tuple[int, int] | None:
     """(document id, place in its block) of a document's own node, else None."""
-    if len(key) != 2:
+    key = keys.typed(key)
+    if not key.OF_DOCUMENT or len(key) != 2:
         return None
-    place = _PLACE.get(key[0])
-    doc_id = key[1]
-    if place is None or type(doc_id) is not int or not 0 <= doc_id <= _MAX_DOC_ID:
+    place = _PLACE.get(key.kind)
+    if place is None or not 0 <= key.doc_id <= _MAX_DOC_ID:
         return None
-    return doc_id, place
+    return key.doc_id, place
 
 
 class InodeTable:
