@@ -58,6 +58,16 @@ def _member(key: NodeKey) -> tuple[int, int] | None:
     return key.doc_id, place
 
 
+def _number(doc_id: int, place: int) -> int:
+    """The inode number of a document's own node."""
+    return _DOCUMENTS + doc_id * _BLOCK + place
+
+
+def _place(ino: int) -> tuple[int, int]:
+    """(document id, place in its block) of a number at or above ``_DOCUMENTS``."""
+    return divmod(ino - _DOCUMENTS, _BLOCK)
+
+
 class InodeTable:
     def __init__(self, root_key: NodeKey) -> None:
         self._next = ROOT_INODE + 1
@@ -82,7 +92,7 @@ class InodeTable:
         member = _member(key)
         if member is not None:
             doc_id, place = member
-            ino = _DOCUMENTS + doc_id * _BLOCK + place
+            ino = _number(doc_id, place)
             numbered = self._members.get(doc_id, 0)
             if not numbered >> place & 1:
                 self._members[doc_id] = numbered | 1 << place
@@ -113,7 +123,7 @@ class InodeTable:
             return self._by_key.get(key)
         doc_id, place = member
         if self._members.get(doc_id, 0) >> place & 1:
-            return _DOCUMENTS + doc_id * _BLOCK + place
+            return _number(doc_id, place)
         return None
 
     def held(self, key: NodeKey) -> int | None:
@@ -125,7 +135,7 @@ class InodeTable:
         """The node an inode stands for, None when it was freed (or never existed)."""
         if ino < _DOCUMENTS:
             return self._by_inode.get(ino)
-        doc_id, place = divmod(ino - _DOCUMENTS, _BLOCK)
+        doc_id, place = _place(ino)
         if place < len(_MEMBERS) and self._members.get(doc_id, 0) >> place & 1:
             return _MEMBERS[place][1](doc_id)
         return None
@@ -133,11 +143,10 @@ class InodeTable:
     def document_nodes(self, doc_id: int) -> list[int]:
         """The inodes of the document's own nodes the kernel holds (``_MEMBERS``)."""
         numbered = self._members.get(doc_id, 0)
-        base = _DOCUMENTS + doc_id * _BLOCK
         return [
-            base + place
+            _number(doc_id, place)
             for place in range(len(_MEMBERS))
-            if numbered >> place & 1 and self._counts.get(base + place, 1) > 0
+            if numbered >> place & 1 and self._counts.get(_number(doc_id, place), 1) > 0
         ]
 
     @staticmethod
@@ -148,7 +157,7 @@ class InodeTable:
     def _numbered(self, ino: int) -> bool:
         if ino < _DOCUMENTS:
             return ino in self._by_inode
-        doc_id, place = divmod(ino - _DOCUMENTS, _BLOCK)
+        doc_id, place = _place(ino)
         return bool(self._members.get(doc_id, 0) >> place & 1)
 
     def lookups(self, ino: int) -> int:
@@ -173,7 +182,7 @@ class InodeTable:
             return
         self._counts.pop(ino, None)
         if ino >= _DOCUMENTS:
-            doc_id, place = divmod(ino - _DOCUMENTS, _BLOCK)
+            doc_id, place = _place(ino)
             numbered = self._members.get(doc_id, 0)
             if numbered >> place & 1:
                 self._numbered_members -= 1
