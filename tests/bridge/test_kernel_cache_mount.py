@@ -138,6 +138,27 @@ def test_a_program_that_reads_many_names_before_it_stats_them_gets_their_attribu
     assert lookups < 1000, (before, after)
 
 
+def test_a_document_folder_is_listed_with_two_requests_at_most(
+    deleting_mount: MountProcess, api: httpx.Client
+) -> None:
+    """A file manager counting the items of every document folder lists each once: the
+    kernel asks for the listing, then once more where the answer ended (answered
+    empty, without making the listing again where the kernel keeps listings), and
+    never more. Every way lists the same names, again after the kernel kept them."""
+    bulk_create(api, 40)
+    deleting_mount.refresh()
+    general = deleting_mount.mountpoint / "General"
+    folders = sorted(path for path in general.iterdir() if path.name.startswith("bulk "))
+    assert len(folders) == 40
+    before = deleting_mount.status()["fuse_requests"]
+    first = [sorted(os.listdir(folder)) for folder in folders]
+    after = deleting_mount.status()["fuse_requests"]
+    assert all({"versions", "renditions", "attachments"} <= set(names) for names in first)
+    assert [sorted(os.listdir(folder)) for folder in folders] == first
+    readdirs = after.get("readdir", 0) - before.get("readdir", 0)
+    assert readdirs <= 2 * len(folders), (before, after)
+
+
 def test_another_clients_documents_are_listed_after_a_poll(
     deleting_mount: MountProcess, api: httpx.Client
 ) -> None:

@@ -103,9 +103,10 @@ class FileSystem:
         """The attributes of node ``key`` (inode ``ino``)."""
         attr = await self.registry.of(key).attributes(self.parts, key, ino)
         # Nothing announces changes of the mount's own nodes: short timeouts. A scratch
-        # file stays one for the kernel after it became a document's source file.
-        given = self.inodes.key(ino) or ROOT
-        if self.registry.is_local(key) or self.registry.is_local(given):
+        # file stays one for the kernel after it became a document's source file (a
+        # document's own number is never a local node's).
+        local = self.registry.is_local
+        if local(key) or (not self.inodes.of_document(ino) and local(self.inodes.key(ino) or ROOT)):
             fixed = isinstance(key, ControlKey) and key.fixed
             self.parts.attributes.local(attr, fixed=fixed)
         return attr

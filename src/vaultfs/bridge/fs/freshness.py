@@ -174,24 +174,27 @@ class Freshness:
         if len(self._inodes) > self._max_inodes:
             self._let_go()
         key = typed(key)
-        if key.kind == Kind.SCRATCH and parent in self._folders:
+        kind = key.kind
+        if kind == Kind.SCRATCH and parent in self._folders:
             self._new_files[ino] = (parent, name)
-        if self._is_local(key) or key.kind in key.SHARED_KINDS:
+        if self._is_local(key) or kind in key.SHARED_KINDS:
             return
         if key.is_answer:
             self._seen_in_answer(parent, key, name, ino)
             return
-        if key.kind in key.LINK_KINDS:
+        if kind in key.LINK_KINDS:
             self._links.add(ino)
-        if key.kind in FOLDERS:
+        if kind in FOLDERS:
             self._folders.add(ino)
-        elif (doc_id := self._document_of(key)) is not None and not self._inodes.of_document(ino):
-            inos = self._by_doc.get(doc_id, ())
+        elif key.OF_DOCUMENT and not self._inodes.of_document(ino):
+            inos = self._by_doc.get(key.doc_id, ())
             if ino not in inos:
-                self._by_doc[doc_id] = (*inos, ino)
-        parent_key = self._inodes.key(parent)
-        if key.kind in DOC_DIRS or (parent_key is not None and parent_key.kind in FIXED_DIRS):
+                self._by_doc[key.doc_id] = (*inos, ino)
+        if kind in DOC_DIRS:
             return  # a name that never changes: nothing to check, nothing to keep
+        parent_key = self._inodes.key(parent)
+        if parent_key is not None and parent_key.kind in FIXED_DIRS:
+            return
         before = self._names.get(ino)
         if before != (parent, name):
             self._names[ino] = (parent, name)

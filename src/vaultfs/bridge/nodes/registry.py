@@ -51,11 +51,11 @@ class Registry:
 
     def is_file(self, key: NodeKey) -> bool:
         key = typed(key)
-        return self.of(key).is_file(key)
+        return self._families[type(key)].is_file(key)
 
     def is_local(self, key: NodeKey) -> bool:
         key = typed(key)
-        return self.of(key).is_local(key)
+        return self._families[type(key)].is_local(key)
 
     def step(self, paths: DisplayPaths, key: NodeKey) -> tuple[NodeKey, str] | None:
         """(parent, name) of ``key`` for a path (``fs.paths.DisplayPaths``' step)."""

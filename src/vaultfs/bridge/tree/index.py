@@ -95,7 +95,7 @@ class DocumentIndex:
         self._share_lock = trio.Lock()
 
     def get(self, doc_id: int) -> Record | None:
-        return self.documents.get(doc_id)
+        return self.documents.read_ahead(doc_id)
 
     def start_reason(self) -> str | None:
         """Why the index on disk cannot be caught up and must be built from the start

@@ -61,30 +61,38 @@ class ListingsByInode:
             plain = is_plain(token) or (
                 self.pages is not None and not self.pages.with_attributes(ino, start_id, pid)
             )
-            if not plain:
-                entries = await self.core.readdir(fh, start_id)
-                ended = not entries
-            else:
-                # Names only: nothing awaits, the reply is written as it is made.
-                entries = []
-                ended = self.core.handles.dir(fh).ended(start_id)
-            if ended:
-                del self._reading[ino]
-                self.core.releasedir(fh)
+            listing = self.core.handles.dir(fh)
             key = self.core.inodes.key(ino)
-            if key is not None and self.core.registry.is_local(key):
+            local = key is not None and self.core.registry.is_local(key)
+            if local:
                 # The mount's own directories change with nothing announcing it: what
                 # the kernel kept of the listing so far is dropped before each answer
                 # (its pages are written by then: this read came after them), so the
                 # listing is never complete in the kernel and is asked for anew.
                 drop_listing(ino)
+            # Where the listing ends: here (nothing from ``start_id``), or within this
+            # answer (a kept listing only: the kernel's next read, at the end, is then
+            # answered empty at once, with no listing made or read for it: a document
+            # folder's listing is made once); None: it goes on.
+            end: int | None = start_id
+            if plain:
+                # Names only: nothing awaits, the reply is written as it is made.
+                if not listing.ended(start_id):
+                    end = reply_plain(self.core, fh, start_id, token)
             else:
+                entries = await self.core.readdir(fh, start_id)
+                if entries:
+                    whole = reply_entries(self.core, entries, token)
+                    last = entries[-1][0]
+                    end = last if whole and listing.ended(last) else None
+            if local and end != start_id:
+                end = None  # ended only where a read finds nothing: never kept
+            if end is not None:
+                del self._reading[ino]
+                self.core.releasedir(fh)
+            if not local:
                 # From the first part on: the kernel serves parts too.
-                kept[ino] = start_id if ended else kept.get(ino, 0)
-            if not plain:
-                reply_entries(self.core, entries, token)
-            elif not ended:
-                reply_plain(self.core, fh, start_id, token)
+                kept[ino] = end if end is not None else kept.get(ino, 0)
 
     def forget(self, ino: int) -> None:
         """The kernel forgot directory ``ino``."""

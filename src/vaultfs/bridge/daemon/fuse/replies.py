@@ -63,12 +63,14 @@ def statvfs(numbers: dict[str, int]) -> pyfuse3.StatvfsData:
 
 def reply_entries(
     core: FileSystem, entries: list[tuple[int, str, Any, Attr]], token: pyfuse3.ReaddirToken
-) -> None:
+) -> bool:
+    """Answer with ``entries`` and their attributes, as many as fit; True when all did."""
     for n, (next_id, name, _, attr) in enumerate(entries):
         if not pyfuse3.readdir_reply(token, os.fsencode(name), entry_attributes(attr), next_id):
             # The kernel took no reference to these: give theirs back.
             core.entries_not_returned(entries[n:])
-            break
+            return False
+    return True
 
 
 def is_plain(token: pyfuse3.ReaddirToken) -> bool:
@@ -77,11 +79,14 @@ def is_plain(token: pyfuse3.ReaddirToken) -> bool:
     return not getattr(token, "plus", True)
 
 
-def reply_plain(core: FileSystem, fh: int, start: int, token: pyfuse3.ReaddirToken) -> bool:
+def reply_plain(core: FileSystem, fh: int, start: int, token: pyfuse3.ReaddirToken) -> int | None:
     """Answer a plain READDIR, or a READDIRPLUS names only, from position ``start`` of
-    listing ``fh``, as many entries as fit; True when the listing ended before the
-    reply was full."""
+    listing ``fh``, as many entries as fit. Where the listing ended before the reply
+    was full: the position after its last entry (where the kernel asks next, for
+    nothing); None when the reply was full first."""
+    end = start
     for next_id, name, ino, kind in plain_entries(core.handles.dir(fh), core.inodes, start):
         if not pyfuse3.readdir_reply_plain(token, os.fsencode(name), ino, kind, next_id):
-            return False
-    return True
+            return None
+        end = next_id
+    return end
