@@ -448,7 +448,7 @@ class _transaction:
 
 #: the documents whose times are read with one asked for (``Records.times``)
 _TIMES_AHEAD = 128
-#: the documents whose records are read with one asked for (``Records.get``)
+#: the documents whose records are read with one asked for (``Records.read_ahead``)
 _RECORDS_AHEAD = 64
 
 
