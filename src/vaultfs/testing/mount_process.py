@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Self
 
@@ -138,18 +139,32 @@ class MountProcess:
         mount is in the vault: nothing pending, no check-in or create under way, in two
         reads in a row (a release the kernel sent as the program exited is then
         surely being handled). Returns the last status."""
+        return self._until_idle(_saving, "saves still under way", timeout)
+
+    def quiet(self, timeout: float = 60.0) -> dict[str, Any]:
+        """``settle``, and no download or read-ahead under way either: the calls counted
+        after it are those of what a test does next (a read's guess of a walk downloads
+        the next documents in the background). Returns the last status."""
+        return self._until_idle(
+            lambda status: _saving(status) or _fetching(status),
+            "saves or downloads still under way",
+            timeout,
+        )
+
+    def _until_idle(
+        self, busy: Callable[[dict[str, Any]], object], what: str, timeout: float
+    ) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
         quiet = 0
         while True:
             status = self.status()
-            idle = not (
-                status["pending_uploads"] or status["saves_in_flight"] or status["new_files"]
-            )
-            quiet = quiet + 1 if idle else 0
+            quiet = 0 if busy(status) else quiet + 1
             if quiet == 2:
                 return status
             if time.monotonic() > deadline:
-                raise AssertionError(f"saves still under way: {status['pending_uploads']}")
+                raise AssertionError(
+                    f"{what}: {status['pending_uploads']}, cache {status['cache']}"
+                )
             time.sleep(0.02)
 
     def refresh(self, timeout: float = 60.0) -> dict[str, Any]:
@@ -192,3 +207,11 @@ class MountProcess:
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
+
+
+def _saving(status: dict[str, Any]) -> bool:
+    return bool(status["pending_uploads"] or status["saves_in_flight"] or status["new_files"])
+
+
+def _fetching(status: dict[str, Any]) -> bool:
+    return bool(status["cache"]["downloading"] or status["cache"]["read_ahead"])

@@ -208,6 +208,9 @@ class BlobCache:
         self.on_size: list[Callable[[str], None]] = []
         self._sizes_dirty = trio.Event()
         self._nursery: trio.Nursery | None = None
+        #: background work (``spawn``) started and not finished: a prefetch's calls are
+        #: sent only once its task runs, so ``downloading`` alone misses those queued
+        self._background = 0
         self._rebuild()
 
     # --- state kept on disk ------------------------------------------------------
@@ -290,6 +293,7 @@ class BlobCache:
             "limit": self.max_bytes,
             "files": len(self._lru),
             "downloading": len(self._active),
+            "read_ahead": self._background,
         }
 
     # --- running -----------------------------------------------------------------
@@ -318,8 +322,15 @@ class BlobCache:
         downloads; False when the cache is not running."""
         if self._nursery is None:
             return False
-        self._nursery.start_soon(work, *args)
+        self._background += 1
+        self._nursery.start_soon(self._counted, work, args)
         return True
+
+    async def _counted(self, work: Callable[..., Awaitable[None]], args: tuple[Any, ...]) -> None:
+        try:
+            await work(*args)
+        finally:
+            self._background -= 1
 
     async def cached_path(self, key: str, fetch: Fetch) -> Path:
         """The path of ``key``'s complete content, downloading it first when needed."""
