@@ -35,18 +35,20 @@ class FakeDownload:
     data: bytes
     offset: int = 0
     filename: str | None = None
-    #: when set, chunks after the first wait for it
+    #: when set, pieces after the first wait for it
     gate: trio.Event | None = None
+    #: the size of the pieces handed (the content cache's batch: one batch a piece)
+    piece: int = 1 << 17
 
     @property
     def length(self) -> int:
         return len(self.data) - self.offset
 
-    async def chunks(self, size: int = 1 << 20) -> AsyncIterator[bytes]:
-        for start in range(self.offset, len(self.data), size):
+    async def pieces(self) -> AsyncIterator[bytes]:
+        for start in range(self.offset, len(self.data), self.piece):
             if start > self.offset and self.gate is not None:
                 await self.gate.wait()
-            yield self.data[start : start + size]
+            yield self.data[start : start + self.piece]
 
 
 @dataclass

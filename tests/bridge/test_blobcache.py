@@ -56,6 +56,71 @@ async def test_first_bytes_arrive_before_the_download_completes(tmp_path: Path) 
         second.close()
 
 
+class _Pushed:
+    """A download whose pieces the test hands over one by one (``push``)."""
+
+    def __init__(self, data: bytes, piece: int) -> None:
+        self.data, self.offset, self.filename = data, 0, None
+        self.length = len(data)
+        self._piece = piece
+        self._send, self._receive = trio.open_memory_channel[bytes](100)
+        self.pushed = 0
+
+    def push(self, count: int) -> None:
+        for _ in range(count):
+            start = self.pushed
+            self.pushed = min(len(self.data), start + self._piece)
+            self._send.send_nowait(self.data[start : self.pushed])
+        if self.pushed == len(self.data):
+            self._send.close()
+
+    async def pieces(self) -> AsyncIterator[bytes]:
+        async for piece in self._receive:
+            yield piece
+
+
+async def test_a_reader_keeping_up_is_answered_from_memory_and_one_lagging_from_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the download just received is handed to its readers from memory (2 MiB of
+    it); older bytes are read back from the cache file. Either way, the bytes asked for."""
+    data = os.urandom(20 * 150_001)
+    download = _Pushed(data, 150_001)  # each piece a batch of its own (over 128 KiB)
+    preads: list[int] = []
+    pread = os.pread
+
+    def counted(fd: int, size: int, offset: int) -> bytes:
+        preads.append(offset)
+        return pread(fd, size, offset)
+
+    monkeypatch.setattr(os, "pread", counted)
+
+    @asynccontextmanager
+    async def fetch(offset: int) -> AsyncIterator[_Pushed]:
+        yield download
+
+    async with running(BlobCache(tmp_path, 1 << 30)) as cache:
+        handle = await cache.open("k", fetch)
+        download.push(2)
+        assert await handle.read(0, 200_000) == data[:200_000]  # two pieces
+        assert await handle.read(150_000, 10) == data[150_000:150_010]  # across them
+        assert await handle.read(3, 5) == data[3:8]  # within one
+        assert preads == []
+        download.push(15)  # 2.5 MB: the first pieces are no longer in memory
+        await trio.testing.wait_all_tasks_blocked()  # (all of them received)
+        assert await handle.read(1000, 300_000) == data[1000:301_000]
+        assert preads == [1000]
+        end = download.pushed
+        assert await handle.read(end - 400_000, 400_000) == data[end - 400_000 : end]
+        assert preads == [1000]
+        download.push(3)  # the end
+        assert await handle.read(len(data) - 10, 100) == data[-10:]
+        await handle.wait_complete()
+        assert await handle.read(0, 100) == data[:100]  # whole: from the file
+        assert preads == [1000, 0]
+        handle.close()
+
+
 async def test_lru_keeps_the_cache_under_its_bound(tmp_path: Path) -> None:
     async with running(BlobCache(tmp_path, 250)) as cache:
         for key in "abc":

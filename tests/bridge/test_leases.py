@@ -310,7 +310,7 @@ class Overtaken(FakeVault):
         data = self.versions[(minor or len(self.versions)) - 1]
 
         class Chunks:
-            async def chunks(self, size: int = 1 << 20) -> AsyncIterator[bytes]:
+            async def pieces(self) -> AsyncIterator[bytes]:
                 yield data
 
         yield Chunks()

@@ -32,10 +32,10 @@ API = "/api/v25.1"
 
 @dataclass
 class _BrokenMidway(FakeDownload):
-    """Sends its first chunk, then fails the way a vault that lost the document does."""
+    """Sends its first piece, then fails the way a vault that lost the document does."""
 
-    async def chunks(self, size: int = 1 << 20) -> AsyncIterator[bytes]:
-        yield self.data[:size]
+    async def pieces(self) -> AsyncIterator[bytes]:
+        yield self.data[: self.piece]
         raise errors.InvalidDocument("gone while downloading")
 
 

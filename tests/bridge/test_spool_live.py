@@ -50,7 +50,7 @@ async def editable_document(client: VaultClient) -> dict[str, Any]:
 
 async def download(client: VaultClient, doc_id: int) -> bytes:
     async with client.download_file(doc_id) as stream:
-        return b"".join([chunk async for chunk in stream.chunks()])
+        return b"".join([piece async for piece in stream.pieces()])
 
 
 async def version_count(client: VaultClient, doc_id: int) -> int:

@@ -39,7 +39,7 @@ async def editor(vault_server: VaultProcess) -> AsyncIterator[VaultClient]:
 
 
 async def _read(download: Download) -> bytes:
-    return b"".join([chunk async for chunk in download.chunks()])
+    return b"".join([piece async for piece in download.pieces()])
 
 
 def _file(tmp_path: Path, name: str, size: int, seed: int = 1) -> Path:

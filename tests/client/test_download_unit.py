@@ -12,7 +12,7 @@ from vaultfs.errors import InvalidDocument, VaultUnavailable
 
 from .mockvault import MockVault, failure
 
-CONTENT = bytes(range(256)) * 40_000  # ~10 MiB, not a multiple of the chunk size
+CONTENT = bytes(range(256)) * 40_000  # ~10 MiB, not a multiple of the pieces' size
 
 
 def _file(*, honour_range: bool, chunk: int = 65_536):
@@ -45,19 +45,19 @@ class _Stream(httpx.AsyncByteStream):
 
 
 async def _read_all(download) -> bytes:
-    return b"".join([chunk async for chunk in download.chunks()])
+    return b"".join([piece async for piece in download.pieces()])
 
 
-async def test_download_streams_whole_file_in_mib_chunks() -> None:
+async def test_download_streams_the_whole_file_in_the_pieces_it_came_in() -> None:
     vault = MockVault()
     vault.routes["GET /objects/documents/3/file"] = _file(honour_range=True)
     async with vault.client() as client, client.download_file(3) as download:
         assert download.length == len(CONTENT)
         assert download.filename == "Q3 report.pdf"
         assert download.offset == 0
-        sizes = [len(chunk) async for chunk in download.chunks()]
+        sizes = [len(piece) async for piece in download.pieces()]
     assert sum(sizes) == len(CONTENT)
-    assert set(sizes[:-1]) == {1 << 20} and 0 < sizes[-1] <= 1 << 20
+    assert set(sizes[:-1]) == {65_536} and 0 < sizes[-1] <= 65_536
     request = vault.requests[-2]  # before the logout
     assert "Range" not in request.headers
     assert request.headers["Accept-Encoding"] == "identity"
@@ -76,13 +76,13 @@ async def test_download_from_an_offset(offset: int, honour_range: bool) -> None:
     assert vault.requests[-2].headers["Range"] == f"bytes={offset}-"
 
 
-async def test_small_chunk_sizes_are_exact() -> None:
+async def test_the_bytes_before_the_offset_are_dropped_from_the_pieces() -> None:
     vault = MockVault()
     vault.routes["GET /objects/documents/3/file"] = _file(honour_range=False, chunk=1000)
-    async with vault.client() as client, client.download_file(3, offset=10) as download:
-        sizes = [len(chunk) async for chunk in download.chunks(4096)]
-    assert set(sizes[:-1]) == {4096}
-    assert sum(sizes) == len(CONTENT) - 10
+    async with vault.client() as client, client.download_file(3, offset=2010) as download:
+        sizes = [len(piece) async for piece in download.pieces()]
+    assert sizes[0] == 990 and set(sizes[1:-1]) == {1000}
+    assert sum(sizes) == len(CONTENT) - 2010
 
 
 async def test_offset_at_the_end_is_an_empty_download() -> None:

@@ -2,7 +2,8 @@
 
 Owns the byte-level facts of a download: skipping the requested offset when the server
 ignored ``Range`` (200 instead of 206), the exact length still to come, the file name
-from ``Content-Disposition``, and chunks of a fixed size built with one copy each.
+from ``Content-Disposition``, and the body in the pieces the network hands it (no copy:
+a reader that wants bigger ones gathers them, as the content cache does).
 """
 
 from __future__ import annotations
@@ -51,14 +52,12 @@ class StreamDownload:
         length = headers.get("Content-Length")
         self.length = max(0, int(length) - self._skip) if length and length.isdigit() else None
 
-    async def chunks(self, size: int = 1 << 20) -> AsyncIterator[bytes]:
-        """The content from ``offset`` on, in chunks of ``size`` bytes (the last one may
-        be shorter). Transport trouble mid-stream raises ``VaultUnavailable``; reopen
-        the download at the offset reached to resume."""
+    async def pieces(self) -> AsyncIterator[bytes]:
+        """The content from ``offset`` on, in the pieces the network hands it (their
+        sizes vary; no copy is made of them). Transport trouble mid-stream raises
+        ``VaultUnavailable``; reopen the download at the offset reached to resume."""
         if self._response is None:
             return
-        pieces: list[bytes] = []
-        held = 0
         skip = self._skip
         try:
             async for piece in self._response.aiter_raw():
@@ -67,22 +66,11 @@ class StreamDownload:
                     piece, skip = piece[dropped:], skip - dropped
                     if not piece:
                         continue
-                pieces.append(piece)
-                held += len(piece)
-                if held >= size:
-                    data = b"".join(pieces)
-                    # Yield whole chunks; keep the tail (less than ``size``) for the next.
-                    cut = len(data) - len(data) % size
-                    for start in range(0, cut, size):
-                        yield data[start : start + size]
-                    pieces = [data[cut:]] if cut < len(data) else []
-                    held = len(data) - cut
+                yield piece
         except httpx.RequestError as exc:
             raise transport_error(exc, self._what) from exc
         if skip:
             raise VaultUnavailable(f"{self._what}: the file ended before offset {self.offset}")
-        if held:
-            yield b"".join(pieces)
 
 
 def _filename(disposition: str | None) -> str | None:

@@ -53,7 +53,7 @@ class Download(Protocol):
 
     @property
     def length(self) -> int | None:
-        """Exact byte length of what ``chunks`` will yield from ``offset`` on, when the
+        """Exact byte length of what ``pieces`` will yield from ``offset`` on, when the
         server said (Content-Length), else None."""
 
     @property
@@ -65,4 +65,5 @@ class Download(Protocol):
         """The offset the stream starts at (the requested one: the client skips bytes
         itself when a server ignores Range)."""
 
-    def chunks(self, size: int = 1 << 20) -> AsyncIterator[bytes]: ...
+    def pieces(self) -> AsyncIterator[bytes]:
+        """The content from ``offset`` on, in pieces of whatever size came."""

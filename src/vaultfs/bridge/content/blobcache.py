@@ -9,8 +9,11 @@ the files on start so it survives restarts, and the exact sizes learned from dow
 
 Reads stream: the first reader of a key starts one background download into a
 ``.part`` file; every reader waits only until the bytes it asks for have arrived (a
-``trio.Event`` replaced on every write), so the first bytes reach a reader long before
-the download completes, and several keys download in parallel. Disk writes run in a
+``trio.Event`` replaced as bytes come and as they land), so the first bytes reach a
+reader long before the download completes, and several keys download in parallel. A
+reader that keeps up with the download is answered from the last 2 MiB it received,
+held in memory until it ends, rather than by reading back what was just written (one
+copy of every byte less for a cold sequential read). Disk writes run in a
 worker thread, fed through a bounded channel, so the trio loop keeps serving reads and
 receiving the next bytes while the disk writes the last ones. An open handle keeps its
 file descriptor, so eviction (unlink) never breaks a reader.
@@ -24,7 +27,7 @@ import hashlib
 import json
 import logging
 import os
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
@@ -42,11 +45,13 @@ log = logging.getLogger(__name__)
 #: opens the download of a key's content from a byte offset
 Fetch = Callable[[int], AbstractAsyncContextManager[Download]]
 
-#: bytes handed from the network to the disk writer at a time; small, so that the first
-#: read (128 KiB from the kernel) waits for little more than the bytes it asks for
+#: bytes gathered from the network before readers wake and the disk writer gets them;
+#: small, so that the first read waits for little more than the bytes it asks for
 CHUNK = 1 << 17
-#: chunks queued for the disk writer before the download waits for the disk (memory bound)
+#: batches queued for the disk writer before the download waits for the disk (memory bound)
 _QUEUED_CHUNKS = 32
+#: the last bytes received that a download keeps in memory for its readers
+_RECENT = 2 << 20
 _SIZES_FILE = "sizes.json"
 #: seconds between two saves of ``sizes.json`` while sizes keep being learned
 _SIZES_SAVE_INTERVAL = 2.0
@@ -121,12 +126,20 @@ class _Lru:
 
 
 class _Download:
-    """A download in progress: how many bytes are in the ``.part`` file so far."""
+    """A download in progress: the bytes received so far, the last of them in memory,
+    and how many of them are in the ``.part`` file."""
 
     def __init__(self, key: str, part: Path) -> None:
         self.key = key
         self.part = part
+        #: bytes received, and bytes written to the ``.part`` file (never more)
+        self.received = 0
         self.have = 0
+        #: the last pieces received, (offset, bytes), oldest first, ``_RECENT`` bytes
+        #: or a little more: a reader keeping up with the download is answered from
+        #: them, without reading back what was just written
+        self._recent: deque[tuple[int, bytes]] = deque()
+        self._recent_bytes = 0
         #: the exact length, when the response said it
         self.length: int | None = None
         #: the response has begun (its length, when sent, is remembered by then)
@@ -138,6 +151,45 @@ class _Download:
     def notify(self) -> None:
         self.progress.set()
         self.progress = trio.Event()
+
+    def arrived(self, pieces: list[bytes]) -> None:
+        """``pieces`` came, following what came before: readers may have them now."""
+        recent = self._recent
+        for piece in pieces:
+            recent.append((self.received, piece))
+            self.received += len(piece)
+            self._recent_bytes += len(piece)
+        while self._recent_bytes - len(recent[0][1]) >= _RECENT:
+            self._recent_bytes -= len(recent.popleft()[1])
+        self.notify()
+
+    def recent(self, offset: int, end: int) -> bytes | None:
+        """Bytes ``offset`` to ``end`` (received already) from memory; None when some
+        of them are no longer there."""
+        recent = self._recent
+        if not recent or offset < recent[0][0]:
+            return None
+        parts: list[bytes | memoryview] = []
+        for start, piece in recent:
+            stop = start + len(piece)
+            if stop <= offset:
+                continue
+            if start >= end:
+                break
+            if start >= offset and stop <= end:
+                parts.append(piece)
+            else:
+                view = memoryview(piece)
+                parts.append(view[max(offset - start, 0) : min(end, stop) - start])
+        if len(parts) == 1 and isinstance(parts[0], bytes):
+            return parts[0]
+        return b"".join(parts)
+
+    def finished(self) -> None:
+        """The download ended (whole or failed): what it holds is read from the file."""
+        self._recent.clear()
+        self._recent_bytes = 0
+        self.notify()
 
 
 class BlobHandle:
@@ -175,11 +227,20 @@ class BlobHandle:
         await self._wait(lambda dl: dl.done)
 
     async def read(self, offset: int, size: int) -> bytes:
-        def ready(dl: _Download) -> bool:
-            end = offset + size if dl.length is None else min(offset + size, dl.length)
-            return dl.done or dl.have >= end
+        dl = self._download
+        if dl is not None and not dl.done:
 
-        await self._wait(ready)
+            def end_of(dl: _Download) -> int:
+                return offset + size if dl.length is None else min(offset + size, dl.length)
+
+            await self._wait(lambda dl: dl.done or dl.received >= end_of(dl))
+            if not dl.done:
+                data = dl.recent(offset, end_of(dl))
+                if data is not None:
+                    return data
+                # Received long ago (the reader lags the download): on disk by now,
+                # or soon.
+                await self._wait(lambda dl: dl.done or dl.have >= end_of(dl))
         return os.pread(self._fd, size, offset)
 
     def close(self) -> None:
@@ -372,12 +433,24 @@ class BlobCache:
                     self.remember_size(dl.key, download.length)
                 dl.started = True
                 dl.notify()
-                send, receive = trio.open_memory_channel[bytes](_QUEUED_CHUNKS)
+                send, receive = trio.open_memory_channel[list[bytes]](_QUEUED_CHUNKS)
                 async with trio.open_nursery() as writer:
                     writer.start_soon(_write_to_disk, dl, wfd, receive)
                     async with send:
-                        async for chunk in download.chunks(CHUNK):
-                            await send.send(chunk)
+                        # Gathered (not joined: no copy) into batches of at least
+                        # CHUNK, so that readers wake and writes go once per batch.
+                        batch: list[bytes] = []
+                        held = 0
+                        async for piece in download.pieces():
+                            batch.append(piece)
+                            held += len(piece)
+                            if held >= CHUNK:
+                                dl.arrived(batch)
+                                await send.send(batch)
+                                batch, held = [], 0
+                        if batch:
+                            dl.arrived(batch)
+                            await send.send(batch)
             os.replace(dl.part, final)
             dl.done = True
             self.remember_size(dl.key, dl.have)
@@ -393,7 +466,7 @@ class BlobCache:
             if not dl.done:
                 dl.part.unlink(missing_ok=True)
             self._active.pop(dl.key, None)
-            dl.notify()
+            dl.finished()
 
 
 def _cause(exc: BaseException) -> BaseException:
@@ -405,24 +478,24 @@ def _cause(exc: BaseException) -> BaseException:
 
 
 async def _write_to_disk(
-    dl: _Download, wfd: int, receive: trio.MemoryReceiveChannel[bytes]
+    dl: _Download, wfd: int, receive: trio.MemoryReceiveChannel[list[bytes]]
 ) -> None:
-    """Write the chunks of ``dl`` in a worker thread, waking readers as bytes land.
+    """Write the batches of ``dl`` in a worker thread, waking readers as bytes land.
 
     What queued up while the disk was busy goes in one ``writev``, so a slow disk costs
     fewer thread round trips rather than more."""
     async with receive:
-        async for chunk in receive:
-            chunks = [chunk]
+        async for batch in receive:
+            pieces = list(batch)
             with contextlib.suppress(trio.WouldBlock, trio.EndOfChannel):
                 while True:
-                    chunks.append(receive.receive_nowait())
+                    pieces += receive.receive_nowait()
             if dl.have:
-                dl.have += await trio.to_thread.run_sync(_write_all, wfd, chunks)
+                dl.have += await trio.to_thread.run_sync(_write_all, wfd, pieces)
             else:
-                # The first chunk, which the first read waits for: written at once (a
-                # page-cache write of 128 KiB), sparing that read a thread round trip.
-                dl.have += _write_all(wfd, chunks)
+                # The first batch: written at once (a page-cache write of 128 KiB),
+                # sparing a reader that lags a thread round trip.
+                dl.have += _write_all(wfd, pieces)
             dl.notify()
 
 

@@ -335,8 +335,8 @@ class SpoolCheckIn:
                 self._books.client.download_file(doc_id, *theirs) as download,
                 await trio.open_file(temp, "wb") as f,
             ):
-                async for chunk in download.chunks():
-                    await f.write(chunk)
+                async for piece in download.pieces():
+                    await f.write(piece)
             restored = await self._books.client.create_draft(doc_id, temp, filename=record.filename)
             outcome = f"its content is the latest again as version {restored[0]}.{restored[1]}"
         except (VaultError, OSError) as exc:
