@@ -6,12 +6,14 @@ import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
 
 from vaultfs import errors
-from vaultfs.bridge.content.blobcache import BlobCache
+from vaultfs.bridge.content import blobcache
+from vaultfs.bridge.content.blobcache import CHUNK, BlobCache
 
 from .fakevault import FakeDownload
 from .fsdriver import running
@@ -119,6 +121,34 @@ async def test_a_reader_keeping_up_is_answered_from_memory_and_one_lagging_from_
         assert await handle.read(0, 100) == data[:100]  # whole: from the file
         assert preads == [1000, 0]
         handle.close()
+
+
+async def test_a_slow_disk_sends_the_writes_to_a_worker_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Writes are made in the loop's thread until one is slow; then in a worker thread,
+    so that a disk that throttles its writers never holds up the loop twice."""
+    threaded: list[int] = []
+    run_sync = trio.to_thread.run_sync
+
+    async def counted(fn: Any, *args: Any) -> Any:
+        threaded.append(1)
+        return await run_sync(fn, *args)
+
+    data = os.urandom(6 * CHUNK)
+    async with running(BlobCache(tmp_path, 1 << 30)) as cache:
+        monkeypatch.setattr(trio.to_thread, "run_sync", counted)
+        fast = await cache.open("fast", _fetch(data))
+        assert await fast.read(0, len(data)) == data
+        await fast.wait_complete()
+        assert threaded == []
+        monkeypatch.setattr(blobcache, "_SLOW_WRITE", -1.0)  # every write is "slow"
+        slow = await cache.open("slow", _fetch(data))
+        await slow.wait_complete()
+        assert await slow.read(0, len(data)) == data
+        assert 0 < len(threaded) < 6  # the first write in the loop, the rest not
+        fast.close()
+        slow.close()
 
 
 async def test_lru_keeps_the_cache_under_its_bound(tmp_path: Path) -> None:

@@ -13,9 +13,10 @@ Reads stream: the first reader of a key starts one background download into a
 reader long before the download completes, and several keys download in parallel. A
 reader that keeps up with the download is answered from the last 2 MiB it received,
 held in memory until it ends, rather than by reading back what was just written (one
-copy of every byte less for a cold sequential read). Disk writes run in a
-worker thread, fed through a bounded channel, so the trio loop keeps serving reads and
-receiving the next bytes while the disk writes the last ones. An open handle keeps its
+copy of every byte less for a cold sequential read). Disk writes are fed through a
+bounded channel and made in the loop's thread (a page-cache write) until the disk is
+found slow, then in a worker thread, so the trio loop keeps serving reads and receiving
+the next bytes while the disk writes the last ones. An open handle keeps its
 file descriptor, so eviction (unlink) never breaks a reader.
 """
 
@@ -27,6 +28,7 @@ import hashlib
 import json
 import logging
 import os
+import time
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
@@ -52,6 +54,9 @@ CHUNK = 1 << 17
 _QUEUED_CHUNKS = 32
 #: the last bytes received that a download keeps in memory for its readers
 _RECENT = 2 << 20
+#: a write to the cache file longer than this (seconds) sends a download's writes to a
+#: worker thread
+_SLOW_WRITE = 0.005
 _SIZES_FILE = "sizes.json"
 #: seconds between two saves of ``sizes.json`` while sizes keep being learned
 _SIZES_SAVE_INTERVAL = 2.0
@@ -480,22 +485,28 @@ def _cause(exc: BaseException) -> BaseException:
 async def _write_to_disk(
     dl: _Download, wfd: int, receive: trio.MemoryReceiveChannel[list[bytes]]
 ) -> None:
-    """Write the batches of ``dl`` in a worker thread, waking readers as bytes land.
+    """Write the batches of ``dl``, waking readers as bytes land.
 
-    What queued up while the disk was busy goes in one ``writev``, so a slow disk costs
-    fewer thread round trips rather than more."""
+    A write lands in the page cache and takes tens of microseconds, less than handing it
+    to a worker thread and back costs (two futex wakeups and the loop's wakeup: about 15 %
+    of the daemon's CPU in a cold read). So batches are written in the loop's thread
+    until one write takes longer than ``_SLOW_WRITE`` (a disk that throttles its
+    writers): from then on this download's writes go to a worker thread, and the loop
+    keeps serving reads and receiving meanwhile. What queued up while the disk was busy
+    goes in one ``writev``."""
+    slow = False
     async with receive:
         async for batch in receive:
             pieces = list(batch)
             with contextlib.suppress(trio.WouldBlock, trio.EndOfChannel):
                 while True:
                     pieces += receive.receive_nowait()
-            if dl.have:
+            if slow:
                 dl.have += await trio.to_thread.run_sync(_write_all, wfd, pieces)
             else:
-                # The first batch: written at once (a page-cache write of 128 KiB),
-                # sparing a reader that lags a thread round trip.
+                started = time.perf_counter()
                 dl.have += _write_all(wfd, pieces)
+                slow = time.perf_counter() - started > _SLOW_WRITE
             dl.notify()
 
 
