@@ -376,31 +376,42 @@ class IndexStore:
 
     def folders(self) -> Iterator[tuple[str, str, str, str]]:
         """(type, subtype, classification, latest modification) of every folder that
-        holds documents: two seeks in the folder index per folder, whatever the number
+        holds documents: a few seeks in the folder index per folder, whatever the number
         of documents."""
-        after: tuple[str, str, str] | None = None
-        while True:
-            if after is None:
-                row = self._db.execute(
-                    "SELECT type, subtype, classification FROM documents"
-                    " ORDER BY type, subtype, classification LIMIT 1"
-                ).fetchone()
-            else:
-                row = self._db.execute(
-                    "SELECT type, subtype, classification FROM documents"
-                    " WHERE (type, subtype, classification) > (?, ?, ?)"
-                    " ORDER BY type, subtype, classification LIMIT 1",
-                    after,
-                ).fetchone()
-            if row is None:
-                return
-            after = (str(row[0]), str(row[1]), str(row[2]))
+        after = self._next_folder(None)
+        while after is not None:
             (latest,) = self._db.execute(
                 "SELECT max(modified) FROM documents"
                 " WHERE type = ? AND subtype = ? AND classification = ?",
                 after,
             ).fetchone()
             yield (*after, str(latest or ""))
+            after = self._next_folder(after)
+
+    def _next_folder(self, after: tuple[str, str, str] | None) -> tuple[str, str, str] | None:
+        """The folder after ``after`` (the first one for None) in the folder index's
+        order. SQLite seeks a row value ``(type, subtype, classification) > (?, ?, ?)``
+        by its first column only and then walks every row of ``after``'s type (10 ms at
+        100,000 documents in one folder): the next classification, the next subtype and
+        the next type are each one seek."""
+        order = " ORDER BY type, subtype, classification LIMIT 1"
+        steps: list[tuple[str, tuple[str, ...]]]
+        if after is None:
+            steps = [("", ())]
+        else:
+            type_, subtype, _ = after
+            steps = [
+                (" WHERE type = ? AND subtype = ? AND classification > ?", after),
+                (" WHERE type = ? AND subtype > ?", (type_, subtype)),
+                (" WHERE type > ?", (type_,)),
+            ]
+        for where, args in steps:
+            row = self._db.execute(
+                "SELECT type, subtype, classification FROM documents" + where + order, args
+            ).fetchone()
+            if row is not None:
+                return (str(row[0]), str(row[1]), str(row[2]))
+        return None
 
     def put_many(
         self,
