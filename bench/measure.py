@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
+    "READ_SIZE",
     "ReadTiming",
     "RssSampler",
     "can_drop_caches",
@@ -29,7 +30,7 @@ __all__ = [
 
 _DROP_CACHES = Path("/proc/sys/vm/drop_caches")
 #: the read size of the sequential reader (what cp and cat use on Linux)
-_READ_SIZE = 1 << 17
+READ_SIZE = 1 << 17
 
 
 def median(values: Sequence[float]) -> float:
@@ -67,9 +68,9 @@ def read_file(path: Path) -> ReadTiming:
     started = time.perf_counter()
     fd = os.open(path, os.O_RDONLY)
     try:
-        size = len(os.read(fd, _READ_SIZE))
+        size = len(os.read(fd, READ_SIZE))
         first_byte = time.perf_counter() - started
-        while chunk := os.read(fd, _READ_SIZE):
+        while chunk := os.read(fd, READ_SIZE):
             size += len(chunk)
     finally:
         os.close(fd)

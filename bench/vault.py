@@ -156,6 +156,20 @@ class Vault:
             raise RuntimeError(f"curl downloaded {size} bytes of {doc_id}, not {expected_size}")
         return CurlTiming(float(first_byte), total)
 
+    def curl_first_bytes(self, doc_id: int, count: int) -> float:
+        """Seconds to download the first ``count`` bytes of ``doc_id``'s latest source
+        file (a Range request): what a reader's first ``read`` of ``count`` bytes waits
+        for. curl's ``time_starttransfer`` is the first byte of the headers, which come
+        before the server has read any of the file."""
+        out = self._curl(
+            "-o", "/dev/null", "-r", f"0-{count - 1}", "-w", "%{time_total} %{size_download}",
+            f"{self.api}/objects/documents/{doc_id}/file",
+        )  # fmt: skip
+        seconds, size = out.split()
+        if int(size) != count:
+            raise RuntimeError(f"curl downloaded {size} bytes of {doc_id}'s first {count}")
+        return float(seconds)
+
     def curl_parallel_download(self, doc_ids: Sequence[int], parallel: int) -> float:
         """Seconds to download the latest files of ``doc_ids`` with ``parallel`` transfers
         at a time (one curl process, like a client with a pool of connections)."""
