@@ -151,6 +151,22 @@ async def test_a_slow_disk_sends_the_writes_to_a_worker_thread(
         slow.close()
 
 
+async def test_a_download_in_tiny_pieces_is_written_whole(tmp_path: Path) -> None:
+    """More pieces than one writev takes (a network handing a few bytes at a time)."""
+    data = os.urandom(300_000)
+
+    @asynccontextmanager
+    async def fetch(offset: int) -> AsyncIterator[FakeDownload]:
+        yield FakeDownload(data, offset, piece=10)
+
+    async with running(BlobCache(tmp_path, 1 << 30)) as cache:
+        handle = await cache.open("k", fetch)
+        await handle.wait_complete()
+        assert await handle.read(0, len(data)) == data
+        handle.close()
+    assert (tmp_path / "blobs").is_dir() and cache.is_cached("k")
+
+
 async def test_lru_keeps_the_cache_under_its_bound(tmp_path: Path) -> None:
     async with running(BlobCache(tmp_path, 250)) as cache:
         for key in "abc":

@@ -57,6 +57,8 @@ _RECENT = 2 << 20
 #: a write to the cache file longer than this (seconds) sends a download's writes to a
 #: worker thread
 _SLOW_WRITE = 0.005
+#: the most buffers one ``writev`` takes
+_IOV_MAX = os.sysconf("SC_IOV_MAX")
 _SIZES_FILE = "sizes.json"
 #: seconds between two saves of ``sizes.json`` while sizes keep being learned
 _SIZES_SAVE_INTERVAL = 2.0
@@ -510,11 +512,17 @@ async def _write_to_disk(
             dl.notify()
 
 
-def _write_all(fd: int, chunks: list[bytes]) -> int:
-    total = sum(len(c) for c in chunks)
-    written = os.writev(fd, chunks)
-    if written < total:  # a short write (rare on a regular file): finish it plainly
-        rest = memoryview(b"".join(chunks))[written:]
-        while rest:
-            rest = rest[os.write(fd, rest) :]
+def _write_all(fd: int, pieces: list[bytes]) -> int:
+    """Write ``pieces`` at the file's end, ``_IOV_MAX`` at a time (the network's pieces
+    can be small, and ``writev`` refuses more)."""
+    total = 0
+    for first in range(0, len(pieces), _IOV_MAX):
+        group = pieces[first : first + _IOV_MAX]
+        size = sum(len(p) for p in group)
+        written = os.writev(fd, group)
+        if written < size:  # a short write (rare on a regular file): finish it plainly
+            rest = memoryview(b"".join(group))[written:]
+            while rest:
+                rest = rest[os.write(fd, rest) :]
+        total += size
     return total
