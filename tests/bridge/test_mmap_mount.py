@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from tests.conftest import API, login
-from vaultfs.testing.mount_process import MountProcess
+from vaultfs.testing.mount_process import POLLS, MountProcess
 from vaultfs.testing.vault_process import VaultProcess
 
 pytestmark = pytest.mark.mount
@@ -24,12 +24,11 @@ pytestmark = pytest.mark.mount
 #: due), the fence, upload, unlock, and one call of slack; the poll of the vault's
 #: changes, which may fall in the window, aside
 _SAVE_CALLS = 8
-_POLL = frozenset({"GET /objects/documents", "GET /objects/deletions/documents"})
 
 
 def _calls(mount: MountProcess) -> dict[str, int]:
     calls: dict[str, int] = mount.status()["api_calls_by_endpoint"]
-    return {endpoint: n for endpoint, n in calls.items() if endpoint not in _POLL}
+    return {endpoint: n for endpoint, n in calls.items() if endpoint not in POLLS}
 
 
 @pytest.fixture(scope="module")

@@ -33,12 +33,12 @@ from tests.webdav.test_webdav_front import (
     source_path,
 )
 from vaultfs.server.samples import docx_bytes
+from vaultfs.testing.mount_process import POLLS
 from vaultfs.testing.vault_process import VaultProcess, wait_until
 from vaultfs.testing.webdav_process import WebdavProcess
 
 MODIFIED = "{urn:vaultfs:fields}user.vault.version_modified_date__v"
 #: the calls of the index's look at the vault's changes
-POLLS = ("GET /objects/documents", "GET /objects/deletions/documents")
 #: The API calls of a whole editing session, open to close, with two saves, but for the
 #: polls (measured 8 with LibreOffice 7.4 before the lease: its GET of the content, the
 #: check-out, each save's record and upload, a read of the new content, the end of the

@@ -30,7 +30,10 @@ from vaultfs.testing.vault_process import (
     wait_until,
 )
 
-__all__ = ["MountProcess", "can_mount", "stop_daemon"]
+__all__ = ["POLLS", "MountProcess", "can_mount", "stop_daemon"]
+
+#: the endpoints of a mount's (or a WebDAV front's) looks at the vault's changes
+POLLS = frozenset({"GET /objects/documents", "GET /objects/deletions/documents"})
 
 
 def can_mount() -> bool:
@@ -133,6 +136,13 @@ class MountProcess:
     def status(self) -> dict[str, Any]:
         result: dict[str, Any] = json.loads((self.mountpoint / ".vaultfs" / "status").read_text())
         return result
+
+    def calls_but_polls(self) -> int:
+        """The API calls made so far, but for the index's looks at the vault's changes
+        (``POLLS``), which may fall in any window a test counts."""
+        status = self.status()
+        by_endpoint = status["api_calls_by_endpoint"]
+        return int(status["api_calls"]) - sum(by_endpoint.get(polled, 0) for polled in POLLS)
 
     def settle(self, timeout: float = 60.0) -> dict[str, Any]:
         """Wait (polling the status, with a deadline) until every save made through the
