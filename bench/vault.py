@@ -159,8 +159,8 @@ class Vault:
     def curl_first_bytes(self, doc_id: int, count: int) -> float:
         """Seconds to download the first ``count`` bytes of ``doc_id``'s latest source
         file (a Range request): what a reader's first ``read`` of ``count`` bytes waits
-        for. curl's ``time_starttransfer`` is the first byte of the headers, which come
-        before the server has read any of the file."""
+        for. curl's ``time_starttransfer`` is the first byte of the headers, which the
+        server may send before it has read any of the file."""
         out = self._curl(
             "-o", "/dev/null", "-r", f"0-{count - 1}", "-w", "%{time_total} %{size_download}",
             f"{self.api}/objects/documents/{doc_id}/file",
