@@ -19,7 +19,7 @@ __all__ = ["READ_AHEAD_KIB", "raise_read_ahead"]
 
 log = logging.getLogger(__name__)
 
-#: eight requests of 128 KiB in flight for a sequential reader
+#: a sequential reader is then sent READs of up to 1 MiB (measured: 516 for 512 MiB)
 READ_AHEAD_KIB = 1024
 _MOUNTINFO = Path("/proc/self/mountinfo")
 _BDI = Path("/sys/class/bdi")
