@@ -3,8 +3,9 @@
 cp opens the file with O_TRUNC (the mount checks the document out), writes into the
 spool, and its close returns once the content is safe there; the upload and the
 check-in follow in the background, and the run is timed until the vault has the new
-draft and the lock is released (``settle``), as the reference's is. The reference uploads the same amount of bytes as a new draft with curl. Every run
-writes different bytes, since content equal to the latest version uploads nothing.
+draft and the lock is released (``settle``), as the reference's is. The reference
+uploads the same amount of bytes as a new draft with curl. Every run writes different
+bytes, since content equal to the latest version uploads nothing.
 """
 
 from __future__ import annotations
