@@ -33,7 +33,7 @@ from tests.webdav.test_webdav_front import (
     source_path,
 )
 from vaultfs.server.samples import docx_bytes
-from vaultfs.testing.mount_process import POLLS
+from vaultfs.testing import mount_process
 from vaultfs.testing.vault_process import VaultProcess, wait_until
 from vaultfs.testing.webdav_process import WebdavProcess
 
@@ -96,9 +96,7 @@ def new_docx(dav: httpx.Client, api: httpx.Client, name: str, lines: list[str]) 
 def calls_but_polls(dav: httpx.Client) -> int:
     """The front's API calls so far, but for its looks at the vault's changes (every
     second here: ``front``)."""
-    status = dav.get("/.vaultfs/status").json()
-    by_endpoint = status["api_calls_by_endpoint"]
-    return int(status["api_calls"]) - sum(by_endpoint.get(polled, 0) for polled in POLLS)
+    return mount_process.calls_but_polls(dav.get("/.vaultfs/status").json())
 
 
 def props(dav: httpx.Client, path: str, name: str) -> str | None:

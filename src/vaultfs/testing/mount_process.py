@@ -30,10 +30,16 @@ from vaultfs.testing.vault_process import (
     wait_until,
 )
 
-__all__ = ["POLLS", "MountProcess", "can_mount", "stop_daemon"]
+__all__ = ["POLLS", "MountProcess", "calls_but_polls", "can_mount", "stop_daemon"]
 
 #: the endpoints of a mount's (or a WebDAV front's) looks at the vault's changes
 POLLS = frozenset({"GET /objects/documents", "GET /objects/deletions/documents"})
+
+
+def calls_but_polls(status: dict[str, Any]) -> int:
+    """The API calls a mount's or a WebDAV front's ``status`` counts, its polls left out."""
+    by_endpoint = status["api_calls_by_endpoint"]
+    return int(status["api_calls"]) - sum(by_endpoint.get(polled, 0) for polled in POLLS)
 
 
 def can_mount() -> bool:
@@ -140,9 +146,7 @@ class MountProcess:
     def calls_but_polls(self) -> int:
         """The API calls made so far, but for the index's looks at the vault's changes
         (``POLLS``), which may fall in any window a test counts."""
-        status = self.status()
-        by_endpoint = status["api_calls_by_endpoint"]
-        return int(status["api_calls"]) - sum(by_endpoint.get(polled, 0) for polled in POLLS)
+        return calls_but_polls(self.status())
 
     def settle(self, timeout: float = 60.0) -> dict[str, Any]:
         """Wait (polling the status, with a deadline) until every save made through the
