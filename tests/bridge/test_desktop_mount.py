@@ -16,7 +16,12 @@ import pytest
 
 from tests.bridge.desktop import Watcher
 from tests.conftest import login
-from vaultfs.testing.mount_process import MountProcess, can_mount
+from vaultfs.testing.mount_process import (
+    MountProcess,
+    calls_by_endpoint,
+    calls_since,
+    can_mount,
+)
 from vaultfs.testing.vault_process import VaultProcess, wait_until
 
 pytestmark = pytest.mark.mount
@@ -147,16 +152,9 @@ def test_another_clients_create_delete_and_rename_reach_the_folders_watchers(
 
 
 #: the index poll's calls: they happen whatever is opened
-_POLL = frozenset({"GET /objects/documents", "GET /objects/deletions/documents"})
-
-
 def _calls(mount: MountProcess) -> dict[str, int]:
-    calls = mount.status()["api_calls_by_endpoint"]
-    return {endpoint: n for endpoint, n in calls.items() if endpoint not in _POLL}
-
-
-def _since(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
-    return {k: n - before.get(k, 0) for k, n in after.items() if n != before.get(k, 0)}
+    """The calls so far, background work under way or not (``quiet_calls`` waits)."""
+    return calls_by_endpoint(mount.status())
 
 
 def _visit(doc_dir: Path) -> bytes:
@@ -187,15 +185,15 @@ def test_opening_one_document_folder_costs_that_document_and_a_walk_reads_ahead(
     # the first one included (the one a walk starts with).
     for typed in (listing[2], listing[0]):
         os.listdir(general)
-        before = _calls(own_mount)
+        before = own_mount.quiet_calls()
         assert _visit(typed)
         one = _calls(own_mount)
         # A read-ahead starts in the background: give it the time it takes to show.
         deadline = time.monotonic() + 3
         while time.monotonic() < deadline:
-            assert _calls(own_mount) == one, _since(one, _calls(own_mount))
+            assert _calls(own_mount) == one, calls_since(one, _calls(own_mount))
             time.sleep(0.2)
-        cost = _since(before, one)
+        cost = calls_since(before, one)
         print("one document folder:", cost)
         # That document's record, file and relationships, and the type metadata a first
         # relationship listing reads once: each once at most, nothing for any other
@@ -207,14 +205,14 @@ def test_opening_one_document_folder_costs_that_document_and_a_walk_reads_ahead(
     # its second document on, the next documents' files are read ahead.
     os.listdir(general)
     assert _visit(listing[0])
-    before = _calls(own_mount)
+    before = own_mount.quiet_calls()
     assert _visit(listing[1])
     wait_until(
-        lambda: _download_calls(_since(before, _calls(own_mount))) >= 3,
+        lambda: _download_calls(calls_since(before, _calls(own_mount))) >= 3,
         timeout=20,
         what="the read-ahead of the next documents",
     )
-    print("a walk's second document:", _since(before, _calls(own_mount)))
+    print("a walk's second document:", calls_since(before, _calls(own_mount)))
 
 
 def _gio(*argv: str | Path) -> subprocess.CompletedProcess[str]:
@@ -279,12 +277,12 @@ def test_gnomes_hidden_list_keeps_old_versions_out_of_a_desktop_search(
     # A desktop search walks the mount as GIO lists it, hidden directories left out
     # (gio tree, as GNOME Files' search): the document is found once and no document's
     # versions are listed.
-    before = _calls(own_mount)
+    before = own_mount.quiet_calls()
     tree = _gio("tree", root)
     assert tree.returncode == 0, tree.stderr
     hits = [line for line in tree.stdout.splitlines() if "Travel_Policy" in line]
     assert len(hits) == 1 and hits[0].strip().endswith(filename), hits
-    cost = _since(before, _calls(own_mount))
+    cost = calls_since(before, own_mount.quiet_calls())
     print("a desktop walk of the mount:", cost)
     assert not any("/versions" in endpoint for endpoint in cost), cost
     # The shell is as before: the list is reachable by name only, versions/ works.

@@ -19,13 +19,12 @@ import pytest
 
 from tests.bridge.desktop import Watcher
 from tests.conftest import VIEWER
-from vaultfs.testing.mount_process import MountProcess, can_mount
+from vaultfs.testing.mount_process import MountProcess, calls_since, can_mount
 from vaultfs.testing.vault_process import VaultProcess, wait_until
 
 pytestmark = pytest.mark.mount
 
 NOTES = b"notes dropped into a document's folder\n" + bytes(range(256)) * 8
-_POLL = frozenset({"GET /objects/documents", "GET /objects/deletions/documents"})
 
 
 @pytest.fixture(scope="module")
@@ -76,15 +75,6 @@ def attachment_bytes(api: httpx.Client, doc_id: int, attachment_id: int) -> byte
     return api.get(f"/objects/documents/{doc_id}/attachments/{attachment_id}/file").content
 
 
-def calls(mount: MountProcess) -> dict[str, int]:
-    by_endpoint = mount.status()["api_calls_by_endpoint"]
-    return {endpoint: n for endpoint, n in by_endpoint.items() if endpoint not in _POLL}
-
-
-def since(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
-    return {k: n - before.get(k, 0) for k, n in after.items() if n != before.get(k, 0)}
-
-
 def cp(source: Path, target: Path, program: str = "cp") -> None:
     """``cp``, or ``gio copy`` (a file manager's paste) of ``source`` into ``target``."""
     argv = ["gio", "copy"] if program == "gio" else ["cp"]
@@ -102,7 +92,7 @@ def test_cp_into_a_document_folder_makes_an_attachment(
     os.listdir(doc_dir / "attachments")  # the details are read: not the drop's cost
     local = tmp_path / "notes.txt"
     local.write_bytes(NOTES)
-    before = calls(mount)
+    before = mount.quiet_calls()
     cp(local, doc_dir, program)
     # Within the grace the file is where it was put, and the status says it waits.
     dropped = [f for f in mount.status()["new_files"] if f["state"] == "dropped"]
@@ -114,7 +104,7 @@ def test_cp_into_a_document_folder_makes_an_attachment(
     # It moved: it is the document's attachment now, and the drop place is empty again.
     assert (doc_dir / "attachments" / "notes.txt").read_bytes() == NOTES
     assert "notes.txt" not in os.listdir(doc_dir)
-    cost = since(before, calls(mount))
+    cost = calls_since(before, mount.quiet_calls())
     print("a dropped file:", cost)
     # The upload, the document's details read to compare (an attachment of that name
     # and content is not sent again) and again to show it, and the test's own read.

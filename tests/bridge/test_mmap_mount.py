@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from tests.conftest import API, login
-from vaultfs.testing.mount_process import POLLS, MountProcess
+from vaultfs.testing.mount_process import MountProcess, calls_since
 from vaultfs.testing.vault_process import VaultProcess
 
 pytestmark = pytest.mark.mount
@@ -24,11 +24,6 @@ pytestmark = pytest.mark.mount
 #: due), the fence, upload, unlock, and one call of slack; the poll of the vault's
 #: changes, which may fall in the window, aside
 _SAVE_CALLS = 8
-
-
-def _calls(mount: MountProcess) -> dict[str, int]:
-    calls: dict[str, int] = mount.status()["api_calls_by_endpoint"]
-    return {endpoint: n for endpoint, n in calls.items() if endpoint not in POLLS}
 
 
 @pytest.fixture(scope="module")
@@ -53,19 +48,17 @@ class MappedSave:
         self.versions = len(_record(api, doc_id)["versions"])
         # Reading it after another document's file looks like a walk to the mount,
         # which then downloads the next documents: those calls are not the save's.
-        mount.quiet()
-        self.calls = _calls(mount)
+        self.calls = mount.quiet_calls()
 
     def check(self, expected: bytes) -> None:
-        self.mount.quiet()  # the check-in follows the last release
+        # (quiet: the check-in follows the last release)
+        spent = calls_since(self.calls, self.mount.quiet_calls())
         record = _record(self.api, self.doc_id)
         assert len(record["versions"]) == self.versions + 1
         latest = self.api.get(f"/objects/documents/{self.doc_id}/file").content
         assert hashlib.sha256(latest).hexdigest() == hashlib.sha256(expected).hexdigest()
         lock = self.api.get(f"/objects/documents/{self.doc_id}/lock").json().get("lock") or {}
         assert lock.get("locked_by__v") is None
-        after = _calls(self.mount)
-        spent = {k: n - self.calls.get(k, 0) for k, n in after.items() if n != self.calls.get(k)}
         assert sum(spent.values()) <= _SAVE_CALLS, spent
         assert self.path.read_bytes() == expected
 

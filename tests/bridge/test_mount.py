@@ -15,7 +15,7 @@ import pytest
 
 from tests.conftest import ADMIN, DEMO_PASSWORD, login
 from vaultfs.bridge.commands.control import unmount
-from vaultfs.testing.mount_process import MountProcess
+from vaultfs.testing.mount_process import MountProcess, calls_by_endpoint
 from vaultfs.testing.vault_process import VaultProcess, wait_until
 
 pytestmark = pytest.mark.mount
@@ -71,19 +71,11 @@ def test_every_latest_file_reads_back_with_the_vaults_checksum(
         assert path.stat().st_size == len(path.read_bytes())
 
 
-#: the index poll's calls (every second on test mounts): they happen whatever is listed
-_POLL = frozenset({"GET /objects/documents", "GET /objects/deletions/documents"})
-
-
-def _not_polling(calls: dict[str, int]) -> dict[str, int]:
-    return {endpoint: n for endpoint, n in calls.items() if endpoint not in _POLL}
-
-
 def test_ls_find_stat_and_warm_listing_costs_no_call(shared_mount: MountProcess) -> None:
     run("ls", "-lR", shared_mount.mountpoint)
-    before = _not_polling(shared_mount.status()["api_calls_by_endpoint"])
+    before = calls_by_endpoint(shared_mount.status())
     listing = run("ls", "-lR", shared_mount.mountpoint)
-    after = _not_polling(shared_mount.status()["api_calls_by_endpoint"])
+    after = calls_by_endpoint(shared_mount.status())
     assert after == before, {k: after[k] - before.get(k, 0) for k in after}
     assert "versions" in listing and "renditions" in listing
     found = run("find", shared_mount.mountpoint, "-type", "f").splitlines()

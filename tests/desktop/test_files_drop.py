@@ -13,19 +13,13 @@ import httpx
 
 from tests.conftest import login
 from tests.desktop.conftest import MARKS
-from vaultfs.testing.mount_process import MountProcess
+from vaultfs.testing.mount_process import MountProcess, calls_since
 from vaultfs.testing.vault_process import VaultProcess, wait_until
 
 pytestmark = MARKS
 
 API = "/api/v25.1"
 NOTES = b"notes dropped from the file manager\n" + bytes(range(256)) * 4
-_POLL = frozenset({"GET /objects/documents", "GET /objects/deletions/documents"})
-
-
-def calls(mount: MountProcess) -> dict[str, int]:
-    by_endpoint: dict[str, int] = mount.status()["api_calls_by_endpoint"]
-    return {endpoint: n for endpoint, n in by_endpoint.items() if endpoint not in _POLL}
 
 
 def attachments(api: httpx.Client, doc_id: int) -> dict[str, dict[str, Any]]:
@@ -42,7 +36,7 @@ def test_a_file_the_file_manager_copies_into_a_document_folder_becomes_its_attac
     local.write_bytes(NOTES)
     files = desktop(doc_dir)
     assert "Release_Checklist.md" in files.wait_for(lambda v: bool(v.rows)).names
-    before = calls(fresh_mount)
+    before = fresh_mount.quiet_calls()
 
     files.copy([local], doc_dir)
     # The window shows the file where it was put, while the mount waits out its grace
@@ -64,7 +58,7 @@ def test_a_file_the_file_manager_copies_into_a_document_folder_becomes_its_attac
     assert (doc_dir / "attachments" / "notes.txt").read_bytes() == NOTES
     assert "notes.txt" not in os.listdir(doc_dir)
     assert fresh_mount.status()["lost_and_found"] == []
-    cost = {k: n - before.get(k, 0) for k, n in calls(fresh_mount).items() if n != before.get(k, 0)}
+    cost = calls_since(before, fresh_mount.quiet_calls())
     print("a file GNOME Files dropped:", cost)
     # One upload; the document and its attachments read to compare and again to show
     # it, the test's own read of the file, and the document's relationships read again

@@ -30,7 +30,15 @@ from vaultfs.testing.vault_process import (
     wait_until,
 )
 
-__all__ = ["POLLS", "MountProcess", "calls_but_polls", "can_mount", "stop_daemon"]
+__all__ = [
+    "POLLS",
+    "MountProcess",
+    "calls_but_polls",
+    "calls_by_endpoint",
+    "calls_since",
+    "can_mount",
+    "stop_daemon",
+]
 
 #: the endpoints of a mount's (or a WebDAV front's) looks at the vault's changes
 POLLS = frozenset({"GET /objects/documents", "GET /objects/deletions/documents"})
@@ -40,6 +48,17 @@ def calls_but_polls(status: dict[str, Any]) -> int:
     """The API calls a mount's or a WebDAV front's ``status`` counts, its polls left out."""
     by_endpoint = status["api_calls_by_endpoint"]
     return int(status["api_calls"]) - sum(by_endpoint.get(polled, 0) for polled in POLLS)
+
+
+def calls_by_endpoint(status: dict[str, Any]) -> dict[str, int]:
+    """The API calls a ``status`` counts, by endpoint, its polls left out."""
+    by_endpoint: dict[str, int] = status["api_calls_by_endpoint"]
+    return {endpoint: n for endpoint, n in by_endpoint.items() if endpoint not in POLLS}
+
+
+def calls_since(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    """The calls by endpoint made between two counts (``calls_by_endpoint``)."""
+    return {k: n - before.get(k, 0) for k, n in after.items() if n != before.get(k, 0)}
 
 
 def can_mount() -> bool:
@@ -143,10 +162,12 @@ class MountProcess:
         result: dict[str, Any] = json.loads((self.mountpoint / ".vaultfs" / "status").read_text())
         return result
 
-    def calls_but_polls(self) -> int:
-        """The API calls made so far, but for the index's looks at the vault's changes
-        (``POLLS``), which may fall in any window a test counts."""
-        return calls_but_polls(self.status())
+    def quiet_calls(self) -> dict[str, int]:
+        """The API calls made so far by endpoint, polls left out, once the mount is
+        ``quiet``: a count that background work (a read's guess of a walk, a check-in
+        after a close) cannot fall into the middle of. Two of them around what a test
+        does count all that it cost."""
+        return calls_by_endpoint(self.quiet())
 
     def settle(self, timeout: float = 60.0) -> dict[str, Any]:
         """Wait (polling the status, with a deadline) until every save made through the
