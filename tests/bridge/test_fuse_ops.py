@@ -190,6 +190,22 @@ async def test_the_name_events_thread_alone_is_answered_apart_for_a_create(
         await ops.lookup(folder.st_ino, b"Other", other)  # type: ignore[arg-type]
 
 
+async def test_a_create_event_for_a_name_the_kernel_holds_by_then_is_answered_as_any_lookup(
+    core: FileSystem,
+) -> None:
+    # A program looked the name up after the create was announced: the kernel's look
+    # again (for the exclusive mkdir) must not be told ENOENT, which would make it
+    # forget the name (someone's working directory, maybe) and raise a false IN_CREATE.
+    events = _events()
+    ops = FuseOps(core, events=events)
+    folder = await _lookup(ops, "Reference")
+    guide = await ops.lookup(folder.st_ino, b"Guide", SimpleNamespace(pid=100))  # type: ignore[arg-type]
+    events._tid = 4242
+    events._pending = Event(Sort.CREATE_DIR, folder.st_ino, "Reference", "Guide", held=lambda: True)
+    own = SimpleNamespace(pid=4242)
+    assert (await ops.lookup(folder.st_ino, b"Guide", own)).st_ino == guide.st_ino  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize("sort", [Sort.DELETE_FILE, Sort.DELETE_DIR])
 async def test_the_name_events_thread_alone_is_answered_apart_for_a_delete(
     core: FileSystem, sort: Sort

@@ -4,7 +4,7 @@ fake vault: the events are recorded, not raised (the real ones: test_desktop_mou
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
@@ -23,10 +23,12 @@ class Recorded:
 
     def __init__(self) -> None:
         self.creates: list[tuple[int, str, str]] = []
+        self.held: dict[str, Callable[[], bool]] = {}
         self.deletes: list[tuple[int, str, str, int, bool]] = []
 
-    def created(self, parent: int, parent_path: str, name: str) -> None:
+    def created(self, parent: int, parent_path: str, name: str, held: Callable[[], bool]) -> None:
         self.creates.append((parent, parent_path, name))
+        self.held[name] = held
 
     def deleted(self, parent: int, parent_path: str, name: str, ino: int, is_dir: bool) -> None:
         self.deletes.append((parent, parent_path, name, ino, is_dir))
@@ -75,6 +77,11 @@ async def test_a_new_document_and_a_renamed_ones_new_name_are_announced(
     # "Guide [3]" leads nowhere: deleted, as the directory the kernel was given. A
     # window that listed Guide and Guide [3] now shows Guide and Handbook.
     assert recorded.deletes == [(reference, "Reference", "Guide [3]", second, True)]
+    # Looked up before the call is made: the kernel holds the name then, and the call
+    # is answered as any lookup (``daemon.name_events``).
+    assert not recorded.held["Made elsewhere"]()
+    await walk(fs, "Reference", "Made elsewhere")
+    assert recorded.held["Made elsewhere"]()
 
 
 async def test_a_changed_document_that_kept_its_name_is_not_announced(

@@ -14,9 +14,12 @@ so that nothing changes:
 
 - a create: the lookup for the mkdir is answered ENOENT, and the mkdir with the
   existing directory's entry. The kernel raises IN_CREATE (with IN_ISDIR) in the
-  parent's watches. A name the kernel holds already makes the mkdir fail in the kernel
-  (EEXIST) before any request: no event, and a directory that is someone's working
-  directory is never forgotten (so any changed document may be announced).
+  parent's watches. The kernel looks a name up again for an exclusive create even
+  when it holds it, and an ENOENT would make it forget the name, which may be someone's
+  working directory. So the lookup asks the event (``held``) whether the kernel holds
+  the name now (a program may have looked it up since the event was queued), and
+  then answers it as any other lookup: the mkdir fails in the kernel (EEXIST), no
+  event is raised and nothing is forgotten.
 - a delete: the name is deleted in the kernel (IN_DELETE_SELF to the node's watchers;
   a name the kernel does not hold for that node ends it here: no window can show it);
   the lookup for the unlink (rmdir) is answered with a stand-in, a new inode number
@@ -35,7 +38,7 @@ while the helper has a call under way exits; the kernel ends the connection, the
 call fails and the helper, finding its pipe closed, exits too. While a call runs the
 kernel holds the parent directory's lock, so no other process's lookup of the name
 through the parent reaches the daemon in between. Any failure
-(another program looked the name up in between: EEXIST; the name went: ENOENT; a user
+(the kernel holds the name: EEXIST; the name went: ENOENT; a user
 who may not write in the folder: EACCES) only means no event: logged at debug.
 """
 
@@ -51,7 +54,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 __all__ = ["STAND_IN_INODES", "Event", "NameEvents", "Sort"]
 
@@ -97,6 +100,8 @@ class Event:
     ino: int = 0
     #: a delete: the inode number its lookup is answered with
     stand_in: int = 0
+    #: a create: whether the kernel holds the name now (asked at the mkdir's lookup)
+    held: Callable[[], bool] = field(default=lambda: False, compare=False)
 
     @property
     def creates(self) -> bool:
@@ -137,10 +142,17 @@ class NameEvents:
         #: the event its call is about, while one is under way
         self._pending: Event | None = None
 
-    def created(self, parent: int, parent_path: str, name: str) -> None:
+    def created(
+        self,
+        parent: int,
+        parent_path: str,
+        name: str,
+        held: Callable[[], bool] = lambda: False,
+    ) -> None:
         """Raise IN_CREATE for directory ``name`` in ``parent`` (``parent_path``,
-        relative to the mount point); queued, never waits."""
-        self._put(Event(Sort.CREATE_DIR, parent, parent_path, name))
+        relative to the mount point), unless ``held()`` says the kernel holds the name
+        by the time the call is made; queued, never waits."""
+        self._put(Event(Sort.CREATE_DIR, parent, parent_path, name, held=held))
 
     def deleted(self, parent: int, parent_path: str, name: str, ino: int, is_dir: bool) -> None:
         """Forget ``name`` in ``parent``, which the kernel was given as ``ino``, as

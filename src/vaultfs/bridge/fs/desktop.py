@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable
+from functools import partial
 from typing import Protocol
 
 from vaultfs import errors
@@ -47,7 +48,9 @@ def is_trash_name(name: str) -> bool:
 class NameEvents(Protocol):
     """What raises the events (``daemon.name_events.NameEvents``); never waits."""
 
-    def created(self, parent: int, parent_path: str, name: str) -> None: ...
+    def created(
+        self, parent: int, parent_path: str, name: str, held: Callable[[], bool]
+    ) -> None: ...
 
     def deleted(self, parent: int, parent_path: str, name: str, ino: int, is_dir: bool) -> None: ...
 
@@ -131,8 +134,11 @@ class NewFolders:
                 continue
             for doc_id in documents:
                 name = name_in(listing, keys.document(doc_id))
-                if name is not None and not self._held(keys.document(doc_id), ino, name):
-                    self._events.created(ino, path, name)
+                document = keys.document(doc_id)
+                if name is not None and not self._held(document, ino, name):
+                    # (asked again when the call is made: a program may look it up first)
+                    held = partial(self._held, document, ino, name)
+                    self._events.created(ino, path, name, held)
 
     def _held(self, document: NodeKey, folder: int, name: str) -> bool:
         if self._overlay.stands_for(document):

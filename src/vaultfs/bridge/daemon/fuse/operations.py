@@ -96,10 +96,13 @@ class FuseOps(pyfuse3.Operations):
     ) -> pyfuse3.EntryAttributes:
         event = self._event(ctx, parent_inode, name)
         if event is not None and ctx is not None:
-            if event.creates:
+            if not event.creates:
+                # then the unlink (rmdir) that raises IN_DELETE
+                return stand_in(event.stand_in, event.sort is not Sort.DELETE_FILE, ctx)
+            if not event.held():
                 raise pyfuse3.FUSEError(errno.ENOENT)  # then the mkdir that raises IN_CREATE
-            # then the unlink (rmdir) that raises IN_DELETE
-            return stand_in(event.stand_in, event.sort is not Sort.DELETE_FILE, ctx)
+            # Looked up since the create was announced: the kernel's look again is
+            # answered as any other, and the mkdir fails in the kernel (no event).
         # What only a walk needs of the vault is paid from the walks' share
         # (``tree.walks``): of a listing, and of a lookup or stat by a process that lists.
         walks = self.core.tree.walks
