@@ -158,6 +158,13 @@ def test_sync_with_the_vault_refusing_names_the_file_and_its_error(
     f.flush()  # written (and checked out) while the vault answers
     proxy.active = True  # every POST (the draft upload) is answered 503 now
     quietly_close(f)
+    # (the check-in's first try, refused, on a busy machine may take longer than the
+    # sync's wait below: the error it names is there first)
+    wait_until(
+        lambda: any(p["last_error"] for p in mount.status()["pending_uploads"]),
+        timeout=30,
+        what="the refused check-in",
+    )
 
     failed = sync(directory, timeout=3)
     assert failed.returncode == 1

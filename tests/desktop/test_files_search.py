@@ -30,7 +30,7 @@ def test_the_first_search_in_a_fresh_mount_shows_its_results(
     # The search walks the whole mount (nothing of it read before), then shows what it
     # found and stops searching: no "Searching…" left.
     shown = files.wait_for(
-        lambda v: v.title == "Search for “Travel”" and not v.searching and v.found, timeout=20
+        lambda v: v.title == "Search for “Travel”" and not v.searching and v.found, timeout=60
     )
     results = {row[0]: row[1] for row in shown.rows}
     print("the search shows:", shown.rows)

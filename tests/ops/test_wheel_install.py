@@ -31,7 +31,7 @@ import pytest
 from tests.conftest import API, login
 from tests.ops.conftest import documents, needs_mount
 from vaultfs.bridge.content.prefetch import AHEAD
-from vaultfs.testing.mount_process import MountProcess
+from vaultfs.testing.mount_process import MountProcess, calls_since
 from vaultfs.testing.vault_process import VaultProcess
 
 pytestmark = [pytest.mark.registry]
@@ -55,7 +55,6 @@ SERVER_PACKAGES = frozenset(
     }
 )
 
-_POLL = frozenset({"GET /objects/documents", "GET /objects/deletions/documents"})
 #: what reading one file found by walking the tree may cost, polling aside: its download
 #: and the read-ahead of the documents after it in its folder (the mount takes the walk
 #: for ``grep -r``'s)
@@ -172,14 +171,12 @@ def test_the_wheel_alone_mounts_and_reads(
     try:
         mount.start()
         path = mount.source_file(int(doc["id"]))
-        before = mount.status()["api_calls_by_endpoint"]
+        before = mount.quiet_calls()  # (finding it walked the folder: read-ahead)
         assert path.read_bytes() == expected
-        after = mount.status()["api_calls_by_endpoint"]
+        spent = calls_since(before, mount.quiet_calls())
         # The daemon is the new environment's interpreter (whose vaultfs is the wheel's).
         argv0 = Path(f"/proc/{mount.pid}/cmdline").read_bytes().split(b"\0")[0]
         assert argv0 == bytes(installed)
     finally:
         mount.stop()
-    spent = {k: n - before.get(k, 0) for k, n in after.items() if n != before.get(k, 0)}
-    spent = {k: n for k, n in spent.items() if k not in _POLL}
     assert sum(spent.values()) <= _MAX_READ_CALLS, spent

@@ -26,6 +26,7 @@ from tests.programs import Office
 from tests.webdav.recording import RecordingRelay
 from tests.webdav.test_webdav_front import (
     ID,
+    api_calls,
     latest_bytes,
     lock_owners,
     propfind,
@@ -33,7 +34,6 @@ from tests.webdav.test_webdav_front import (
     source_path,
 )
 from vaultfs.server.samples import docx_bytes
-from vaultfs.testing import mount_process
 from vaultfs.testing.vault_process import VaultProcess, wait_until
 from vaultfs.testing.webdav_process import WebdavProcess
 
@@ -91,12 +91,6 @@ def new_docx(dav: httpx.Client, api: httpx.Client, name: str, lines: list[str]) 
         what="the front to show the new document",
     )
     return doc_id
-
-
-def calls_but_polls(dav: httpx.Client) -> int:
-    """The front's API calls so far, but for its looks at the vault's changes (every
-    second here: ``front``)."""
-    return mount_process.calls_but_polls(dav.get("/.vaultfs/status").json())
 
 
 def props(dav: httpx.Client, path: str, name: str) -> str | None:
@@ -158,7 +152,7 @@ def test_libreoffice_edits_a_docx_through_the_front(
     documents = all_documents(api)
     url = f"vnd.sun.star.webdav://127.0.0.1:{relay.port}{quote(path)}"
     opened_at = props(dav, path, "{DAV:}getlastmodified")
-    before = calls_but_polls(dav)
+    before = api_calls(dav)
 
     session = Session(office, url)
     try:
@@ -194,7 +188,7 @@ def test_libreoffice_edits_a_docx_through_the_front(
     # Closed: UNLOCK, checked in, no version more.
     wait_until(lambda: not locked(api, doc_id), timeout=15, what="the check-out to end")
     assert len(versions(api, doc_id)) == len(first) + 2
-    calls = calls_but_polls(dav) - before
+    calls = api_calls(dav) - before
 
     # What LibreOffice asked: one LOCK, a PUT under its token at each save, one UNLOCK
     # of the same token; never a lock file beside the document.

@@ -166,7 +166,8 @@ class MountProcess:
         """The API calls made so far by endpoint, polls left out, once the mount is
         ``quiet``: a count that background work (a read's guess of a walk, a check-in
         after a close) cannot fall into the middle of. Two of them around what a test
-        does count all that it cost."""
+        does count all that it cost. (A search's or a view's list call is the poll's
+        endpoint: counting those, count the polls by their deletions' endpoint.)"""
         return calls_by_endpoint(self.quiet())
 
     def settle(self, timeout: float = 60.0) -> dict[str, Any]:
