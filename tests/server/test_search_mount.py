@@ -29,6 +29,9 @@ pytestmark = pytest.mark.mount
 GENERAL = {"type__v": "General", "lifecycle__v": "General Lifecycle"}
 #: what the mount counts a search's (and the index poll's) list calls under
 LIST = "GET /objects/documents"
+#: what each index poll reads once (the page of documents it reads is a list call, as a
+#: search's is)
+DELETIONS = "GET /objects/deletions/documents"
 
 
 def word() -> str:
@@ -109,12 +112,6 @@ def calls(mount: MountProcess) -> dict[str, int]:
     return counts
 
 
-def _polls(mount: MountProcess) -> int:
-    """The index polls so far (each reads the deletions once; the page of documents it
-    reads is a list call as a search's is)."""
-    return calls(mount).get("GET /objects/deletions/documents", 0)
-
-
 def target(link: Path) -> Path:
     """The document directory a link leads to (its text read as the kernel reads it)."""
     return Path(os.path.normpath(link.parent / os.readlink(link)))
@@ -135,7 +132,7 @@ def test_words_in_a_field_are_found_in_one_list_call(admin: MountProcess, world:
     # downloaded, no document read one by one.
     assert 1 <= after.get(LIST, 0) - before.get(LIST, 0) <= 2
     grown = {k for k in after if after[k] != before.get(k, 0)}
-    assert grown <= {LIST, "GET /objects/deletions/documents"}, grown
+    assert grown <= {LIST, DELETIONS}, grown
     # Kept for the poll interval: listing it again asks nothing but (maybe) the poll.
     again = calls(admin)
     assert os.listdir(search) == [name]
@@ -286,7 +283,7 @@ def test_views_are_kept_by_the_kernel_until_they_change(admin: MountProcess, wor
     # (The kernel asks for a link's attributes once more after it first read the link:
     # it marks the link's access time stale then.)
     assert run(*walk).stdout == first.stdout
-    before, spent, polls = requests(admin), sum(calls(admin).values()), _polls(admin)
+    before, counted = requests(admin), calls(admin)
     again = run(*walk)
     after = requests(admin)
     assert again.stdout == first.stdout
@@ -297,7 +294,9 @@ def test_views_are_kept_by_the_kernel_until_they_change(admin: MountProcess, wor
     assert after.get("readlink", 0) == before.get("readlink", 0)
     assert after.get("getattr", 0) - before.get("getattr", 0) <= 2 * len(views) + 2
     # (a poll falling in the window is two calls: its page of documents, the deletions)
-    assert sum(calls(admin).values()) - spent - 2 * (_polls(admin) - polls) <= len(views)
+    now = calls(admin)
+    polls = now.get(DELETIONS, 0) - counted.get(DELETIONS, 0)
+    assert sum(now.values()) - sum(counted.values()) - 2 * polls <= len(views)
     # A rename through the mount: the view lists the new name at once, and the kernel
     # forgets the old one (sent by a thread of the mount's: waited for).
     renamed = f"Renamed {word()}"
