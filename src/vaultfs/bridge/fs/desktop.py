@@ -133,8 +133,8 @@ class NewFolders:
                 log.debug("no create events in %s: %s", path or "/", exc)
                 continue
             for doc_id in documents:
-                name = name_in(listing, keys.document(doc_id))
                 document = keys.document(doc_id)
+                name = name_in(listing, document)
                 if name is not None and not self._held(document, ino, name):
                     # (asked again when the call is made: a program may look it up first)
                     held = partial(self._held, document, ino, name)
