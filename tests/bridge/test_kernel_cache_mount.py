@@ -268,7 +268,8 @@ def test_getxattr_outside_user_is_not_supported_and_fields_still_answer(
     expected = {
         "security.selinux": errno.ENOTSUP,
         "trusted.anything": errno.ENOTSUP,
-        "system.posix_acl_access": errno.ENODATA,  # no ACL (the kernel asks itself)
+        "system.posix_acl_access": errno.ENOTSUP,  # the mount has no ACLs
+        "system.posix_acl_default": errno.ENOTSUP,
     }
     for name, code in expected.items():
         with pytest.raises(OSError) as raised:
@@ -284,11 +285,12 @@ def test_getxattr_outside_user_is_not_supported_and_fields_still_answer(
     assert doc_dir.name in listing
 
 
-def test_ls_l_asks_for_the_security_label_once_not_for_every_entry(
+def test_ls_l_asks_for_the_security_label_and_acls_once_not_for_every_entry(
     deleting_mount: MountProcess, tmp_path: Path
 ) -> None:
     # ls remembers a file system that does not support a namespace (ENOTSUP) and asks
-    # no other entry; with ENODATA it would ask every one, a round trip to the daemon each.
+    # no other entry; with ENODATA it would ask every one, a round trip to the daemon each
+    # (two for the ACL names of a directory).
     general = deleting_mount.mountpoint / "General"
     trace = tmp_path / "ls.trace"
     strace = ["strace", "-qq", "-e", "trace=getxattr,lgetxattr", "-o", str(trace)]
@@ -297,8 +299,11 @@ def test_ls_l_asks_for_the_security_label_once_not_for_every_entry(
         check=True,
         stdout=subprocess.DEVNULL,
     )
-    probes = [line for line in trace.read_text().splitlines() if "security.selinux" in line]
+    lines = trace.read_text().splitlines()
     entries = sum(len(dirs) + len(files) for _, dirs, files in os.walk(general))
     assert entries > 10
-    assert len(probes) == 1, probes
-    assert "EOPNOTSUPP" in probes[0]
+    for name in ("security.selinux", "system.posix_acl_access"):
+        probes = [line for line in lines if f'"{name}"' in line]
+        assert len(probes) == 1, probes
+        assert "EOPNOTSUPP" in probes[0]
+    assert len(lines) == 2, lines  # a directory's default ACL: not asked once unsupported

@@ -15,7 +15,7 @@ install`` elsewhere) names nothing, and the mount then behaves as before. What i
 - ``xattr_namespaces``: getxattr of names outside ``user.`` (the ``security.selinux``
   and ``system.posix_acl_*`` probes of ``ls -l``) is answered inside pyfuse3, without
   a request reaching Python, as the mount itself answers them (``tree.xattrs``):
-  ENODATA for the ACL names, ENOTSUP for other namespaces;
+  ENOTSUP, the ACL names included (the mount has no ACLs);
 - ``noflush``: a file opened read-only is opened with ``FOPEN_NOFLUSH``, so its close
   sends no FLUSH (the flush of a read-only open has nothing to do);
 - ``kept_opens``: a file whose content stays the same while the kernel keeps its pages

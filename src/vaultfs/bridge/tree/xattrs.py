@@ -14,19 +14,16 @@ __all__ = ["PREFIX", "field_of", "in_our_namespaces", "names_of", "value_of"]
 
 PREFIX = "user.vault."
 
-#: the POSIX ACL names: the kernel asks for them itself (the mount declares ACLs), and
-#: ENODATA (no ACL) is the answer it keeps
-ACL_NAMES = frozenset({"system.posix_acl_access", "system.posix_acl_default"})
-
-
 def in_our_namespaces(xattr_name: str) -> bool:
-    """Whether a name lies where the mount has attributes (``user.``, the ACL names).
+    """Whether a name lies where the mount has attributes (``user.``).
 
-    Any other namespace (``security.selinux``, ``trusted.``) is not supported: ENOTSUP,
-    the kernel's own answer for a namespace a file system has no handler for, which
-    ``ls -l`` remembers for the whole mount instead of asking for every entry.
+    Any other namespace (``security.selinux``, ``trusted.``, the POSIX ACL names
+    ``system.posix_acl_*``: the mount has no ACLs) is not supported: ENOTSUP, the
+    kernel's own answer for a namespace a file system has no handler for, which ``ls
+    -l`` remembers for the whole mount instead of asking for every entry (with
+    ENODATA it asked each entry for both ACL names: two round trips an entry).
     """
-    return xattr_name.startswith("user.") or xattr_name in ACL_NAMES
+    return xattr_name.startswith("user.")
 
 
 def names_of(record: dict[str, Any]) -> list[str]:

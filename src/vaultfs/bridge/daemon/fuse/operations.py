@@ -71,12 +71,9 @@ class FuseOps(pyfuse3.Operations):
         self.events = events
         self.using = capabilities() if using is None else using
         if self.using.xattr_namespaces:
-            # The only namespace with attributes here: pyfuse3 answers other names.
+            # The only namespace with attributes here: pyfuse3 answers other names
+            # (ENOTSUP, the ACL names included: ``tree.xattrs``).
             self.xattr_namespaces = (b"user.",)
-            # Declaring POSIX ACLs makes the kernel ask for an inode's ACLs once and keep
-            # the answer (none) instead of sending the probes of every ``ls -l``; the
-            # kernel then leaves the umask to the file system (``create``).
-            self.enable_acl = True
         # Attributes in a listing only where the kernel wants them (``ls -l``); with
         # ``plus_names``, where ``listing_pages`` sees a program that stats.
         self.readdirplus_auto = self.using.readdirplus_auto
@@ -298,8 +295,6 @@ class FuseOps(pyfuse3.Operations):
         ctx: pyfuse3.RequestContext,
     ) -> tuple[pyfuse3.FileInfo, pyfuse3.EntryAttributes]:
         with self.errors.handling("create", parent_inode, name):
-            if self.enable_acl:
-                mode &= ~ctx.umask
             opened, attr = await self.core.create(parent_inode, os.fsdecode(name), mode, flags)
             self.errors.fh_inodes[opened.fh] = attr.ino
             info = pyfuse3.FileInfo(
