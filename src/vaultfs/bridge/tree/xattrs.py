@@ -14,6 +14,7 @@ __all__ = ["PREFIX", "field_of", "in_our_namespaces", "names_of", "value_of"]
 
 PREFIX = "user.vault."
 
+
 def in_our_namespaces(xattr_name: str) -> bool:
     """Whether a name lies where the mount has attributes (``user.``).
 
