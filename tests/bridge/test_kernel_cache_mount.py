@@ -229,8 +229,8 @@ def test_this_mounts_own_creates_links_and_deletes_are_listed_at_once(
 ) -> None:
     general = deleting_mount.mountpoint / "General"
     before = set(os.listdir(general))
-    # The umask applies to a new file (the kernel leaves it to the mount when the mount
-    # declares POSIX ACLs, as it does for the ACL probes' sake).
+    # The umask applies to a new file (the kernel applies it: the mount declares no
+    # POSIX ACLs; declared, the kernel would leave it to the mount).
     fd = os.open(general / "Own Report.txt", os.O_CREAT | os.O_WRONLY, 0o666)
     try:
         assert os.fstat(fd).st_mode & 0o777 == 0o666 & ~_umask()
