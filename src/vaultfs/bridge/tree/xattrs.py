@@ -20,8 +20,8 @@ def in_our_namespaces(xattr_name: str) -> bool:
 
     Any other namespace (``security.selinux``, ``trusted.``, the POSIX ACL names
     ``system.posix_acl_*``: the mount has no ACLs) is not supported: ENOTSUP, the
-    kernel's own answer for a namespace a file system has no handler for, which ``ls
-    -l`` remembers for the whole mount instead of asking for every entry (with
+    kernel's own answer for a namespace a file system has no handler for, which
+    ``ls -l`` remembers for the whole mount instead of asking for every entry (with
     ENODATA it asked each entry for both ACL names: two round trips an entry).
     """
     return xattr_name.startswith("user.")
