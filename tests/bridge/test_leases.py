@@ -21,7 +21,7 @@ from vaultfs.bridge.write.spool.interface import start_from
 from vaultfs.bridge.write.spool.spool import Spool
 from vaultfs.bridge.write.spool.states import IllegalTransition
 from vaultfs.client import Reach
-from vaultfs.errors import CheckInConflict, LockedByOther, VaultOffline
+from vaultfs.errors import CheckInConflict, LockedByOther, VaultOffline, VaultUnavailable
 
 from .test_spool_unit import (
     DOC,
@@ -390,6 +390,92 @@ async def test_an_owed_lease_let_go_before_the_vault_is_back_asks_nothing(
     await let_go(spool)
     assert spool.leases.state(DOC) == LeaseState.FREE
     assert sum(vault.calls.values()) == 0 and spool_files(tmp_path / "spool") == []
+
+
+def lose_the_locks_answer(vault: FakeVault, monkeypatch: pytest.MonkeyPatch, *, away: bool) -> None:
+    """The next lock is taken and its answer lost, and the look that follows fails too:
+    the vault went away (offline) when ``away``, else one blip."""
+    lock, get_lock = vault.lock, vault.get_lock
+    blips: list[str] = []
+
+    async def lock_lost(doc_id: int) -> None:
+        monkeypatch.setattr(vault, "lock", lock)
+        await lock(doc_id)
+        if away:
+            vault.reach.move(Reach.OFFLINE, "the network went away")
+        else:
+            blips.append("the look after it")
+        raise VaultUnavailable("connection reset after the request was sent")
+
+    async def look(doc_id: int) -> dict[str, Any] | None:
+        if blips:
+            blips.pop()
+            raise VaultUnavailable("connection reset")
+        return await get_lock(doc_id)
+
+    monkeypatch.setattr(vault, "lock", lock_lost)
+    monkeypatch.setattr(vault, "get_lock", look)
+
+
+async def test_a_lock_taken_as_the_vault_went_away_is_this_clients_when_it_is_back(
+    vault: FakeVault, tmp_path: Path, original: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The save's lock was taken, its answer lost, and the vault went away: the save is
+    owed. Back online, the lock of this user it finds is the one it asked for (its mark
+    says a lock was asked for), not another client's: the save checks in."""
+    spool = make_spool(tmp_path / "spool", vault)
+    lose_the_locks_answer(vault, monkeypatch, away=True)
+    entry = await check_out(spool, original)
+    assert spool.leases.state(DOC) == LeaseState.OWED and vault.locks == {DOC: ME}
+    entry.pwrite(len(ORIGINAL), b"through the tunnel\n")
+    with pytest.raises(VaultOffline):
+        await spool.commit(entry)
+    vault.reach.move(Reach.ONLINE)
+    await spool.flush_now()
+    assert spool.lost_records() == []
+    assert vault.drafts == [(DOC, ORIGINAL + b"through the tunnel\n")]
+    assert vault.calls["lock"] == 1 and vault.locks == {}
+    assert spool_files(tmp_path / "spool") == []
+
+
+async def test_an_owed_lock_taken_as_the_vault_went_away_again_is_this_clients(
+    vault: FakeVault, tmp_path: Path, original: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Saved offline; back online, the owed lock is taken but its answer lost as the
+    vault goes away again. The next time back, that lock is this client's."""
+    vault.reach.move(Reach.OFFLINE, "no network")
+    spool = make_spool(tmp_path / "spool", vault)
+    entry = await check_out(spool, original)
+    entry.pwrite(len(ORIGINAL), b"on the train\n")
+    with pytest.raises(VaultOffline):
+        await spool.commit(entry)
+    vault.reach.move(Reach.ONLINE)
+    lose_the_locks_answer(vault, monkeypatch, away=True)
+    await spool.flush_now()
+    assert spool.leases.state(DOC) == LeaseState.OWED and vault.locks == {DOC: ME}
+    vault.reach.move(Reach.ONLINE)
+    await spool.flush_now()
+    assert spool.lost_records() == []
+    assert vault.drafts == [(DOC, ORIGINAL + b"on the train\n")]
+    assert vault.calls["lock"] == 1 and vault.locks == {}
+
+
+async def test_a_take_whose_answer_and_look_were_lost_keeps_its_mark(
+    vault: FakeVault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Online, a lock taken with its answer and the look after it lost: the take fails
+    (EIO for its program), but the lock is this client's: a take again holds it (not
+    "another client's", EBUSY), and a start after a crash releases it."""
+    spool = make_spool(tmp_path / "spool", vault)
+    lose_the_locks_answer(vault, monkeypatch, away=False)
+    with pytest.raises(VaultUnavailable):
+        await hold(spool)
+    assert not spool.leases.held_here(DOC) and vault.locks == {DOC: ME}
+    await hold(spool)
+    assert spool.leases.state(DOC) == LeaseState.HELD and vault.calls["lock"] == 1
+    again = make_spool(tmp_path / "spool", vault)  # the daemon died holding it
+    await again.leases.release_stale()
+    assert vault.locks == {} and spool_files(tmp_path / "spool") == []
 
 
 async def test_a_trips_check_out_is_never_owed(vault: FakeVault, tmp_path: Path) -> None:

@@ -27,7 +27,10 @@ it is gone or someone else's; its date, first read there, is the lease's token, 
 in the mark: a later look that finds this user's lock with another date finds it taken
 over, and a start after a crash releases a marked lock only when its date is the
 mark's. A mark without a date (taken, never verified) is taken for this client's; a
-mark of a check-out taken offline (``owed``) names no lock at all.
+mark of a check-out taken offline (``owed``) names no lock, unless a lock was asked for
+and its answer lost before the vault went away (``asked``): that lock may be this
+client's, and is taken so, as a mark without a date is. For the same reason a take
+whose answer was lost and whose look failed too keeps its mark.
 """
 
 from __future__ import annotations
@@ -277,7 +280,7 @@ class Leases:
     async def _owe(self, lease: Lease, reason: Reason) -> None:
         """Offline: checked out here now, the vault's lock owed (``settle``)."""
         with trio.CancelScope(shield=True):
-            await self.run_sync(_write_mark, self.directory, lease.doc_id, None, True)
+            await self.run_sync(_write_owed, self.directory, lease.doc_id)
         lease.move(LeaseState.OWED)
         lease.reasons[reason] += 1
         log.info("lease: doc %d checked out offline (%s)", lease.doc_id, reason.value)
@@ -300,7 +303,7 @@ class Leases:
             lease.token = await self._lock(doc_id)
         except BaseException:
             with trio.CancelScope(shield=True):  # still owed, after a crash too
-                await self.run_sync(_write_mark, self.directory, doc_id, None, True)
+                await self.run_sync(_write_owed, self.directory, doc_id)
             lease.move(LeaseState.OWED)
             raise
         lease.move(LeaseState.HELD)
@@ -316,12 +319,7 @@ class Leases:
         # Marked before it is asked for: a daemon that dies from here on leaves a
         # mark, and the next start releases the lock unless an entry took it over.
         await self.run_sync(_write_mark, self.directory, doc_id, None)
-        try:
-            await self._ask(doc_id)
-        except BaseException:
-            with trio.CancelScope(shield=True):
-                await self.run_sync(_drop_mark, self.directory, doc_id)
-            raise
+        await self._ask(doc_id)
         # Its date, the token, is read by the first ``verify`` (no call here).
         return None
 
@@ -345,22 +343,33 @@ class Leases:
         )
 
     async def _ask(self, doc_id: int) -> None:
-        """POST the lock. A refusal is followed by asking who holds it: an answer lost
-        on the way back may hide a lock that was taken (then it is ours)."""
+        """POST the lock (its mark written). A refusal is followed by asking who holds
+        it: an answer lost on the way back may hide a lock that was taken (then it is
+        ours). The mark is dropped when the lock surely was not taken; it stays when
+        that cannot be known (the look failed too, or the ask was cancelled), so that
+        a take again, a settle or the next start finds the lock this client's."""
         try:
             await self.client.lock(doc_id)
         except VaultError as refusal:
             if surely_not_sent(refusal):
+                await self._unmark(doc_id)
                 raise
             try:
                 lock = await self.client.get_lock(doc_id)
             except VaultError:
+                log.info("lease: doc %d: whether the lock was taken is not known", doc_id)
                 raise refusal from None
             if not lock:
+                await self._unmark(doc_id)
                 raise
             holder = lock.get("locked_by__v")
             if not self.is_me(holder):
+                await self._unmark(doc_id)
                 raise LockedByOther(f"document {doc_id} is checked out by user {holder}") from None
+
+    async def _unmark(self, doc_id: int) -> None:
+        with trio.CancelScope(shield=True):
+            await self.run_sync(_drop_mark, self.directory, doc_id)
 
     async def drop(self, doc_id: int, reason: Reason) -> bool:
         """``reason`` no longer holds the document; the last reason releases the vault's
@@ -501,7 +510,7 @@ class Leases:
 
     async def _release_stale(self, doc_id: int) -> None:
         mark = await self.run_sync(_read_mark, self.directory, doc_id)
-        if mark.owed:
+        if mark.owed and not mark.locked:
             # Checked out offline and never settled: no lock of the vault's is ours.
             await self.run_sync(_drop_mark, self.directory, doc_id)
             return
@@ -528,10 +537,12 @@ def _token(lock: dict[str, Any]) -> str | None:
 # --- the marks: ``<spool>/locks/<doc_id>``, holding the lock's date as JSON ----------
 
 
-def _write_mark(directory: Path, doc_id: int, token: str | None, owed: bool = False) -> None:
+def _write_mark(
+    directory: Path, doc_id: int, token: str | None, owed: bool = False, asked: bool = False
+) -> None:
     """Record, durably, that this client is about to lock ``doc_id`` (token None,
     before asking), holds it since ``token``, or checked it out offline and owes the
-    vault's lock (``owed``)."""
+    vault's lock (``owed``; ``asked``: a lock asked for may have been taken)."""
     folder = directory / _MARKS
     folder.mkdir(mode=DIR_MODE, exist_ok=True)
     path = folder / str(doc_id)
@@ -539,7 +550,7 @@ def _write_mark(directory: Path, doc_id: int, token: str | None, owed: bool = Fa
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
     try:
         if owed:
-            os.write(fd, json.dumps({"owed": True}).encode())
+            os.write(fd, json.dumps({"owed": True, "asked": asked}).encode())
         elif token:
             os.write(fd, json.dumps({"locked_date": token}).encode())
         os.fsync(fd)
@@ -552,12 +563,19 @@ def _write_mark(directory: Path, doc_id: int, token: str | None, owed: bool = Fa
 class _Mark(NamedTuple):
     """What ``doc_id``'s mark says."""
 
-    #: it names a lock of the vault's this client asked for (or holds)
+    #: it names a lock of the vault's this client asked for (or holds); for an owed
+    #: check-out, one whose answer was lost before the vault went away
     locked: bool
     #: that lock's date, when known
     token: str | None = None
     #: a check-out taken offline: no lock was asked for
     owed: bool = False
+
+
+def _write_owed(directory: Path, doc_id: int) -> None:
+    """Record that the check-out is owed, keeping whether a lock asked for (a mark
+    naming a lock) may have been taken."""
+    _write_mark(directory, doc_id, None, owed=True, asked=_read_mark(directory, doc_id).locked)
 
 
 def _read_mark(directory: Path, doc_id: int) -> _Mark:
@@ -568,7 +586,7 @@ def _read_mark(directory: Path, doc_id: int) -> _Mark:
     with contextlib.suppress(ValueError, AttributeError):
         mark = json.loads(text) if text.strip() else {}
         if mark.get("owed"):
-            return _Mark(False, owed=True)
+            return _Mark(bool(mark.get("asked")), owed=True)
         token = mark.get("locked_date")
         return _Mark(True, str(token) if token else None)
     return _Mark(True)
