@@ -236,6 +236,28 @@ def test_a_documents_times_are_read_with_those_after_it_in_its_folder() -> None:
         ]
 
 
+def test_a_walk_backwards_through_a_folder_reads_its_records_and_times_in_windows() -> None:
+    """GNOME Files counts a folder's sub-folders partly from the last up: what is read
+    with one document includes some before it, so that such a walk costs a query per
+    window, not one per document."""
+    store = IndexStore(None)
+    store.put_many(
+        {"id": n, "name__v": f"doc {n:03d}", "type__v": "General", "filename__v": f"{n}.txt"}
+        for n in range(1, 201)
+    )
+    records = Records(store, times=64)  # times read 32 at a time: 8 before, 24 from on
+    with (
+        patch.object(store, "texts_from", wraps=store.texts_from) as texts,
+        patch.object(store, "times_from", wraps=store.times_from) as times,
+    ):
+        for doc_id in range(200, 100, -1):
+            assert records.read_ahead(doc_id)["filename__v"] == f"{doc_id}.txt"
+            assert records.times(doc_id) is not None
+    # 100 documents backwards, each read bringing the one asked for and the 16 records
+    # (8 times) before it: ceil(100 / 17) and ceil(100 / 9) reads, not 100 each
+    assert (texts.call_count, times.call_count) == (6, 12)
+
+
 def test_the_folders_are_each_folder_once_with_its_latest_change() -> None:
     store = IndexStore(None)
     where = [("A", "", ""), ("A", "s", ""), ("A", "s", "c"), ("B", "", "")]

@@ -262,29 +262,37 @@ class IndexStore:
         for doc_id, *times in self._by_ids("modified_ns, created_ns, born_ns", doc_ids):
             yield doc_id, (times[0], times[1], times[2])
 
-    def times_from(self, doc_id: int, count: int) -> list[tuple[int, Times]]:
+    def times_from(self, doc_id: int, count: int, before: int = 0) -> list[tuple[int, Times]]:
         """(id, times) of ``doc_id`` and of the next ``count - 1`` documents of its
         folder, by name then id (the order of a folder's listing, and of the lookups
-        of a program that stats what it listed): a seek in ``folder_names``."""
-        rows = self._from("modified_ns, created_ns, born_ns", doc_id, count)
+        of a program that stats what it listed): a seek in ``folder_names``; then of
+        the ``before`` documents before it, nearest first."""
+        rows = self._from("modified_ns, created_ns, born_ns", doc_id, count, before)
         return [(row[0], (row[1], row[2], row[3])) for row in rows]
 
-    def texts_from(self, doc_id: int, count: int) -> list[tuple[int, str]]:
-        """(id, record as stored) of ``doc_id`` and of the next ``count - 1`` documents
-        of its folder, in the order of ``times_from`` (a walk goes into them next)."""
-        return [(row[0], row[1]) for row in self._from("record", doc_id, count)]
+    def texts_from(self, doc_id: int, count: int, before: int = 0) -> list[tuple[int, str]]:
+        """(id, record as stored) of ``doc_id`` and of the documents of its folder
+        around it, as ``times_from`` reads them (a walk goes into them next)."""
+        return [(row[0], row[1]) for row in self._from("record", doc_id, count, before)]
 
-    def _from(self, columns: str, doc_id: int, count: int) -> list[tuple[Any, ...]]:
-        """(id, *columns) of ``doc_id`` and the next ``count - 1`` of its folder."""
+    def _from(self, columns: str, doc_id: int, count: int, before: int) -> list[tuple[Any, ...]]:
+        """(id, *columns) of ``doc_id`` and the next ``count - 1`` of its folder, then
+        of the ``before`` before it (a seek each way in ``folder_names``)."""
         place = self.place(doc_id)
         if place is None:
             return []
         folder, name = place
-        return self._db.execute(
-            f"SELECT id, {columns} FROM documents WHERE {_IN_FOLDER}"
-            " AND (name, id) >= (?, ?) ORDER BY name, id LIMIT ?",
+        select = f"SELECT id, {columns} FROM documents WHERE {_IN_FOLDER}"
+        rows = self._db.execute(
+            f"{select} AND (name, id) >= (?, ?) ORDER BY name, id LIMIT ?",
             (*folder, name, doc_id, count),
         ).fetchall()
+        if before > 0:
+            rows += self._db.execute(
+                f"{select} AND (name, id) < (?, ?) ORDER BY name DESC, id DESC LIMIT ?",
+                (*folder, name, doc_id, before),
+            ).fetchall()
+        return rows
 
     def _by_ids(self, columns: str, doc_ids: list[int]) -> Iterator[tuple[Any, ...]]:
         """(id, *columns) of those of ``doc_ids`` the index holds: one query per 500."""
@@ -461,6 +469,13 @@ class _transaction:
 _TIMES_AHEAD = 128
 #: the documents whose records are read with one asked for (``Records.read_ahead``)
 _RECORDS_AHEAD = 64
+#: of what is read with one asked for, the share of documents before it in its folder
+#: (the rest from it on): a program may walk a folder's documents either way. GNOME
+#: Files counts the items of a folder's sub-folders partly from the last up; read from
+#: the one asked on only, each of those asks missed (12 % of the record asks, 6 % of
+#: the times asks, opening a folder of 100,000 documents). A quarter before turns a
+#: backward walk's miss per ask into one per quarter window, for a quarter less ahead.
+_BEFORE_SHARE = 4
 
 
 class Records(Mapping[int, Record]):
@@ -496,14 +511,15 @@ class Records(Mapping[int, Record]):
         return record
 
     def read_ahead(self, doc_id: int) -> Record | None:
-        """The record of ``doc_id`` (None: not in the index), read with those after it
-        in its folder when memory has neither: the tree's nodes ask for a document's
+        """The record of ``doc_id`` (None: not in the index), read with those around
+        it in its folder when memory has neither: the tree's nodes ask for a document's
         record as a walk goes into its folder (GNOME Files counting each document
-        folder's items, ``find``), in the folder's order, and one query for many
-        costs what one for each would cost for a few. The index's own catch-up asks
-        ``get``: its changes come in no folder's order."""
+        folder's items, ``find``), in the folder's order or its reverse, and one query
+        for many costs what one for each would cost for a few. The index's own
+        catch-up asks ``get``: its changes come in no folder's order."""
         if doc_id not in self._cache and doc_id not in self._ahead:
-            for other, text in self._store.texts_from(doc_id, _RECORDS_AHEAD):
+            before = _RECORDS_AHEAD // _BEFORE_SHARE
+            for other, text in self._store.texts_from(doc_id, _RECORDS_AHEAD - before, before):
                 if other not in self._cache:
                     self._ahead[other] = text
         return self.get(doc_id)
@@ -530,11 +546,12 @@ class Records(Mapping[int, Record]):
         None when the index does not hold it."""
         times = self._times.get(doc_id)
         if times is None:
-            # With the documents after it in its folder: a program that looks up a
+            # With the documents around it in its folder: a program that looks up a
             # folder's entries one by one (``ls -l`` after ``ls``, GNOME Files) asks
-            # for them next, in this order.
+            # for them next, mostly in this order.
             ahead = min(_TIMES_AHEAD, int(self._times.maxsize) // 2)
-            for other, other_times in self._store.times_from(doc_id, ahead):
+            before = ahead // _BEFORE_SHARE
+            for other, other_times in self._store.times_from(doc_id, ahead - before, before):
                 self._times[other] = other_times
                 if other == doc_id:
                     times = other_times
