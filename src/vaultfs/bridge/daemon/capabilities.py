@@ -9,7 +9,9 @@ install`` elsewhere) names nothing, and the mount then behaves as before. What i
   docs/benchmarks.md): OPENDIR is answered ENOSYS, the kernel sends no OPENDIR and
   RELEASEDIR for any directory of the mount and keeps each listing until the mount
   invalidates the directory's inode (every change the index learns does, see
-  ``fuse.kernel_cache``); pyfuse3 gives readdir the inode;
+  ``fuse.kernel_cache``); pyfuse3 gives readdir the inode, and answers the kernel's
+  read at the end of a listing it keeps whole itself where it offers ``kept_listings``
+  (the mount fills that dict, ``kernel_cache.kept``);
 - ``cache_readdir``: the other way, when ``no_opendir`` is not offered or not wanted: a
   directory of the vault is opened with ``cache_readdir`` and ``keep_cache``;
 - ``xattr_namespaces``: getxattr of names outside ``user.`` (the ``security.selinux``

@@ -50,10 +50,13 @@ log = logging.getLogger(__name__)
 
 #: directory inodes whose listings the kernel may keep (opened with cache_readdir, or
 #: read without OPENDIR) -> the position this mount's last answer found the listing's
-#: end at, while nothing dropped the listing since (0: not known); emptied when a mount
-#: starts. The kernel asks once more at the end of a listing it keeps whole (it looks
-#: for an entry after the last and, finding none, asks the mount): answered from here.
-kept: dict[int, int] = {}
+#: end at, while nothing dropped the listing since and no new listing of it is under way
+#: (0: not known); emptied when a mount starts. The kernel asks once more at the end of
+#: a listing it keeps whole, each time a program reads it to the end (it looks for an
+#: entry after the last and, finding none, asks the mount): answered from here, by
+#: pyfuse3's C handler where it offers ``kept_listings`` (this is that dict), without a
+#: Python task (GNOME Files counting 100,000 folders sent 200,000 such reads).
+kept: dict[int, int] = getattr(pyfuse3, "kept_listings", {})
 
 #: file inode -> the handle pyfuse3 answers its read-only opens with (and whose releases
 #: it answers); a dict of pyfuse3's own where it offers ``kept_opens``, never filled

@@ -57,6 +57,10 @@ class ListingsByInode:
                         ino,
                         start_id,
                     )
+                if kept.get(ino):
+                    # Where the last listing ended is no answer while this one is read
+                    # (pyfuse3 answers a read from there empty: ``kernel_cache.kept``).
+                    kept[ino] = 0
                 fh = self._reading[ino] = await self.core.opendir(ino)
             plain = is_plain(token) or (
                 self.pages is not None and not self.pages.with_attributes(ino, start_id, pid)
