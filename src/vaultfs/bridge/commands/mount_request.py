@@ -49,7 +49,7 @@ OPTIONS_HELP = (
     "comma-separated, repeatable: ro, allow_other, allow_delete, nonempty, debug, "
     "cache_dir=DIR, "
     "cache_size=SIZE (default 1G), poll_interval=SECONDS (default 30), "
-    "attr_timeout=SECONDS (default 3600), max_inodes=N (default 200000), "
+    f"attr_timeout=SECONDS (default 3600), max_inodes=N (default {MAX_INODES}), "
     "walk_calls=N (a day, default 5000), walk_burst=N (per 5 minutes, default 200), "
     "retries=N (default 6), notify=on|off (desktop "
     "notifications, default on), username=NAME, password_file=FILE"

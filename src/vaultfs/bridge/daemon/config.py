@@ -12,13 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vaultfs.bridge.fs.options import MAX_INODES
 from vaultfs.bridge.tree.walks import WALK_BURST, WALK_CALLS
 
 __all__ = ["MAX_INODES", "WALK_BURST", "WALK_CALLS", "MountConfig", "default_cache_dir"]
-
-#: inodes the kernel may hold of a mount before the oldest names are let go (a walk of
-#: a million documents would otherwise hold five million, 1.6 GiB of the daemon)
-MAX_INODES = 200_000
 
 
 def default_cache_dir(url: str, user: str) -> Path:

@@ -48,6 +48,7 @@ import trio
 
 from vaultfs import errors
 from vaultfs.bridge.fs.inodes import ROOT_INODE, InodeTable
+from vaultfs.bridge.fs.options import MAX_INODES
 from vaultfs.bridge.tree.keys import typed
 from vaultfs.bridge.tree.nodes import DOC_DIRS, FIXED_DIRS, FOLDERS, Kind, NodeKey
 
@@ -98,7 +99,7 @@ class Freshness:
         invalidate_link: Callable[[int], None] = no_invalidation,
         generation: Callable[[], int] = lambda: 0,
         is_local: Callable[[NodeKey], bool] = lambda key: typed(key).is_local,
-        max_inodes: int = 200_000,
+        max_inodes: int = MAX_INODES,
     ) -> None:
         """``child(parent key, name)``: the node a name stands for now;
         ``invalidate_attr``/``invalidate_entry``: tell the kernel to forget an inode's
