@@ -102,8 +102,8 @@ class Prefetcher:
 
     def details_needed(self, doc_id: int) -> None:
         """The walk needs ``doc_id``'s details: fetch the next documents' too."""
-        if not self._walked(doc_id):
-            return
+        if not self._walked(doc_id) or self._tree.walks.walking_spent():
+            return  # (past its share, the walk's read-ahead would only be refused)
         for following in self._following("details", doc_id):
             if not self._tree.has_details(following):
                 self._start("details", following)

@@ -183,11 +183,13 @@ class Tree:
         cached = self._details.get(doc_id)
         if cached is not None and cached.stamp == stamp:
             return cached
+        what = f"the details of document {doc_id}"
+        self.walks.check(what)  # a walk past its share: refused before anything waits
         async with self._details_locks.hold(doc_id):
             cached = self._details.get(doc_id)
             if cached is not None and cached.stamp == stamp:
                 return cached
-            self.walks.spend(f"the details of document {doc_id}")
+            self.walks.spend(what)
             try:
                 response = await self._client.get_document(doc_id)
             except errors.InvalidDocument:

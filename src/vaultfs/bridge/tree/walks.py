@@ -149,6 +149,9 @@ class WalkShare:
         self._stopped: tuple[str, int, float] | None = None
         #: processes that listed a directory lately
         self._listers: TTLCache[int, bool] = TTLCache(maxsize=4096, ttl=_LISTED_LATELY)
+        #: process -> its name, read once a minute at most (each of a walk's calls
+        #: asks; a pid may be another program's a while later)
+        self._programs: TTLCache[int, str] = TTLCache(maxsize=4096, ttl=_LISTED_LATELY)
 
     def listing(self, pid: int | None) -> contextlib.AbstractContextManager[None]:
         """The calls made inside list a directory for ``pid`` (None or 0: a process
@@ -180,17 +183,24 @@ class WalkShare:
     def spend(self, what: str) -> None:
         """One call for ``what`` (a log's words: "the details of document 12") is
         about to be made: a walk's is taken from the share, or refused."""
-        walker = _walker.get()
-        if walker is None:
-            return  # asked for directly
-        spender = self._spender(walker)
-        if self.left(spender.program) >= 1:
+        spender = self.check(what)
+        if spender is not None:
             now = self._clock()
             self._day.take(now)
             spender.burst.take(now)
             spender.calls += 1
             self.spent += 1
-            return
+
+    def check(self, what: str) -> _Spender | None:
+        """Refuse a walk's call for ``what`` when its program has nothing left of the
+        share, before anything is done for it (a walk past its share asks hundreds of
+        thousands of times); its spender when it may spend, None when it is no walk's."""
+        walker = _walker.get()
+        if walker is None:
+            return None  # asked for directly
+        spender = self._spender(walker)
+        if self.left(spender.program) >= 1:
+            return spender
         spender.refused += 1
         self.refused += 1
         if spender.refused == 1:
@@ -208,8 +218,20 @@ class WalkShare:
             "search (.search/, vaultfs search) finds documents at no such cost"
         )
 
+    def walking_spent(self) -> bool:
+        """Whether the current request is a walk's whose program has nothing left (its
+        read-ahead would only be refused)."""
+        walker = _walker.get()
+        return walker is not None and self.left(self._program_of(walker)) < 1
+
+    def _program_of(self, walker: _Walker) -> str:
+        program = walker.program or self._programs.get(walker.pid)
+        if program is None:
+            program = self._programs[walker.pid] = _program(walker.pid)
+        return program
+
     def _spender(self, walker: _Walker) -> _Spender:
-        program = walker.program or _program(walker.pid)
+        program = self._program_of(walker)
         spender = self._spenders.pop(program, None) or _Spender(
             program, walker.pid, _Bucket(self.burst, _BURST_WINDOW, self._clock())
         )

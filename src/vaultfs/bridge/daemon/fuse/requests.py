@@ -103,17 +103,21 @@ class RequestErrors:
         fh: int | None,
         attribute: bytes | None,
     ) -> pyfuse3.FUSEError:
-        """The errno the kernel is given for ``exc``, logged with its context."""
-        what = self._what(ino, name, fh, attribute)
+        """The errno the kernel is given for ``exc``, logged with its context (the
+        path is made only for a log line or the status: an ordinary answer, a name
+        that is not there, is given hundreds of thousands of times in a walk)."""
         if not isinstance(exc, errors.VaultError | OSError):
+            what = self._what(ino, name, fh, attribute)
             log.error("%s(%s) failed unexpectedly", op, what, exc_info=exc)
             return pyfuse3.FUSEError(errno.EIO)
         number = errors.errno_for(exc)
-        if number in _REFUSALS:
-            _refusals.append({"op": op, "path": what, "error": str(exc), "at": time.time()})
         if number not in _ORDINARY:
+            what = self._what(ino, name, fh, attribute)
+            if number in _REFUSALS:
+                _refusals.append({"op": op, "path": what, "error": str(exc), "at": time.time()})
             self._log_once(op, what, exc)  # a refusal or a failure: the user's answer
-        elif isinstance(exc, errors.VaultError):
+        elif isinstance(exc, errors.VaultError) and log.isEnabledFor(logging.DEBUG):
+            what = self._what(ino, name, fh, attribute)
             log.debug("%s(%s): %s -> %s", op, what, exc, errno.errorcode[number])
         return pyfuse3.FUSEError(number)
 
