@@ -32,6 +32,17 @@ def test_root_survives_forget() -> None:
     assert table.key(ROOT_INODE) == ("root",)
 
 
+def test_a_pinned_inode_outlives_more_forgets_than_it_counted() -> None:
+    """The node pyfuse3 hands out itself (``shared_entries``): the kernel forgets
+    references the table never counted, and the number stays the node's."""
+    table = InodeTable(("root",))
+    ino = table.pin(("hidden",))
+    assert table.lookup(("hidden",)) == ino
+    table.forget(ino, 1000)
+    assert table.key(ino) == ("hidden",) and table.lookups(ino) == 0
+    assert table.lookup(("hidden",)) == ino and table.lookups(ino) == 1
+
+
 def test_a_numbered_inode_is_not_held_until_looked_up() -> None:
     table = InodeTable(("root",))
     ino = table.inode(("doc", 1))

@@ -37,7 +37,10 @@ install`` elsewhere) names nothing, and the mount then behaves as before. What i
   misses programs that read many names before they stat them (``fuse.listing_pages``);
 - ``cache_symlinks``: the kernel keeps what a symbolic link reads (a view's and a
   search's links, a relationship's) until the mount drops it (``fs.freshness``: the
-  link's answer or its documents changed), so a warm ``find -ls`` reads no link twice.
+  link's answer or its documents changed), so a warm ``find -ls`` reads no link twice;
+- ``shared_entries``: a lookup of a document directory's ``.hidden`` (one node in every
+  document's directory, which GIO reads in each folder it lists or counts) is answered
+  inside pyfuse3 (``kernel_cache.shared_entries``).
 
 The environment variable ``VAULTFS_PYFUSE3_FEATURES`` narrows the choice (a comma list
 of the names above, or ``none`` for exactly the stock behaviour): the test suite runs
@@ -78,6 +81,8 @@ class Capabilities:
     plus_names: bool = False
     #: the kernel keeps what a symbolic link reads
     cache_symlinks: bool = False
+    #: lookups of the names one node in every document's directory answered in pyfuse3
+    shared_entries: bool = False
 
     def names(self) -> list[str]:
         return [f.name for f in fields(self) if getattr(self, f.name)]
@@ -99,6 +104,7 @@ DEFAULT = frozenset(
         "readdirplus_auto",
         "plus_names",
         "cache_symlinks",
+        "shared_entries",
     }
 )
 
@@ -123,4 +129,5 @@ def detect(offered: Iterable[str], environ: Mapping[str, str] | None = None) -> 
         readdirplus_auto=not plus_names and "readdirplus_auto" in wanted & available,
         plus_names=plus_names,
         cache_symlinks="cache_symlinks" in wanted & available,
+        shared_entries="shared_entries" in wanted & available,
     )

@@ -85,11 +85,9 @@ async def run_mount(config: MountConfig, ready: Callable[[], None] | None = None
             index_store=core.index_store,
         )
         filesystem = daemon.filesystem
-        fuse.init(
-            fuse.FuseOps(filesystem, events=events),
-            str(config.mountpoint),
-            _fuse_options(config),
-        )
+        ops = fuse.FuseOps(filesystem, events=events)
+        fuse.init(ops, str(config.mountpoint), _fuse_options(config))
+        await ops.share_entries()
         stack.callback(fuse.close, unmount=True)
         stack.callback(events.close)
         nursery = await stack.enter_async_context(trio.open_nursery())

@@ -30,7 +30,7 @@ from vaultfs.bridge.fs.inodes import InodeTable
 from vaultfs.bridge.fs.new_names import MAX_NAME_BYTES, NameRules
 from vaultfs.bridge.fs.opening import Opened
 from vaultfs.bridge.fs.options import Options
-from vaultfs.bridge.tree import nodes, xattrs
+from vaultfs.bridge.tree import keys, nodes, xattrs
 from vaultfs.bridge.tree.keys import (
     ROOT,
     ControlKey,
@@ -110,6 +110,18 @@ class FileSystem:
             fixed = isinstance(key, ControlKey) and key.fixed
             self.parts.attributes.local(attr, fixed=fixed)
         return attr
+
+    async def shared_entries(self) -> dict[str, Attr]:
+        """The names that are one node in every document's directory, with that
+        node's attributes: a front may answer their lookups in the directories
+        ``inodes.DOCUMENT_DIRS`` numbers itself. Their inodes are held for the mount's
+        life (``InodeTable.pin``): the references such answers hand out are not
+        counted."""
+        family = self.registry.of(keys.document(0))
+        return {
+            name: await self._attributes(key, self.inodes.pin(key))
+            for name, key in family.shared_names().items()
+        }
 
     async def lookup(self, parent: int, name: str) -> Attr:
         parent_key = self._key(parent)

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from vaultfs.bridge.tree import keys
 from vaultfs.bridge.tree.nodes import Kind, NodeKey
 
-__all__ = ["ROOT_INODE", "InodeTable"]
+__all__ = ["DOCUMENT_DIRS", "ROOT_INODE", "InodeTable"]
 
 #: FUSE's root inode number
 ROOT_INODE = 1
@@ -45,6 +45,8 @@ _DOCUMENTS = 1 << 40
 #: the highest document id numbered from its id (a larger one is counted out): the
 #: blocks end below 2**61, under the stand-ins' numbers (``daemon.name_events``, 2**62)
 _MAX_DOC_ID = ((1 << 61) - _DOCUMENTS) // _BLOCK - 1
+#: the numbers of documents' directories: (first, step), one in each block
+DOCUMENT_DIRS = (_DOCUMENTS + _PLACE[Kind.DOC], _BLOCK)
 
 
 def _member(key: NodeKey) -> tuple[int, int] | None:
@@ -80,6 +82,8 @@ class InodeTable:
         #: After a walk nearly every inode is held once: keeping only the other counts
         #: saves a dict entry per inode.
         self._counts: dict[int, int] = {ROOT_INODE: 0}
+        #: inodes numbered for the mount's life, as the root's (``pin``)
+        self._pinned: set[int] = {ROOT_INODE}
         #: the most inodes numbered at once (the kernel forgets names it is told to
         #: only between requests: a walk may hold more than ``max_inodes`` for a while)
         self.peak = 1
@@ -109,6 +113,14 @@ class InodeTable:
             self._counts[counted] = 0
             self.peak = max(self.peak, len(self))
         return counted
+
+    def pin(self, key: NodeKey) -> int:
+        """The inode of ``key``, never freed: the kernel may be handed references to
+        it that this table does not count (pyfuse3's ``shared_entries``), so its
+        FORGETs may add up to more than its lookups."""
+        ino = self.inode(key)
+        self._pinned.add(ino)
+        return ino
 
     def lookup(self, key: NodeKey) -> int:
         """The inode of ``key``, counting one kernel reference to it."""
@@ -177,7 +189,7 @@ class InodeTable:
         if left > 0:
             self._count(ino, left)
             return
-        if ino == ROOT_INODE:
+        if ino in self._pinned:
             self._counts[ino] = 0
             return
         self._counts.pop(ino, None)

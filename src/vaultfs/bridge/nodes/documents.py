@@ -78,6 +78,9 @@ class Documents(Family):
             return HIDDEN
         return None
 
+    def shared_names(self) -> Mapping[str, NodeKey]:
+        return {HIDDEN_FILE: HIDDEN}
+
     def step(self, paths: DisplayPaths, key: NodeKey) -> tuple[NodeKey, str] | None:
         if key.kind == Kind.EVENTS:
             return keys.document(key.doc_id), EVENTS_FILE

@@ -49,6 +49,9 @@ class Family:
     async def unlisted(self, tree: Tree, key: NodeKey, name: str) -> NodeKey | None:
         return None
 
+    def shared_names(self) -> Mapping[str, NodeKey]:
+        return {}
+
     def step(self, paths: DisplayPaths, key: NodeKey) -> tuple[NodeKey, str] | None:
         return None
 

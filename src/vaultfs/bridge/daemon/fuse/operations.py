@@ -23,7 +23,12 @@ from collections.abc import Sequence
 import pyfuse3
 
 from vaultfs.bridge.daemon.capabilities import Capabilities, detect
-from vaultfs.bridge.daemon.fuse.kernel_cache import invalidations, kept, kept_opens
+from vaultfs.bridge.daemon.fuse.kernel_cache import (
+    invalidations,
+    kept,
+    kept_opens,
+    shared_entries,
+)
 from vaultfs.bridge.daemon.fuse.listing_by_inode import ListingsByInode
 from vaultfs.bridge.daemon.fuse.listing_pages import ListingPages
 from vaultfs.bridge.daemon.fuse.replies import (
@@ -37,6 +42,7 @@ from vaultfs.bridge.daemon.fuse.replies import (
 from vaultfs.bridge.daemon.fuse.requests import RequestErrors, count
 from vaultfs.bridge.daemon.name_events import Event, NameEvents, Sort
 from vaultfs.bridge.fs.filesystem import FileSystem
+from vaultfs.bridge.fs.inodes import DOCUMENT_DIRS
 
 __all__ = ["FuseOps", "capabilities"]
 
@@ -85,6 +91,15 @@ class FuseOps(pyfuse3.Operations):
         )
         #: open directory handle -> the process that opened it (its walk's share)
         self._listers: dict[int, int] = {}
+
+    async def share_entries(self) -> None:
+        """Hand pyfuse3 the names that are one node in every document's directory
+        (``kernel_cache.shared_entries``), where it offers that."""
+        if shared_entries is None or not self.using.shared_entries:
+            return
+        first, step = DOCUMENT_DIRS
+        for name, attr in (await self.core.shared_entries()).items():
+            shared_entries[os.fsencode(name)] = (entry_attributes(attr), first, step)
 
     # --- names and attributes ----------------------------------------------------
 

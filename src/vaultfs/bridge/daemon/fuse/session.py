@@ -10,7 +10,12 @@ import os
 import pyfuse3
 import trio
 
-from vaultfs.bridge.daemon.fuse.kernel_cache import kept, kept_opens, stop_notifier
+from vaultfs.bridge.daemon.fuse.kernel_cache import (
+    kept,
+    kept_opens,
+    shared_entries,
+    stop_notifier,
+)
 from vaultfs.bridge.daemon.fuse.operations import FuseOps
 from vaultfs.bridge.daemon.readahead import raise_read_ahead
 
@@ -26,6 +31,8 @@ def init(ops: FuseOps, mountpoint: str, options: set[str]) -> None:
     global _mountpoint
     kept.clear()
     kept_opens.clear()
+    if shared_entries is not None:
+        shared_entries.clear()
     _mountpoint = mountpoint
     pyfuse3.init(ops, mountpoint, options)
 
