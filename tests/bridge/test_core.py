@@ -33,6 +33,24 @@ async def test_the_tree_follows_types_subtypes_and_disambiguates(core: FileSyste
     assert set(doc) == {"..%2Fpasswd", "versions", "renditions", "attachments", "relationships"}
 
 
+async def test_a_source_file_named_hidden_leaves_the_name_to_gnomes_list(
+    vault: FakeVault, core: FileSystem
+) -> None:
+    """A document directory's ``.hidden`` is one node in every document directory
+    (a front may answer its lookups without asking, ``shared_entries``): a source file
+    of that name is listed under another name, as one named ``versions`` is."""
+    vault.add("Dotfile", b"mine\n", filename=".hidden")
+    await core.tree.index.refresh()
+    doc = await walk(core, "Reference", "Dotfile")
+    listed = set(await listdir(core, doc)) - {"versions", "renditions", "attachments"}
+    (source,) = listed - {"relationships"}
+    assert source != ".hidden" and source.startswith(".hidden")
+    assert await read_all(core, await walk(core, "Reference", "Dotfile", source)) == b"mine\n"
+    hidden = await walk(core, "Reference", "Dotfile", ".hidden")
+    assert await read_all(core, hidden) == b"versions\n"
+    assert (await core.shared_entries())[".hidden"].ino == hidden
+
+
 async def test_listing_folders_costs_no_call_per_document(
     core: FileSystem, vault: FakeVault
 ) -> None:

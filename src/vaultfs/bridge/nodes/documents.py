@@ -61,8 +61,12 @@ class Documents(Family):
         }
         filename = record.get("filename__v")
         if filename:
+            # ``.hidden`` is GNOME's list in every document directory (its lookups
+            # may be answered without asking the mount: ``shared_names``): a source
+            # file of that name is listed under another, as one named ``versions``.
             (name,) = assign_names(
-                [Sibling(str(filename), str(doc_id), is_file=True)], reserved=set(DOC_DIR_NAMES)
+                [Sibling(str(filename), str(doc_id), is_file=True)],
+                reserved={*DOC_DIR_NAMES, HIDDEN_FILE},
             )
             listing[name] = keys.source(doc_id)
             if self._lock_files and record.get("locked__v") and not self._held_here(doc_id):
