@@ -102,9 +102,16 @@ def test_remaining_call_headers_on_every_response(vault_server: VaultProcess) ->
             "X-ServiceAPI-ExecutionId",
         ):
             assert header in r.headers, (r.request.url, header)
-    first = int(responses[1].headers["X-ServiceAPI-BurstLimitRemaining"])
-    last = int(responses[-1].headers["X-ServiceAPI-BurstLimitRemaining"])
-    assert last < first
+
+    # A call with a session spends the burst. The windows are fixed and the session's
+    # vault served other tests before: a new window may start between two calls (a whole
+    # run: 1979 left, then 1999), but not twice within two pairs of back-to-back calls.
+    def burst_left() -> int:
+        r = client.get("/objects/documents", params={"limit": 1})
+        return int(r.headers["X-ServiceAPI-BurstLimitRemaining"])
+
+    pairs = [(burst_left(), burst_left()) for _ in range(2)]
+    assert any(second < first for first, second in pairs), pairs
     assert (
         responses[1].headers["X-ServiceAPI-ExecutionId"]
         != responses[2].headers["X-ServiceAPI-ExecutionId"]

@@ -110,8 +110,8 @@ class NodeFamily(Protocol):
         ...
 
     def shared_names(self) -> Mapping[str, NodeKey]:
-        """Names that are the same node in every directory of this family that
-        ``unlisted`` is asked about (a document's ``.hidden``)."""
+        """Names that are the same node in every directory of this family (reached by
+        name, as ``unlisted`` answers them: a document directory's ``.hidden``)."""
         ...
 
     async def attributes(self, parts: Parts, key: NodeKey, ino: int) -> Attr: ...

@@ -117,7 +117,7 @@ class FileSystem:
         ``inodes.DOCUMENT_DIRS`` numbers itself. Their inodes are held for the mount's
         life (``InodeTable.pin``): the references such answers hand out are not
         counted."""
-        family = self.registry.of(keys.document(0))
+        family = self.registry.of(keys.document(0))  # the family of documents' directories
         return {
             name: await self._attributes(key, self.inodes.pin(key))
             for name, key in family.shared_names().items()
