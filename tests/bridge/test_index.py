@@ -236,6 +236,40 @@ def test_a_documents_times_are_read_with_those_after_it_in_its_folder() -> None:
         ]
 
 
+def test_a_listings_page_reads_its_documents_times_together() -> None:
+    """A page of a folder's listing: the times of its documents in one query from the
+    folder index, those it missed by id; None for a document not in the index. Times
+    kept stay readable without a query until newer ones push them out."""
+    store = IndexStore(None)
+    store.put_many(
+        {
+            "id": n,
+            "name__v": f"doc {n:03d}",
+            "type__v": "General",
+            "version_modified_date__v": f"2026-01-01T00:00:{n % 60:02d}.000Z",
+        }
+        for n in range(1, 301)
+    )
+    records = Records(store, times=512)
+    page = [doc_id for doc_id, _ in store.names_after(("General", "", ""), None, 200)]
+    with (
+        patch.object(store, "times_from", wraps=store.times_from) as ahead,
+        patch.object(store, "times", wraps=store.times) as by_id,
+    ):
+        found = records.times_of([*page, 9999])
+    assert (ahead.call_count, by_id.call_count) == (1, 1)  # the page, then the one missed
+    assert found[:-1] == [records.times(d) for d in page] and found[-1] is None
+    assert found[0] is not None and found[0][0] == time_ns("2026-01-01T00:00:01.000Z")
+    with patch.object(store, "times_from", side_effect=AssertionError("read again")):
+        assert records.times_of(page[:10]) == found[:10]
+    records.times_of(list(range(201, 301)))  # 100 more: what was kept first is kept still
+    with patch.object(store, "times_from", side_effect=AssertionError("read again")):
+        assert records.times(page[0]) == found[0]
+    records.times_of(list(range(201, 301)))
+    records.forget([page[0]])
+    assert records.times(page[0]) == found[0]  # read again after a change
+
+
 def test_a_walk_backwards_through_a_folder_reads_its_records_and_times_in_windows() -> None:
     """GNOME Files counts a folder's sub-folders partly from the last up: what is read
     with one document includes some before it, so that such a walk costs a query per

@@ -21,7 +21,7 @@ from typing import Any
 import trio
 
 from vaultfs.bridge.core.build import build_daemon
-from vaultfs.bridge.core.start import start_core
+from vaultfs.bridge.core.start import collect_less, start_core
 from vaultfs.bridge.daemon import fuse
 from vaultfs.bridge.daemon.config import MountConfig
 from vaultfs.bridge.daemon.name_events import NameEvents
@@ -88,6 +88,7 @@ async def run_mount(config: MountConfig, ready: Callable[[], None] | None = None
         ops = fuse.FuseOps(filesystem, events=events)
         fuse.init(ops, str(config.mountpoint), _fuse_options(config))
         await ops.share_entries()
+        collect_less()
         stack.callback(fuse.close, unmount=True)
         stack.callback(events.close)
         nursery = await stack.enter_async_context(trio.open_nursery())

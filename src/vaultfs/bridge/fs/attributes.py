@@ -114,6 +114,19 @@ class Attributes:
         attr.timeout = 0
         return attr
 
+    def document_directories(self, doc_ids: list[int], inos: list[int]) -> list[Attr | None]:
+        """The attributes of the directories of ``doc_ids`` (inodes ``inos``), a page of
+        a listing at a time (None: not in the index); as ``directory`` with
+        ``document_times(directory=True)``, made with the times of the whole page read
+        together (at 100,000 documents, one by one cost `ls -l` a second)."""
+        mode = stat.S_IFDIR | (0o555 if self._options.read_only else 0o755)
+        uid, gid, keep = self._options.uid, self._options.gid, self._options.attr_timeout
+        times = self._tree.times_of(doc_ids)
+        return [
+            None if t is None else Attr(i, mode, BLOCK, 2, t[0], t[2] or t[0], uid, gid, keep, keep)
+            for i, t in zip(inos, times, strict=True)
+        ]
+
     async def document_times(
         self, doc_id: int, *, version: tuple[int, int] | None = None, directory: bool = False
     ) -> tuple[int, int]:

@@ -116,6 +116,13 @@ class NodeFamily(Protocol):
 
     async def attributes(self, parts: Parts, key: NodeKey, ino: int) -> Attr: ...
 
+    async def listed_attributes(
+        self, parts: Parts, keys: list[NodeKey], inos: list[int]
+    ) -> list[Attr | None]:
+        """``attributes`` of ``keys`` listed together (a page of a listing), in their
+        order; None for a node that left the vault since it was listed."""
+        ...
+
     async def open(self, parts: Parts, key: NodeKey, ino: int, flags: int) -> Opened: ...
 
     async def setattr(self, parts: Parts, key: NodeKey, change: Change) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
-from itertools import islice
+from itertools import groupby, islice
 from typing import Any, NoReturn
 
 from vaultfs import errors
@@ -34,7 +34,6 @@ from vaultfs.bridge.tree import keys, nodes, xattrs
 from vaultfs.bridge.tree.keys import (
     ROOT,
     ControlKey,
-    DocumentKey,
     FolderKey,
     NodeKey,
     SourceKey,
@@ -101,11 +100,15 @@ class FileSystem:
 
     async def _attributes(self, key: NodeKey, ino: int) -> Attr:
         """The attributes of node ``key`` (inode ``ino``)."""
-        attr = await self.registry.of(key).attributes(self.parts, key, ino)
-        # Nothing announces changes of the mount's own nodes: short timeouts. A scratch
-        # file stays one for the kernel after it became a document's source file (a
-        # document's own number is never a local node's).
+        return self._local_times(key, await self.registry.of(key).attributes(self.parts, key, ino))
+
+    def _local_times(self, key: NodeKey, attr: Attr) -> Attr:
+        """``attr`` of node ``key``, with short timeouts if it is the mount's own:
+        nothing announces their changes. A scratch file stays one for the kernel after
+        it became a document's source file (a document's own number is never a local
+        node's)."""
         local = self.registry.is_local
+        ino = attr.ino
         if local(key) or (not self.inodes.of_document(ino) and local(self.inodes.key(ino) or ROOT)):
             fixed = isinstance(key, ControlKey) and key.fixed
             self.parts.attributes.local(attr, fixed=fixed)
@@ -216,23 +219,27 @@ class FileSystem:
         # each request costs the same at the end of a big folder as at its start (the
         # attributes of every entry left were made, then given back, per request).
         batch = list(islice(listing.entries(start), READDIR_BATCH))
-        # The batch's times in a few queries of the index, not one each.
-        self.tree.index.documents.preload_times(
-            key.doc_id for _, _, key in batch if isinstance(key, DocumentKey)
-        )
         try:
-            for position, name, key in batch:
-                ino = self.inodes.lookup(key)
+            # A family's run of entries at a time (a folder's page of documents is one):
+            # their attributes made together, the times of a page read in a few queries.
+            for family, run in groupby(batch, key=lambda entry: self.registry.of(entry[2])):
+                listed = list(run)
+                inos = [self.inodes.lookup(key) for _, _, key in listed]
                 try:
-                    attr = await self._attributes(key, ino)
-                except (errors.InvalidDocument, errors.NotFound, FileNotFoundError):
-                    self.forget(ino, 1)
-                    continue  # left the vault since opendir
+                    attrs = await family.listed_attributes(
+                        self.parts, [key for _, _, key in listed], inos
+                    )
                 except BaseException:
-                    self.forget(ino, 1)
+                    for ino in inos:
+                        self.forget(ino, 1)
                     raise
-                self.freshness.seen(parent, name, key, attr.ino)
-                entries.append((position, name, key, attr))
+                for (position, name, key), ino, attr in zip(listed, inos, attrs, strict=True):
+                    if attr is None:
+                        self.forget(ino, 1)
+                        continue  # left the vault since opendir
+                    self._local_times(key, attr)
+                    self.freshness.seen(parent, name, key, ino)
+                    entries.append((position, name, key, attr))
         except BaseException:
             self.entries_not_returned(entries)
             raise

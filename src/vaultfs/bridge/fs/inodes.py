@@ -102,7 +102,7 @@ class InodeTable:
                 self._members[doc_id] = numbered | 1 << place
                 self._numbered_members += 1
                 self._counts[ino] = 0
-                self.peak = max(self.peak, len(self))
+                self._grew()
             return ino
         counted = self._by_key.get(key)
         if counted is None:
@@ -111,8 +111,13 @@ class InodeTable:
             self._by_key[key] = counted
             self._by_inode[counted] = key
             self._counts[counted] = 0
-            self.peak = max(self.peak, len(self))
+            self._grew()
         return counted
+
+    def _grew(self) -> None:
+        numbered = len(self._by_inode) + self._numbered_members
+        if numbered > self.peak:
+            self.peak = numbered
 
     def pin(self, key: NodeKey) -> int:
         """The inode of ``key``, never freed: the kernel may be handed references to
@@ -125,7 +130,8 @@ class InodeTable:
     def lookup(self, key: NodeKey) -> int:
         """The inode of ``key``, counting one kernel reference to it."""
         ino = self.inode(key)
-        self._count(ino, self.lookups(ino) + 1)
+        # (numbered now: its count is ``_counts``' or 1, as ``lookups`` says)
+        self._count(ino, self._counts.get(ino, 1) + 1)
         return ino
 
     def known(self, key: NodeKey) -> int | None:

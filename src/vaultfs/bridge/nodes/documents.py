@@ -102,6 +102,14 @@ class Documents(Family):
             mtime = known.read_ns
         return parts.attributes.file(ino, 0o444, known.size if known else 0, mtime, ctime)
 
+    async def listed_attributes(
+        self, parts: Parts, keys: list[NodeKey], inos: list[int]
+    ) -> list[Attr | None]:
+        if any(key.kind != Kind.DOC for key in keys):
+            return await super().listed_attributes(parts, keys, inos)
+        # A folder's page of documents: their times read together.
+        return parts.attributes.document_directories([key.doc_id for key in keys], inos)
+
     async def open(self, parts: Parts, key: NodeKey, ino: int, flags: int) -> Opened:
         if key.kind == Kind.DOC or is_writing(flags):
             return await super().open(parts, key, ino, flags)

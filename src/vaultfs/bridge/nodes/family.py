@@ -58,6 +58,17 @@ class Family:
     async def attributes(self, parts: Parts, key: NodeKey, ino: int) -> Attr:
         raise errors.NotFound(f"{key!r} has no attributes")
 
+    async def listed_attributes(
+        self, parts: Parts, keys: list[NodeKey], inos: list[int]
+    ) -> list[Attr | None]:
+        found: list[Attr | None] = []
+        for key, ino in zip(keys, inos, strict=True):
+            try:
+                found.append(await self.attributes(parts, key, ino))
+            except (errors.InvalidDocument, errors.NotFound, FileNotFoundError):
+                found.append(None)  # left the vault since it was listed
+        return found
+
     async def open(self, parts: Parts, key: NodeKey, ino: int, flags: int) -> Opened:
         if not self.is_file(key):
             raise errors.IsADirectory("is a directory")

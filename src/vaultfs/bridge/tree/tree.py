@@ -166,6 +166,10 @@ class Tree:
             raise errors.InvalidDocument(f"document {doc_id} is not in the index")
         return times
 
+    def times_of(self, doc_ids: list[int]) -> list[Times | None]:
+        """``times`` of each of ``doc_ids`` (None: not in the index), read together."""
+        return self.index.documents.times_of(doc_ids)
+
     def has_details(self, doc_id: int) -> bool:
         """Whether ``details(doc_id)`` would answer without a call."""
         record = self.index.get(doc_id)

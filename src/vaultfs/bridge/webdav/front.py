@@ -22,7 +22,7 @@ from wsgidav.wsgidav_app import WsgiDAVApp
 from wsgidav.xml_tools import etree
 
 from vaultfs.bridge.core.build import Daemon, build_daemon
-from vaultfs.bridge.core.start import start_core
+from vaultfs.bridge.core.start import collect_less, start_core
 from vaultfs.bridge.fs.by_path import PathFileSystem
 from vaultfs.bridge.webdav.config import WebdavConfig
 from vaultfs.bridge.webdav.listing import Listings, streamed_listing
@@ -173,6 +173,7 @@ async def open_front(
         # under the lock and UNLOCK, asking for the name they wrote all along.
         keep_names=True,
     )
+    collect_less()
     pfs = PathFileSystem(daemon.filesystem)
     locks = VaultLocks(pfs, daemon.editor_locks)
     spool = daemon.spool

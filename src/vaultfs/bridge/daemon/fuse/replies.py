@@ -19,16 +19,14 @@ __all__ = ["entry_attributes", "is_plain", "reply_entries", "reply_plain", "stan
 
 
 def entry_attributes(attr: Attr) -> pyfuse3.EntryAttributes:
-    entry = pyfuse3.EntryAttributes()
+    entry = pyfuse3.EntryAttributes()  # all zeros: generation and st_rdev stay 0
     entry.st_ino = attr.ino
-    entry.generation = 0
     entry.entry_timeout = attr.entry_timeout
     entry.attr_timeout = attr.timeout
     entry.st_mode = attr.mode
     entry.st_nlink = attr.nlink
     entry.st_uid = attr.uid
     entry.st_gid = attr.gid
-    entry.st_rdev = 0
     entry.st_size = attr.size
     entry.st_blksize = 1 << 17
     entry.st_blocks = (attr.size + 511) // 512
