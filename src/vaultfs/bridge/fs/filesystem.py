@@ -233,13 +233,15 @@ class FileSystem:
                     for ino in inos:
                         self.forget(ino, 1)
                     raise
+                shown = []
                 for (position, name, key), ino, attr in zip(listed, inos, attrs, strict=True):
                     if attr is None:
                         self.forget(ino, 1)
                         continue  # left the vault since opendir
                     self._local_times(key, attr)
-                    self.freshness.seen(parent, name, key, ino)
                     entries.append((position, name, key, attr))
+                    shown.append((name, key, ino))
+                self.freshness.seen_all(parent, shown)
         except BaseException:
             self.entries_not_returned(entries)
             raise

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from itertools import islice
 
 import trio
@@ -172,38 +172,43 @@ class Freshness:
         The mount's own nodes are not followed (short timeouts; a scratch file's name
         outlives it on purpose once it became a document, for a writer appending to it).
         """
+        self.seen_all(parent, ((name, key, ino),))
+
+    def seen_all(self, parent: int, named: Iterable[tuple[str, NodeKey, int]]) -> None:
+        """``seen`` of each (name, key, inode) of a listing's page in ``parent``."""
         if len(self._inodes) > self._max_inodes:
             self._let_go()
-        key = typed(key)
-        kind = key.kind
-        if kind == Kind.SCRATCH and parent in self._folders:
-            self._new_files[ino] = (parent, name)
-        if self._is_local(key) or kind in key.SHARED_KINDS:
-            return
-        if key.is_answer:
-            self._seen_in_answer(parent, key, name, ino)
-            return
-        if kind in key.LINK_KINDS:
-            self._links.add(ino)
-        if kind in FOLDERS:
-            self._folders.add(ino)
-        elif key.OF_DOCUMENT and not self._inodes.of_document(ino):
-            inos = self._by_doc.get(key.doc_id, ())
-            if ino not in inos:
-                self._by_doc[key.doc_id] = (*inos, ino)
-        if kind in DOC_DIRS:
-            return  # a name that never changes: nothing to check, nothing to keep
         parent_key = self._inodes.key(parent)
-        if parent_key is not None and parent_key.kind in FIXED_DIRS:
-            return
-        before = self._names.get(ino)
-        if before != (parent, name):
-            self._names[ino] = (parent, name)
-            if before is not None:  # the node moved: its old name leads nowhere now
-                self._invalidate_entry(*before, 0)
-        if parent in self._folders:
-            self._in_folders.pop(ino, None)
-            self._in_folders[ino] = None
+        fixed_parent = parent_key is not None and parent_key.kind in FIXED_DIRS
+        in_folder = parent in self._folders
+        for name, node, ino in named:
+            key = typed(node)
+            kind = key.kind
+            if kind == Kind.SCRATCH and in_folder:
+                self._new_files[ino] = (parent, name)
+            if self._is_local(key) or kind in key.SHARED_KINDS:
+                continue
+            if key.is_answer:
+                self._seen_in_answer(parent, key, name, ino)
+                continue
+            if kind in key.LINK_KINDS:
+                self._links.add(ino)
+            if kind in FOLDERS:
+                self._folders.add(ino)
+            elif key.OF_DOCUMENT and not self._inodes.of_document(ino):
+                inos = self._by_doc.get(key.doc_id, ())
+                if ino not in inos:
+                    self._by_doc[key.doc_id] = (*inos, ino)
+            if kind in DOC_DIRS or fixed_parent:
+                continue  # a name that never changes: nothing to check, nothing to keep
+            before = self._names.get(ino)
+            if before != (parent, name):
+                self._names[ino] = (parent, name)
+                if before is not None:  # the node moved: its old name leads nowhere now
+                    self._invalidate_entry(*before, 0)
+            if in_folder:
+                self._in_folders.pop(ino, None)
+                self._in_folders[ino] = None
 
     def _seen_in_answer(self, parent: int, key: NodeKey, name: str, ino: int) -> None:
         if not key.is_file:
