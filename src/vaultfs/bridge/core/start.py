@@ -169,5 +169,5 @@ def collect_less() -> None:
     and 0.35 s of `ls -l` of that folder, against 0.15 s and 0.12 s now. The cost is
     memory: a reference cycle (trio's tasks and errors make them) waits up to 10,000
     allocations for its collection (about 12 MiB more at that peak, measured).
-    Measured in docs/benchmarks.md, 2026-12-07 21:50 UTC."""
+    Measured in docs/benchmarks.md, 2026-12-07 22:18 UTC."""
     gc.set_threshold(*_COLLECT_THRESHOLDS)
