@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from vaultfs.bridge.content.blobcache import BlobCache
 from vaultfs.bridge.content.sources import Contents
 from vaultfs.bridge.fs.options import Options
+from vaultfs.bridge.tree.index_store import Times
 from vaultfs.bridge.tree.keys import NodeKey
 from vaultfs.bridge.tree.tree import Tree
 from vaultfs.wire import time_ns
@@ -103,10 +104,13 @@ class Attributes:
         """A directory; ``writable``: names may be made in it (on a writable mount);
         ``new``: a new file in it becomes a new document (write bits only for a user
         who may create documents)."""
+        return self.make(ino, self._directory_mode(writable, new), BLOCK, mtime, ctime)
+
+    def _directory_mode(self, writable: bool, new: bool = False) -> int:
         writable = writable and not self._options.read_only
         if new and not self._options.may_create:
             writable = False
-        return self.make(ino, stat.S_IFDIR | (0o755 if writable else 0o555), BLOCK, mtime, ctime)
+        return stat.S_IFDIR | (0o755 if writable else 0o555)
 
     def file(self, ino: int, mode: int, size: int, mtime: int, ctime: int) -> Attr:
         """A regular file whose size changes under the kernel (not kept)."""
@@ -119,11 +123,11 @@ class Attributes:
         a listing at a time (None: not in the index); as ``directory`` with
         ``document_times(directory=True)``, made with the times of the whole page read
         together (at 100,000 documents, one by one cost `ls -l` a second)."""
-        mode = stat.S_IFDIR | (0o555 if self._options.read_only else 0o755)
+        mode = self._directory_mode(writable=True)
         uid, gid, keep = self._options.uid, self._options.gid, self._options.attr_timeout
         times = self._tree.times_of(doc_ids)
         return [
-            None if t is None else Attr(i, mode, BLOCK, 2, t[0], t[2] or t[0], uid, gid, keep, keep)
+            None if t is None else Attr(i, mode, BLOCK, 2, *_times(t, True), uid, gid, keep, keep)
             for i, t in zip(inos, times, strict=True)
         ]
 
@@ -142,8 +146,7 @@ class Attributes:
             return created, created
         # The times alone, from the index's columns: no record decoded (a listing of a
         # big folder asks this of every document in it).
-        mtime, created, born = self._tree.times(doc_id)
-        return mtime, (born if directory else created) or mtime
+        return _times(self._tree.times(doc_id), directory)
 
     async def vault_file(
         self,
@@ -172,3 +175,9 @@ class Attributes:
         else:
             attr.size = exact
         return attr
+
+
+def _times(times: Times, directory: bool) -> tuple[int, int]:
+    """(mtime, ctime) of a document's node from its index times (``Tree.times``)."""
+    mtime, created, born = times
+    return mtime, (born if directory else created) or mtime

@@ -100,9 +100,10 @@ class FileSystem:
 
     async def _attributes(self, key: NodeKey, ino: int) -> Attr:
         """The attributes of node ``key`` (inode ``ino``)."""
-        return self._local_times(key, await self.registry.of(key).attributes(self.parts, key, ino))
+        attr = await self.registry.of(key).attributes(self.parts, key, ino)
+        return self._local_timeouts(key, attr)
 
-    def _local_times(self, key: NodeKey, attr: Attr) -> Attr:
+    def _local_timeouts(self, key: NodeKey, attr: Attr) -> Attr:
         """``attr`` of node ``key``, with short timeouts if it is the mount's own:
         nothing announces their changes. A scratch file stays one for the kernel after
         it became a document's source file (a document's own number is never a local
@@ -238,7 +239,7 @@ class FileSystem:
                     if attr is None:
                         self.forget(ino, 1)
                         continue  # left the vault since opendir
-                    self._local_times(key, attr)
+                    self._local_timeouts(key, attr)
                     entries.append((position, name, key, attr))
                     shown.append((name, key, ino))
                 self.freshness.seen_all(parent, shown)
