@@ -3,6 +3,7 @@ mount of it, and one LibreOffice for the whole run."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,15 +14,25 @@ from tests import parallel
 from tests.programs import Office, need, need_uno
 from tests.tls_once import share_default_tls
 from vaultfs.testing.mount_process import MountProcess, can_mount
-from vaultfs.testing.vault_process import ADMIN, DEMO_PASSWORD, EDITOR, VIEWER, VaultProcess
+from vaultfs.testing.vault_process import (
+    ADMIN,
+    DEMO_PASSWORD,
+    EDITOR,
+    VIEWER,
+    WARM_STARTS,
+    VaultProcess,
+)
 
 #: the API version the tests speak
 API = "/api/v25.1"
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """httpx's default TLS settings made once per process (tests/tls_once.py)."""
+    """httpx's default TLS settings made once per process (tests/tls_once.py); the
+    vault servers forked from one that imported their stack once
+    (``vaultfs.testing.warm_start``), unless the run says otherwise (``VAULTFS_WARM_STARTS=0``)."""
     share_default_tls()
+    os.environ.setdefault(WARM_STARTS, "1")
 
 
 @pytest.hookimpl(wrapper=True)

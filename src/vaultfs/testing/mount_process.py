@@ -4,7 +4,9 @@
 (password through the environment, never argv; by this interpreter or another
 environment's), waits with a deadline until the mount
 answers, reads its ``.vaultfs/status``, and in ``stop`` ends the daemon by PID and
-unmounts (``fusermount3 -u -z``) whatever it left, also after a crash.
+unmounts (``fusermount3 -u -z``) whatever it left, also after a crash. Where
+``WARM_STARTS`` is set (the suite sets it) the daemon is forked from a process that
+imported its stack once (``warm_start``), unless it is another environment's.
 """
 
 from __future__ import annotations
@@ -22,13 +24,16 @@ from typing import Any, Self
 
 from vaultfs.bridge.commands import control
 from vaultfs.bridge.commands.control import alive, unmount
+from vaultfs.testing import warm_start
 from vaultfs.testing.vault_process import (
     ADMIN,
     DEMO_PASSWORD,
     START_TIMEOUT,
+    WARM_STARTS,
     end_process,
     wait_until,
 )
+from vaultfs.testing.warm_start import ForkedProcess
 
 __all__ = [
     "POLLS",
@@ -102,7 +107,7 @@ class MountProcess:
         self.log_path = self.cache_dir.with_suffix(".log")
         self.options = options
         self.log_level = log_level
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.proc: subprocess.Popen[bytes] | ForkedProcess | None = None
 
     @property
     def pid(self) -> int:
@@ -114,31 +119,32 @@ class MountProcess:
         done, as a mount answered only then before ``.vaultfs`` answered at once."""
         self.mountpoint.mkdir(parents=True, exist_ok=True)
         env = dict(os.environ, VAULTFS_PASSWORD=DEMO_PASSWORD)
-        if self.python is not None:
-            env.pop("PYTHONPATH", None)
-        self.proc = subprocess.Popen(
-            [
-                str(self.python or sys.executable),
-                "-m",
-                "vaultfs",
-                "mount",
-                self.url,
-                str(self.mountpoint),
-                "--user",
-                self.user,
-                "--foreground",
-                "--log-level",
-                self.log_level,
-                "--log-file",
-                str(self.log_path),
-                "-o",
-                ",".join(filter(None, [f"cache_dir={self.cache_dir}", self.options])),
-            ],
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.STDOUT,
-        )
+        argv = [
+            "mount",
+            self.url,
+            str(self.mountpoint),
+            "--user",
+            self.user,
+            "--foreground",
+            "--log-level",
+            self.log_level,
+            "--log-file",
+            str(self.log_path),
+            "-o",
+            ",".join(filter(None, [f"cache_dir={self.cache_dir}", self.options])),
+        ]
+        if self.python is None and os.environ.get(WARM_STARTS) == "1":
+            self.proc = warm_start.start(argv, env, Path(os.devnull))
+        else:
+            if self.python is not None:
+                env.pop("PYTHONPATH", None)
+            self.proc = subprocess.Popen(
+                [str(self.python or sys.executable), "-m", "vaultfs", *argv],
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.STDOUT,
+            )
         try:
             wait_until(self._answers, timeout=timeout, what=f"mount at {self.mountpoint}")
             if wait_index:
