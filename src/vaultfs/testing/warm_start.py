@@ -40,7 +40,8 @@ Command = Literal["serve", "mount"]
 
 
 class ForkedProcess:
-    """A server forked by the warm-start process: what ``subprocess.Popen`` offers."""
+    """A server or a mount forked by a warm-start process: what ``subprocess.Popen``
+    offers."""
 
     def __init__(self, forks: _Forks, pid: int) -> None:
         self._forks = forks
