@@ -14,14 +14,8 @@ from tests import parallel
 from tests.programs import Office, need, need_uno
 from tests.tls_once import share_default_tls
 from vaultfs.testing.mount_process import MountProcess, can_mount
-from vaultfs.testing.vault_process import (
-    ADMIN,
-    DEMO_PASSWORD,
-    EDITOR,
-    VIEWER,
-    WARM_STARTS,
-    VaultProcess,
-)
+from vaultfs.testing.vault_process import ADMIN, DEMO_PASSWORD, EDITOR, VIEWER, VaultProcess
+from vaultfs.testing.warm_start import WARM_STARTS
 
 #: the API version the tests speak
 API = "/api/v25.1"
@@ -29,8 +23,9 @@ API = "/api/v25.1"
 
 def pytest_configure(config: pytest.Config) -> None:
     """httpx's default TLS settings made once per process (tests/tls_once.py); the
-    vault servers forked from one that imported their stack once
-    (``vaultfs.testing.warm_start``), unless the run says otherwise (``VAULTFS_WARM_STARTS=0``)."""
+    vault servers and mounts forked from processes that imported their stacks once
+    (``vaultfs.testing.warm_start``), unless the run says otherwise
+    (``VAULTFS_WARM_STARTS=0``)."""
     share_default_tls()
     os.environ.setdefault(WARM_STARTS, "1")
 

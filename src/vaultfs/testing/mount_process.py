@@ -4,9 +4,9 @@
 (password through the environment, never argv; by this interpreter or another
 environment's), waits with a deadline until the mount
 answers, reads its ``.vaultfs/status``, and in ``stop`` ends the daemon by PID and
-unmounts (``fusermount3 -u -z``) whatever it left, also after a crash. Where
-``WARM_STARTS`` is set (the suite sets it) the daemon is forked from a process that
-imported its stack once (``warm_start``), unless it is another environment's.
+unmounts (``fusermount3 -u -z``) whatever it left, also after a crash. In the suite the
+daemon is forked from a process that imported its stack once
+(``warm_start.start_command``), unless it is another environment's.
 """
 
 from __future__ import annotations
@@ -15,8 +15,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -24,16 +22,14 @@ from typing import Any, Self
 
 from vaultfs.bridge.commands import control
 from vaultfs.bridge.commands.control import alive, unmount
-from vaultfs.testing import warm_start
 from vaultfs.testing.vault_process import (
     ADMIN,
     DEMO_PASSWORD,
     START_TIMEOUT,
-    WARM_STARTS,
     end_process,
     wait_until,
 )
-from vaultfs.testing.warm_start import ForkedProcess
+from vaultfs.testing.warm_start import ChildProcess, start_command
 
 __all__ = [
     "POLLS",
@@ -107,7 +103,7 @@ class MountProcess:
         self.log_path = self.cache_dir.with_suffix(".log")
         self.options = options
         self.log_level = log_level
-        self.proc: subprocess.Popen[bytes] | ForkedProcess | None = None
+        self.proc: ChildProcess | None = None
 
     @property
     def pid(self) -> int:
@@ -133,18 +129,9 @@ class MountProcess:
             "-o",
             ",".join(filter(None, [f"cache_dir={self.cache_dir}", self.options])),
         ]
-        if self.python is None and os.environ.get(WARM_STARTS) == "1":
-            self.proc = warm_start.start(argv, env, Path(os.devnull))
-        else:
-            if self.python is not None:
-                env.pop("PYTHONPATH", None)
-            self.proc = subprocess.Popen(
-                [str(self.python or sys.executable), "-m", "vaultfs", *argv],
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.STDOUT,
-            )
+        if self.python is not None:
+            env.pop("PYTHONPATH", None)
+        self.proc = start_command(argv, env, Path(os.devnull), python=self.python)
         try:
             wait_until(self._answers, timeout=timeout, what=f"mount at {self.mountpoint}")
             if wait_index:

@@ -3,9 +3,8 @@
 ``VaultProcess`` starts ``python -m vaultfs serve`` on 127.0.0.1 with a free port and
 its own data directory, waits (polling with a deadline) until ``GET /api/`` answers,
 and stops it by PID. It can be stopped and started again on the same port and data,
-which is how tests simulate an outage or a restart. Where ``WARM_STARTS`` is set in the
-environment (the suite sets it) the server is forked from a process that imported the
-server's stack once (``warm_start``) rather than started in a new interpreter.
+which is how tests simulate an outage or a restart. In the suite the server is forked
+from a process that imported the server's stack once (``warm_start.start_command``).
 """
 
 from __future__ import annotations
@@ -16,14 +15,12 @@ import signal
 import socket
 import ssl
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import httpx
 
-from vaultfs.testing import warm_start
-from vaultfs.testing.warm_start import ForkedProcess
+from vaultfs.testing.warm_start import ChildProcess, start_command
 
 __all__ = [
     "ADMIN",
@@ -31,7 +28,6 @@ __all__ = [
     "EDITOR",
     "START_TIMEOUT",
     "VIEWER",
-    "WARM_STARTS",
     "VaultProcess",
     "free_port",
     "wait_until",
@@ -41,9 +37,6 @@ __all__ = [
 #: parallel run of the suite on a busy machine starts several at once, each importing
 #: its stack while the others run).
 START_TIMEOUT = 120.0
-
-#: The environment variable that makes servers start warm (``warm_start``) when "1".
-WARM_STARTS = "VAULTFS_WARM_STARTS"
 
 #: The demo users of every test vault, and their password.
 ADMIN = "admin@vaultfs.demo"
@@ -95,7 +88,7 @@ def wait_until(predicate, timeout: float = 20.0, interval: float = 0.05, what: s
 
 
 def end_process(
-    proc: subprocess.Popen[bytes] | ForkedProcess | None,
+    proc: ChildProcess | None,
     sig: int = signal.SIGTERM,
     timeout: float = 10.0,
 ) -> None:
@@ -119,7 +112,7 @@ def _poll_tls() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
-def answers_http(proc: subprocess.Popen[bytes] | ForkedProcess | None, url: str, what: str) -> bool:
+def answers_http(proc: ChildProcess | None, url: str, what: str) -> bool:
     """Whether the server process ``proc`` answers 200 at ``url``; RuntimeError once it
     has exited (a wait for it would be in vain)."""
     assert proc is not None
@@ -144,7 +137,7 @@ class VaultProcess:
         self.port = port or free_port()
         self.extra_args = extra_args or []
         self.env = env or {}
-        self.proc: subprocess.Popen[bytes] | ForkedProcess | None = None
+        self.proc: ChildProcess | None = None
         self.log_path = data_dir.parent / f"{data_dir.name}-server.log"
 
     @property
@@ -164,19 +157,7 @@ class VaultProcess:
             str(self.data_dir),
             *self.extra_args,
         ]
-        if os.environ.get(WARM_STARTS) == "1":
-            self.proc = warm_start.start(argv, env, self.log_path)
-        else:
-            log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child
-            try:
-                self.proc = subprocess.Popen(
-                    [sys.executable, "-m", "vaultfs", *argv],
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    env=env,
-                )
-            finally:
-                log.close()
+        self.proc = start_command(argv, env, self.log_path)
         try:
             wait_until(self._answers, timeout=timeout, what=f"vault server on {self.url}")
         except BaseException:

@@ -13,6 +13,10 @@ file of that start: the same code in a process of its own, only its imports done
 already. (Its ``/proc/PID/cmdline`` is the forking process's: a test of what a command
 line shows starts its process cold.)
 
+``start_command`` is how the process helpers start a command: warm where
+``WARM_STARTS`` is "1" in the environment (the suite sets it) and the command is this
+interpreter's ``serve`` or ``mount``, else in a new interpreter.
+
 ``ForkedProcess`` stands for such a child as ``subprocess.Popen`` does for one's own:
 its pid, ``poll``, ``wait`` (with ``subprocess.TimeoutExpired``), ``send_signal``,
 ``kill``. It follows the child through a pidfd (signals never reach a later process
@@ -33,8 +37,10 @@ import threading
 from pathlib import Path
 from typing import IO, Any, Literal, NoReturn
 
-__all__ = ["Command", "ForkedProcess", "start"]
+__all__ = ["WARM_STARTS", "ChildProcess", "Command", "ForkedProcess", "start", "start_command"]
 
+#: the environment variable that makes ``start_command`` fork when "1"
+WARM_STARTS = "VAULTFS_WARM_STARTS"
 #: the commands started warm
 Command = Literal["serve", "mount"]
 
@@ -116,6 +122,28 @@ class _Forks:
 
 
 _forks: dict[str, _Forks] = {}
+
+#: a command started by ``start_command``
+ChildProcess = subprocess.Popen[bytes] | ForkedProcess
+
+
+def start_command(
+    argv: list[str], env: dict[str, str], output: Path, *, python: Path | None = None
+) -> ChildProcess:
+    """``python -m vaultfs ARGV`` with ``env`` as its whole environment, no input, its
+    output appended to ``output``: forked warm (``start``) where ``WARM_STARTS`` says so
+    and it is this interpreter's ``serve`` or ``mount``, else by ``python`` (this
+    interpreter by default) anew."""
+    if python is None and os.environ.get(WARM_STARTS) == "1" and argv[0] in ("serve", "mount"):
+        return start(argv, env, output)
+    with open(output, "ab") as out:  # the child has its own copy of the descriptor
+        return subprocess.Popen(
+            [str(python or sys.executable), "-m", "vaultfs", *argv],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
 
 
 def start(argv: list[str], env: dict[str, str], output: Path) -> ForkedProcess:
